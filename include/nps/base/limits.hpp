@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every size or count a user can influence has a named limit here, in one
+// place. Spec limits cite their section; the rest are our choices
+// (docs/limits.md explains them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nps::limits {
+
+// --- NOP TaskFrame (NPS-5 §3.1, §9.2) ---
+inline constexpr std::size_t kMaxDagNodes = 32;                // §9.2 → NOP-TASK-DAG-TOO-LARGE
+inline constexpr std::size_t kMaxDelegationChain = 3;          // §9.2 entities
+inline constexpr std::size_t kMaxConditionChars = 512;         // §9.2
+inline constexpr std::size_t kMaxMappingPathSegments = 8;      // §9.2
+inline constexpr std::uint32_t kMaxTaskTimeoutMs = 3'600'000;  // §3.1
+inline constexpr std::uint32_t kDefaultTaskTimeoutMs = 30'000; // §3.1
+inline constexpr std::size_t kMaxEdges = 32 * 31 / 2;          // a DAG of 32 nodes has at most n(n-1)/2 edges
+inline constexpr std::size_t kMaxIdChars = 128;                // task_id, node ids (ours)
+inline constexpr std::size_t kMaxNidChars = 256;               // NIDs (ours)
+inline constexpr std::size_t kMaxUrlChars = 2048;              // action, callback_url (ours)
+inline constexpr std::size_t kMaxJsonDepth = 32;               // nesting of any accepted JSON (ours)
+
+// --- Leases (NPS-5 §8.1 / CR-0007 §4.1) ---
+inline constexpr std::uint32_t kMinLeaseSeconds = 10;
+inline constexpr std::uint32_t kMaxLeaseSeconds = 600;
+
+// --- Inbox (npsd-compatible, DESIGN §3.2) ---
+inline constexpr std::size_t kMaxBodyBytes = 1 << 20;          // any HTTP request body
+inline constexpr std::size_t kDefaultMaxMessageBytes = 256 * 1024;  // a deposited TaskFrame
+inline constexpr std::int64_t kDefaultInboxTtlSeconds = 3600;
+inline constexpr std::int64_t kMaxInboxTtlSeconds = 7 * 24 * 3600;
+inline constexpr std::int64_t kDefaultMaxInboxDepth = 10'000;
+inline constexpr int kMinInboxPriority = -1000;
+inline constexpr int kMaxInboxPriority = 1000;
+inline constexpr std::uint32_t kMaxPeekWaitSeconds = 30;       // npsd NPSD_MAX_INBOX_WAIT_SECONDS
+inline constexpr std::uint32_t kDefaultPeekBatch = 16;
+inline constexpr std::uint32_t kMaxPeekBatch = 256;
+inline constexpr std::uint32_t kMaxClaimBatch = 256;
+inline constexpr std::uint32_t kMaxTaskListLimit = 1000;
+inline constexpr std::uint32_t kDefaultTaskListLimit = 100;
+
+// --- Node results and announces ---
+inline constexpr std::size_t kMaxNodeResultBytes = 256 * 1024;
+inline constexpr std::size_t kMaxSpawnSpecRefChars = 64 * 1024;
+
+// --- HTTP server ---
+inline constexpr unsigned kMaxHttpConnections = 256;
+inline constexpr unsigned kHttpConnectionTimeoutSeconds = 60;
+
+}  // namespace nps::limits

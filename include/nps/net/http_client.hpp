@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// A blocking HTTP client on libcurl, for the CLI and tests. Reaches the
+// daemon over TCP or its unix socket.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+#include <utility>
+
+#include "nps/base/result.hpp"
+
+namespace nps::net {
+
+struct ClientRequest {
+    std::string method = "GET";
+    std::string url;                          // "http://127.0.0.1:17437/v1/tasks" (host ignored over a unix socket)
+    std::optional<std::string> unix_socket;   // connect here instead of the URL's host
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::optional<std::string> body;
+    long timeout_ms = 30000;
+    std::size_t max_response_bytes = 16 << 20;
+};
+
+struct ClientResponse {
+    long status = 0;
+    std::map<std::string, std::string> headers;  // lower-cased names
+    std::string body;
+};
+
+// Transport failures (refused, timeout, oversize response) are errors naming
+// the URL; any HTTP status is a successful response.
+Result<ClientResponse> http_request(const ClientRequest& request);
+
+// Percent-encodes one path segment or query value (RFC 3986 unreserved kept).
+std::string url_encode(const std::string& text);
+
+}  // namespace nps::net

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// The durable store: per-NID inbox, the task-claim protocol (NPS-5 §8.1,
+// CR-0007 §4), node results, task state, the event log and local NDP
+// announces — in one SQLite database in WAL mode (runner.db).
+//
+// Contract:
+//  - Every public operation is one transaction; a returned success is durable
+//    (synchronous=FULL, see docs/durability.md) — a deposit acknowledged with
+//    201 survives kill -9 and power loss.
+//  - Several Store objects, in one or several processes, may share one file.
+//    A Store object itself is NOT thread-safe: use one per thread (StorePool).
+//  - A claim is one atomic `UPDATE … WHERE … lease_expiry <= now … RETURNING`
+//    statement. `lease_expiry` doubles as "visible at": a message is claimable
+//    iff it is queued, its lease_expiry <= now and (if never claimed) its TTL
+//    has not passed. A lease is live iff lease_expiry > now (vectors
+//    nop.lease.*). Ordering: priority DESC, then message_id (FIFO).
+//  - lease_seconds is clamped to [10, 600]; renewal sets expiry to
+//    now + clamped seconds and succeeds only for the live owner.
+//  - Protocol failures carry NOP codes: NOP-CLAIM-CONFLICT (409),
+//    NOP-TASK-NOT-FOUND (404), NOP-TASK-ALREADY-COMPLETED (409),
+//    NWP-TASK-ID-CONFLICT (409), NWP-RATE-LIMIT-INBOX-FULL (429),
+//    NWP-INBOX-MESSAGE-NOT-FOUND (404). SQLite failures are internal errors
+//    naming the operation; SQLiteCpp exceptions never leave store/.
+//  - Time comes from the Clock given at open (tests use FakeClock).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nps/base/clock.hpp"
+#include "nps/base/result.hpp"
+#include "nps/store/types.hpp"
+
+namespace nps::store {
+
+enum class Synchronous { full, normal };
+
+struct OpenOptions {
+    std::string path;                              // runner.db; ":memory:" is refused (WAL needs a file)
+    Synchronous synchronous = Synchronous::full;   // normal: survives process crash, may lose the last commits on power loss
+    int busy_timeout_ms = 5000;
+};
+
+class Store {
+public:
+    // Opens (creating if needed) the database, sets WAL and the pragmas, and
+    // applies pending schema migrations in one transaction. Fails if the file's
+    // schema is newer than this binary knows.
+    static Result<std::unique_ptr<Store>> open(const OpenOptions& options, const Clock& clock);
+    virtual ~Store() = default;
+
+    // Schema version the file is at after open().
+    virtual int schema_version() const = 0;
+
+    // --- inbox -----------------------------------------------------------------
+    // Stores the message and creates the task (state PENDING, event
+    // "inbox:deposited"). A second deposit of the same task_id with the same
+    // frame_hash and nid returns the original message with duplicate=true; a
+    // different frame_hash or nid → NWP-TASK-ID-CONFLICT. Depth at max_depth →
+    // NWP-RATE-LIMIT-INBOX-FULL.
+    virtual Result<DepositResult> deposit(const DepositRequest& request) = 0;
+
+    // npsd-compatible peek: up to `batch` visible messages (queued, not under a
+    // live lease, TTL not passed), in claim order. Does not change anything.
+    virtual Result<std::vector<Message>> peek(const std::string& nid, std::uint32_t batch) = 0;
+    // npsd-compatible ack: removes the message from the inbox (the task record
+    // stays). Unknown or already-acked id → NWP-INBOX-MESSAGE-NOT-FOUND.
+    virtual Result<void> ack(const std::string& nid, std::int64_t message_id) = 0;
+    // Messages still queued for nid (leased or not), TTL not passed.
+    virtual Result<std::int64_t> depth(const std::string& nid) = 0;
+    // Highest message_id ever deposited (any nid): long-poll waiters compare it.
+    virtual Result<std::int64_t> last_message_id() = 0;
+
+    // --- claims and leases -------------------------------------------------------
+    // Without task_id: claims the head of nid's inbox; nullopt when nothing is
+    // claimable. With task_id: claims that task; a live lease (any owner,
+    // including the caller) → NOP-CLAIM-CONFLICT; a terminal task →
+    // NOP-TASK-ALREADY-COMPLETED; unknown (or another nid's) → NOP-TASK-NOT-FOUND;
+    // dedup_key given and different → NOP-CLAIM-CONFLICT. Outcome `reclaimed`
+    // when a previous lease existed and expired, else `granted`. The task goes
+    // RUNNING and gets event "lease:granted" / "lease:reclaimed".
+    virtual Result<std::optional<Lease>> claim(const ClaimRequest& request) = 0;
+    // Up to max_count head claims in one transaction (max ≤ limits::kMaxClaimBatch).
+    virtual Result<std::vector<Lease>> claim_batch(const std::string& nid, const std::string& runner_nid,
+                                                   std::uint32_t lease_seconds, std::uint32_t max_count) = 0;
+    // Extends a live lease held by runner_nid; returns the new expiry.
+    // Not owner, expired, released or reclaimed → NOP-CLAIM-CONFLICT.
+    virtual Result<std::int64_t> renew(const std::string& task_id, const std::string& runner_nid,
+                                       std::uint32_t lease_seconds) = 0;
+    // Gives a live lease back: the message becomes claimable at once (outcome
+    // `granted` for the next claimant). Not the live owner → NOP-CLAIM-CONFLICT.
+    virtual Result<void> release(const std::string& task_id, const std::string& runner_nid) = 0;
+    // Records the task's terminal outcome, fenced by the live lease of
+    // runner_nid (else NOP-CLAIM-CONFLICT), removes its message from the inbox
+    // and ends the lease, in one transaction.
+    virtual Result<void> complete(const std::string& task_id, const std::string& runner_nid,
+                                  const TaskOutcome& outcome) = 0;
+    // Completes several leased tasks in one transaction (bench and batch runners).
+    virtual Result<void> complete_batch(const std::vector<std::string>& task_ids, const std::string& runner_nid,
+                                        const TaskOutcome& outcome) = 0;
+
+    // --- node results (idempotent on task_id, node_id, dedup_key) ---------------
+    // dedup_key must be the task's (else NOP-CLAIM-CONFLICT); runner_nid, when
+    // set, must hold the live lease. An existing terminal record with the same
+    // state, error_code and result → duplicate; with a different one →
+    // NOP-TASK-ALREADY-COMPLETED. A non-terminal record may be overwritten.
+    virtual Result<RecordOutcome> record_node_result(const NodeResult& result) = 0;
+    virtual Result<std::vector<NodeResult>> node_results(const std::string& task_id) = 0;
+    // True iff a terminal record exists for (dedup_key, node_id) (vector nop.lease.002).
+    virtual Result<bool> is_node_terminal(const std::string& dedup_key, const std::string& node_id) = 0;
+
+    // --- tasks and events ------------------------------------------------------------
+    virtual Result<TaskRecord> task(const std::string& task_id) = 0;  // NOP-TASK-NOT-FOUND
+    virtual Result<std::vector<TaskRecord>> list_tasks(const TaskListFilter& filter) = 0;  // newest first
+    // Non-terminal → CANCELLED (error NOP-TASK-CANCELLED), message removed, lease
+    // ended, event "task:cancelled". Terminal → NOP-TASK-ALREADY-COMPLETED.
+    virtual Result<TaskRecord> cancel(const std::string& task_id) = 0;
+    virtual Result<void> append_event(const std::string& task_id, const std::string& name,
+                                      const std::string& detail_json) = 0;
+    virtual Result<std::vector<TaskEvent>> events(const std::string& task_id) = 0;
+
+    // --- local NDP registry ----------------------------------------------------------
+    virtual Result<void> put_announce(const Announce& announce) = 0;  // insert or replace
+    // NDP-RESOLVE-NOT-FOUND when absent or offline (ttl 0); NDP-RESOLVE-STALE
+    // when announced_at + ttl <= now.
+    virtual Result<Announce> resolve_announce(const std::string& nid) = 0;
+    virtual Result<std::vector<Announce>> list_announces() = 0;
+
+    // --- housekeeping ----------------------------------------------------------------
+    // Never-claimed messages past their TTL leave the inbox; their tasks go
+    // FAILED with NOP-TASK-TIMEOUT and event "inbox:expired". Returns how many.
+    virtual Result<std::int64_t> sweep_expired() = 0;
+};
+
+// Clamp to [limits::kMinLeaseSeconds, limits::kMaxLeaseSeconds].
+std::uint32_t clamp_lease_seconds(std::uint32_t requested);
+
+}  // namespace nps::store

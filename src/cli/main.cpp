@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/cli/main.hpp"
+
+namespace nps::cli {
+
+int main(int, char**)
+{
+    return 0;
+}
+
+}  // namespace nps::cli
