@@ -17,7 +17,7 @@ std::string format_rfc3339_ms(std::int64_t unix_ms)
     time_t t = static_cast<time_t>(secs);
     tm utc{};
     gmtime_r(&t, &utc);
-    char buf[40];
+    char buf[64];
     std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900,
                   utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
                   static_cast<int>(ms));

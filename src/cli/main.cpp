@@ -1,11 +1,79 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/cli/main.hpp"
 
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "nps/cli/verbs.hpp"
+
 namespace nps::cli {
 
-int main(int, char**)
+namespace {
+
+constexpr const char* kOverview = R"(Usage: nps-runner VERB [OPTIONS]
+
+nps-runner is the NPS-Node L3 on-demand runtime: it keeps a durable per-NID
+inbox of NOP TaskFrames, leases them to competing runners without double
+execution, and runs each DAG node as an ephemeral sandboxed worker.
+
+Verbs:
+  serve                     run the daemon (HTTP API on 127.0.0.1:17437 and a unix socket)
+  submit [--to NID] FILE|-  deposit a TaskFrame; prints its task_id
+  task show ID [--json]     a task's state, nodes and events
+  task ls                   list tasks (--state, --limit)
+  task wait ID              wait until a task is terminal (--timeout S)
+  task cancel ID            cancel a task
+  announce NID --spawn-spec REF
+                            register an agent NID in the local NDP registry
+  announce ls               list registered agents
+  version                   print the version
+
+Run 'nps-runner VERB --help' for a verb's options; 'man nps-runner' for more.
+)";
+
+struct Verb {
+    const char* first;
+    const char* second;  // nullptr: one-word verb
+    int (*run)(int, char**, int);
+};
+
+constexpr Verb kVerbs[] = {
+    {"serve", nullptr, serve},
+    {"submit", nullptr, submit},
+    {"task", "show", task_show},
+    {"task", "ls", task_ls},
+    {"task", "wait", task_wait},
+    {"task", "cancel", task_cancel},
+    {"announce", "ls", announce_ls},
+    {"announce", nullptr, announce},
+    {"version", nullptr, version},
+};
+
+}  // namespace
+
+int main(int argc, char** argv)
 {
-    return 0;
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
+        std::fputs(kOverview, argc < 2 ? stderr : stdout);
+        return argc < 2 ? kExitUsage : kExitOk;
+    }
+    if (!std::strcmp(argv[1], "--version"))
+        return version(argc, argv, 2);
+    for (const auto& verb : kVerbs) {
+        if (std::strcmp(argv[1], verb.first) != 0)
+            continue;
+        if (!verb.second)
+            return verb.run(argc, argv, 2);
+        if (argc > 2 && !std::strcmp(argv[2], verb.second))
+            return verb.run(argc, argv, 3);
+    }
+    if (!std::strcmp(argv[1], "task")) {
+        std::fprintf(stderr, "nps-runner: 'task' needs a sub-verb: show, ls, wait or cancel\n");
+        return kExitUsage;
+    }
+    std::fprintf(stderr, "nps-runner: unknown verb '%s'\nTry 'nps-runner --help'.\n", argv[1]);
+    return kExitUsage;
 }
 
 }  // namespace nps::cli

@@ -14,13 +14,17 @@
 
 namespace nps::net {
 
+// A POST/PUT/PATCH without a body sends an empty one (Content-Length: 0); a
+// body without a Content-Type header is sent as application/json. No
+// "Expect: 100-continue" unless the caller sets an Expect header. Requests to
+// a loopback host or over a unix socket bypass any environment proxy.
 struct ClientRequest {
     std::string method = "GET";
     std::string url;                          // "http://127.0.0.1:17437/v1/tasks" (host ignored over a unix socket)
     std::optional<std::string> unix_socket;   // connect here instead of the URL's host
     std::vector<std::pair<std::string, std::string>> headers;
     std::optional<std::string> body;
-    long timeout_ms = 30000;
+    long timeout_ms = 30000;                  // whole request incl. connect; <= 0: no limit
     std::size_t max_response_bytes = 16 << 20;
 };
 

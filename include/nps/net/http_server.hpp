@@ -7,7 +7,13 @@
 // must therefore be thread-safe.
 //
 // Bodies above max_body_bytes are not buffered: the handler sees
-// body_too_large=true and an empty body and should answer 413.
+// body_too_large=true and an empty body and should answer 413. The rest of
+// such an upload is read and discarded (so the client sees the answer), except
+// that a request announcing an oversize Content-Length with
+// "Expect: 100-continue" is answered at once, before any body is sent.
+//
+// A handler that throws gets a 500 with the NPS-SERVER-INTERNAL error body;
+// the exception is logged to stderr and the server keeps serving.
 #pragma once
 
 #include <sys/types.h>
@@ -52,10 +58,11 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpServerOptions {
     std::optional<std::string> tcp_listen;   // "127.0.0.1:17437", "[::1]:0", "0.0.0.0:17437"; port 0 = any
-    std::optional<std::string> unix_socket;  // path; a stale socket file is replaced, parent dir created
+    std::optional<std::string> unix_socket;  // path; a stale socket file (nobody listening) is replaced,
+                                             // a live socket or any other file is an error; parent dir created 0755
     mode_t unix_socket_mode = 0660;
     std::size_t max_body_bytes = limits::kMaxBodyBytes;
-    unsigned max_connections = limits::kMaxHttpConnections;
+    unsigned max_connections = limits::kMaxHttpConnections;  // per listener (TCP and unix socket each)
     unsigned connection_timeout_seconds = limits::kHttpConnectionTimeoutSeconds;
 };
 
@@ -64,7 +71,9 @@ public:
     // Binds and starts serving. Errors name the address: "Failed to bind
     // '127.0.0.1:17437': Address already in use".
     static Result<std::unique_ptr<HttpServer>> start(const HttpServerOptions& options, HttpHandler handler);
-    virtual ~HttpServer() = default;  // stops accepting, waits for in-flight requests, removes the socket file
+    // Stops accepting, waits for in-flight requests (a long-poll handler must
+    // therefore be woken by the caller first), removes the socket file it created.
+    virtual ~HttpServer() = default;
 
     // The bound TCP port (useful with port 0), or 0 without a TCP listener.
     virtual std::uint16_t tcp_port() const = 0;

@@ -6,8 +6,10 @@
 // (the spec does not say which is authoritative; docs/protocol-choices.md).
 // Check order, as the vectors require:
 //   1. empty dag → NOP-TASK-DAG-INVALID; more than 32 nodes → NOP-TASK-DAG-TOO-LARGE
-//   2. duplicate node id, edge or input_from naming an undeclared node,
-//      self-loop edge → NOP-TASK-DAG-INVALID
+//   2. more than limits::kMaxEdges edges, an invalid or duplicate node id,
+//      an input_from entry or edge end naming an undeclared node, a node
+//      depending on itself (self-loop edge, or its own id in input_from),
+//      a repeated edge or repeated input_from entry → NOP-TASK-DAG-INVALID
 //   3. cycle → NOP-TASK-DAG-CYCLE (before any root/terminal check, so a pure
 //      cycle with no root reports CYCLE)
 //   4. no root or no terminal → NOP-TASK-DAG-INVALID
@@ -35,6 +37,7 @@ Result<DagShape> validate_dag(const Dag& dag);
 
 // Delegation chain length in entities (orchestrator = 1, worker = 2, …);
 // more than limits::kMaxDelegationChain → NOP-DELEGATE-CHAIN-TOO-DEEP.
+// 0 is a caller bug (internal error, no protocol code).
 Result<void> validate_delegation_chain(std::size_t entities);
 
 }  // namespace nps::proto

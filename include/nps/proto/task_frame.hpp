@@ -4,15 +4,29 @@
 // decode_task_frame() parses untrusted JSON with simdjson, checks every field's
 // type and range and every limit of §9.2, validates the DAG (dag.hpp), and
 // computes the canonical hashes the store keys on. It never throws; on
-// failure the Error carries the exact NOP code:
-//   - not JSON / not an object / task-level field wrong → NWP-HTTP-FRAME-BODY-MALFORMED
-//   - dag field errors, duplicate or unknown node ids, empty dag → NOP-TASK-DAG-INVALID
-//   - more than 32 nodes → NOP-TASK-DAG-TOO-LARGE
-//   - cycle → NOP-TASK-DAG-CYCLE (checked before the root/terminal check)
-//   - callback_url not https / has user-info / no host / non-public IP literal,
-//     callback_secret not 32 base64url bytes → NOP-CALLBACK-INVALID
-// Unknown fields are ignored (forward compatibility). `frame` may be absent,
-// 64, or the string "0x40".
+// failure the Error carries the exact NOP code and a message naming the field
+// ("dag.nodes[2].input_from[0]: unknown node 'fetch'"). Checks run in this
+// order, and the first failure wins:
+//   1. not JSON, not an object, a duplicate key, nesting deeper than
+//      limits::kMaxJsonDepth → NWP-HTTP-FRAME-BODY-MALFORMED
+//   2. task-level fields (frame, task_id, timeout_ms, max_retries, priority,
+//      preflight, compensation_policy, result_ttl_seconds, context,
+//      request_id) wrong → NWP-HTTP-FRAME-BODY-MALFORMED
+//   3. dag missing / not an object, empty dag, node or edge field wrong,
+//      duplicate or unknown node ids → NOP-TASK-DAG-INVALID;
+//      more than 32 nodes → NOP-TASK-DAG-TOO-LARGE (before any node field);
+//      condition longer than 512 characters → NOP-CONDITION-EVAL-ERROR;
+//      an input_mapping / compensate_params_mapping path outside the
+//      supported JSONPath subset ("$." + at most 8 segments) →
+//      NOP-INPUT-MAPPING-ERROR (a mapping that is not an object is
+//      NOP-TASK-DAG-INVALID);
+//      cycle → NOP-TASK-DAG-CYCLE (before the root/terminal check)
+//   4. callback_url not https / has user-info / no host / localhost /
+//      non-public IP literal, callback_secret not 32 base64url bytes →
+//      NOP-CALLBACK-INVALID (callback_policy.hpp, callback_signature.hpp)
+// Unknown fields are ignored (forward compatibility); an optional field set to
+// JSON null counts as absent. `frame` may be absent, 64, or the string "0x40".
+// The caller bounds the input size (the inbox and HTTP body limits).
 #pragma once
 
 #include <cstdint>
@@ -75,17 +89,21 @@ struct TaskFrame {
     std::optional<std::string> request_id;
 
     // Derived at decode time.
-    std::string canonical_dag_json;    // JCS form of `dag`
+    std::string canonical_dag_json;    // JCS form of `dag`, unknown members included
     std::string dag_hash;              // sha256 hex of canonical_dag_json
     std::string dedup_key;             // dedup.hpp
-    std::string canonical_frame_hash;  // sha256 hex of the JCS form of the whole frame
+    // sha256 hex of the JCS form of the whole frame without its `frame`
+    // member (transport framing: absent, 64 and "0x40" give the same hash).
+    std::string canonical_frame_hash;
 };
 
 Result<TaskFrame> decode_task_frame(std::string_view json_text);
 
-// Identifier syntax we accept for task ids and node ids: 1..128 characters of
-// [A-Za-z0-9._:-]. The spec asks for UUID v4 task ids, but the public vectors
-// use ids like "task-1", so any such id is accepted (docs/protocol-choices.md).
+// Identifier syntax we accept for task ids, node ids and request ids:
+// 1..128 characters of [A-Za-z0-9._:-] and '_' (the vectors use node ids like
+// "analyze_a" and "n_0"). The spec asks for UUID v4 task ids, but the public
+// vectors use ids like "task-1", so any such id is accepted
+// (docs/protocol-choices.md).
 bool is_valid_identifier(std::string_view id);
 
 // NID syntax check (NIP §3, loosened for npsd's sub-NIDs): "urn:nps:" then
@@ -94,5 +112,7 @@ bool is_valid_identifier(std::string_view id);
 bool is_valid_nid(std::string_view nid);
 
 std::string_view to_string(TaskPriority priority);
+std::string_view to_string(CompensationPolicy policy);
+std::string_view to_string(Backoff backoff);
 
 }  // namespace nps::proto

@@ -39,7 +39,7 @@ namespace nps::store {
 enum class Synchronous { full, normal };
 
 struct OpenOptions {
-    std::string path;                              // runner.db; ":memory:" is refused (WAL needs a file)
+    std::string path{};                            // runner.db; ":memory:" is refused (WAL needs a file)
     Synchronous synchronous = Synchronous::full;   // normal: survives process crash, may lose the last commits on power loss
     int busy_timeout_ms = 5000;
 };

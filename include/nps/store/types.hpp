@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Plain records the store reads and writes. Times are Unix milliseconds
 // (wall clock, because several runner processes share one runner.db).
+// Every member has a default initialiser, so designated initialisers may
+// name only the fields they set (no -Wmissing-field-initializers).
 #pragma once
 
 #include <cstdint>
@@ -25,30 +27,30 @@ bool is_terminal_node_state(const std::string& state);  // COMPLETED FAILED CANC
 
 struct Message {
     std::int64_t message_id = 0;
-    std::string nid;
-    std::string task_id;
-    std::string payload;  // the TaskFrame JSON exactly as deposited
-    std::string content_type;
+    std::string nid{};
+    std::string task_id{};
+    std::string payload{};  // the TaskFrame JSON exactly as deposited
+    std::string content_type{};
     int priority = 0;
     std::int64_t enqueued_at_ms = 0;
     std::int64_t expires_at_ms = 0;  // TTL for the first claim; cleared (INT64_MAX) once claimed
 };
 
 struct DepositRequest {
-    std::string nid;
-    std::string task_id;
-    std::string payload;
-    std::string content_type;
-    std::string frame_hash;  // canonical hash of the whole frame: same hash ⇒ idempotent re-deposit
-    std::string dag_hash;
-    std::string dedup_key;
+    std::string nid{};
+    std::string task_id{};
+    std::string payload{};
+    std::string content_type{};
+    std::string frame_hash{};  // canonical hash of the whole frame: same hash ⇒ idempotent re-deposit
+    std::string dag_hash{};
+    std::string dedup_key{};
     int priority = 0;
     std::int64_t ttl_seconds = 0;  // > 0
     std::int64_t max_depth = 0;    // inbox depth cap for this nid; 0 = unlimited
 };
 
 struct DepositResult {
-    Message message;
+    Message message{};
     bool duplicate = false;  // an identical deposit of this task_id already existed
 };
 
@@ -56,59 +58,59 @@ enum class ClaimOutcome { granted, reclaimed };
 const char* to_string(ClaimOutcome outcome);
 
 struct ClaimRequest {
-    std::string nid;
-    std::string runner_nid;
+    std::string nid{};
+    std::string runner_nid{};
     std::uint32_t lease_seconds = 0;       // clamped to [10, 600] by the store
-    std::optional<std::string> task_id;    // claim this task instead of the head
-    std::optional<std::string> dedup_key;  // when given, must equal the task's
+    std::optional<std::string> task_id{};    // claim this task instead of the head
+    std::optional<std::string> dedup_key{};  // when given, must equal the task's
 };
 
 struct Lease {
     ClaimOutcome outcome = ClaimOutcome::granted;
-    std::string task_id;
-    std::string runner_nid;
-    std::string dedup_key;
-    std::string dag_hash;
+    std::string task_id{};
+    std::string runner_nid{};
+    std::string dedup_key{};
+    std::string dag_hash{};
     std::int64_t lease_expiry_ms = 0;
     std::uint32_t claims = 0;  // how many times this task has been claimed, this one included
-    Message message;
+    Message message{};
 };
 
 struct TaskRecord {
-    std::string task_id;
-    std::string nid;
-    std::string state;  // kTask*
-    std::optional<std::string> error_code;
-    std::optional<std::string> error_message;
-    std::optional<std::string> aggregate_json;
-    std::string dag_hash;
-    std::string dedup_key;
-    std::optional<std::string> lease_owner;
+    std::string task_id{};
+    std::string nid{};
+    std::string state{};  // kTask*
+    std::optional<std::string> error_code{};
+    std::optional<std::string> error_message{};
+    std::optional<std::string> aggregate_json{};
+    std::string dag_hash{};
+    std::string dedup_key{};
+    std::optional<std::string> lease_owner{};
     std::int64_t lease_expiry_ms = 0;
     std::uint32_t claims = 0;
     std::int64_t created_at_ms = 0;
     std::int64_t updated_at_ms = 0;
-    std::string payload;  // the deposited TaskFrame
+    std::string payload{};  // the deposited TaskFrame
 };
 
 struct TaskOutcome {
-    std::string state;  // kTaskCompleted / kTaskFailed / kTaskCancelled
-    std::optional<std::string> error_code;
-    std::optional<std::string> error_message;
-    std::optional<std::string> aggregate_json;
+    std::string state{};  // kTaskCompleted / kTaskFailed / kTaskCancelled
+    std::optional<std::string> error_code{};
+    std::optional<std::string> error_message{};
+    std::optional<std::string> aggregate_json{};
 };
 
 struct NodeResult {
-    std::string task_id;
-    std::string node_id;
-    std::string dedup_key;
-    std::string state;  // a node state
+    std::string task_id{};
+    std::string node_id{};
+    std::string dedup_key{};
+    std::string state{};  // a node state
     std::uint32_t attempts = 0;
-    std::optional<std::string> error_code;
-    std::optional<std::string> error_message;
-    std::optional<std::string> result_json;
-    std::optional<std::string> killed_reason;  // idle_timeout max_runtime oom signal exit_status spawn_failed shutdown
-    std::optional<std::string> runner_nid;     // when set, must hold the live lease (fencing)
+    std::optional<std::string> error_code{};
+    std::optional<std::string> error_message{};
+    std::optional<std::string> result_json{};
+    std::optional<std::string> killed_reason{};  // idle_timeout max_runtime oom signal exit_status spawn_failed shutdown
+    std::optional<std::string> runner_nid{};     // when set, must hold the live lease (fencing)
     std::int64_t recorded_at_ms = 0;           // set by the store
 };
 
@@ -118,23 +120,23 @@ const char* to_string(RecordOutcome outcome);
 struct TaskEvent {
     std::int64_t seq = 0;
     std::int64_t at_ms = 0;
-    std::string name;         // "inbox:deposited", "lease:granted", "task:running", "fetch:attempt:1", …
-    std::string detail_json;  // JSON object text, "{}" when there is nothing to add
+    std::string name{};         // "inbox:deposited", "lease:granted", "task:running", "fetch:attempt:1", …
+    std::string detail_json{};  // JSON object text, "{}" when there is nothing to add
 };
 
 struct TaskListFilter {
-    std::optional<std::string> state;
-    std::optional<std::string> nid;
+    std::optional<std::string> state{};
+    std::optional<std::string> nid{};
     std::uint32_t limit = 100;
 };
 
 struct Announce {
-    std::string nid;
-    std::string activation_mode;  // "ephemeral" | "resident" | "hybrid"
-    std::string spawn_spec_ref;
-    std::optional<std::uint32_t> ttl_seconds;  // absent → no expiry; 0 → offline
+    std::string nid{};
+    std::string activation_mode{};  // "ephemeral" | "resident" | "hybrid"
+    std::string spawn_spec_ref{};
+    std::optional<std::uint32_t> ttl_seconds{};  // absent → no expiry; 0 → offline
     std::int64_t announced_at_ms = 0;          // set by the store
-    std::string body_json;                     // the announce as received
+    std::string body_json{};                     // the announce as received
 };
 
 }  // namespace nps::store

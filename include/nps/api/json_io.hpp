@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON request bodies and JSON responses of the API.
+//
+// Request bodies are untrusted: parse_json_object() checks the nesting depth
+// with a linear scan before handing the text to nlohmann-json (whose parser
+// recurses), so a hostile body cannot exhaust a request thread's stack.
+// Field readers fail with NWP-HTTP-PARAM-INVALID naming the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "nps/base/result.hpp"
+#include "nps/net/http_server.hpp"
+
+namespace nps::api {
+
+using Json = nlohmann::json;
+
+// Deepest nesting of objects/arrays in a JSON text (strings skipped).
+std::size_t json_nesting_depth(std::string_view text);
+
+// The body as a JSON object; NWP-HTTP-FRAME-BODY-MALFORMED otherwise.
+Result<Json> parse_json_object(std::string_view text);
+
+Result<std::string> required_string(const Json& object, const char* field, std::size_t max_chars);
+Result<std::optional<std::string>> optional_string(const Json& object, const char* field, std::size_t max_chars);
+Result<std::uint32_t> required_uint32(const Json& object, const char* field);
+Result<std::optional<std::uint32_t>> optional_uint32(const Json& object, const char* field);
+
+// Responses.
+net::HttpResponse json_response(int status, const Json& body);
+net::HttpResponse empty_response(int status);
+// {"status","error","message"} with the HTTP code from the error-code table.
+net::HttpResponse error_response(const Error& error);
+net::HttpResponse error_response(const std::string& code, const std::string& message);
+
+}  // namespace nps::api

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+// How the client verbs reach the daemon: server address and token resolved
+// from flags, environment and config; responses decoded; API error bodies
+// turned into one readable line ("NOP-TASK-NOT-FOUND: No task 'x'").
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "nps/base/result.hpp"
+#include "nps/cli/args.hpp"
+#include "nps/net/http_client.hpp"
+
+namespace nps::cli {
+
+class ApiClient {
+public:
+    static Result<ApiClient> from_args(const ParsedArgs& args);
+
+    // Sends the request; any HTTP status is returned (callers decide).
+    Result<net::ClientResponse> send(const std::string& method, const std::string& path,
+                                     std::optional<std::string> body = std::nullopt,
+                                     std::vector<std::pair<std::string, std::string>> headers = {},
+                                     long timeout_ms = 30000) const;
+
+    // As send(), but a non-2xx status becomes an Error carrying the API's
+    // error code and message; a 2xx JSON body is parsed (null when empty).
+    Result<nlohmann::json> call(const std::string& method, const std::string& path,
+                                std::optional<std::string> body = std::nullopt,
+                                std::vector<std::pair<std::string, std::string>> headers = {},
+                                long timeout_ms = 30000) const;
+
+    const std::string& describe() const { return description_; }
+
+private:
+    std::string base_url_;
+    std::optional<std::string> unix_socket_;
+    std::optional<std::string> token_;
+    std::string description_;
+};
+
+// Prints "nps-runner: <message>" to stderr and returns the exit status for it.
+int report_error(const Error& error);
+
+}  // namespace nps::cli

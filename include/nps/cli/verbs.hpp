@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// The verbs of the nps-runner command line. Each takes argv with `first`
+// pointing after the verb's words and returns the process exit status:
+// 0 success, 1 failure (message on stderr), 2 usage error.
+#pragma once
+
+namespace nps::cli {
+
+int serve(int argc, char** argv, int first);
+int submit(int argc, char** argv, int first);
+int task_show(int argc, char** argv, int first);
+int task_ls(int argc, char** argv, int first);
+int task_wait(int argc, char** argv, int first);
+int task_cancel(int argc, char** argv, int first);
+int announce(int argc, char** argv, int first);
+int announce_ls(int argc, char** argv, int first);
+int version(int argc, char** argv, int first);
+
+// Exit statuses.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitTimeout = 3;
+
+}  // namespace nps::cli

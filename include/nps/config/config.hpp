@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// Runner configuration: a TOML file (default /etc/nps-runner/config.toml),
+// then command-line flags on top (flags win). Unknown keys and wrong types
+// are errors that name the key, so a typo never silently falls back to a
+// default. docs/configuration.md lists every key.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nps/base/result.hpp"
+#include "nps/store/store.hpp"
+
+namespace nps::config {
+
+inline constexpr const char* kDefaultConfigPath = "/etc/nps-runner/config.toml";
+inline constexpr const char* kDefaultStateDir = "/var/lib/nps-runner";
+inline constexpr const char* kDefaultListen = "127.0.0.1:17437";  // the NOP port
+inline constexpr const char* kDefaultSocket = "/run/nps-runner/api.sock";
+
+struct Config {
+    // [runner]
+    std::string state_dir = kDefaultStateDir;
+    std::string runner_nid;             // default: urn:nps:node:<hostname>:nps-runner
+    std::vector<std::string> inboxes;   // NIDs this runner claims from
+
+    // [api]
+    std::string listen = kDefaultListen;  // "" disables the TCP listener
+    std::string socket = kDefaultSocket;  // "" disables the unix socket
+    mode_t socket_mode = 0660;
+    std::optional<std::string> token;     // bearer token (api.token or api.token_file)
+    std::vector<std::string> allowed_nids;  // empty: the API hosts an inbox for any NID
+
+    // [inbox]
+    std::int64_t default_ttl_seconds = 3600;
+    std::int64_t max_depth = 10'000;
+    std::size_t max_message_bytes = 256 * 1024;
+
+    // [store]
+    store::Synchronous synchronous = store::Synchronous::full;
+
+    std::string database_path() const { return state_dir + "/runner.db"; }
+};
+
+// Reads `path`. A missing file is an error only when `required` (the user
+// named it); otherwise defaults are returned.
+Result<Config> load_config(const std::string& path, bool required);
+
+// Parses TOML text (for tests); `origin` names the source in errors.
+Result<Config> parse_config(const std::string& toml_text, const std::string& origin);
+
+// The default runner NID for this host.
+std::string default_runner_nid();
+
+}  // namespace nps::config

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/api/api.hpp"
+
+#include <openssl/crypto.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "nps/api/json_io.hpp"
+#include "nps/proto/task_frame.hpp"
+
+namespace nps::api {
+
+void DepositSignal::notify()
+{
+    {
+        std::lock_guard lock(mutex_);
+        ++generation_;
+    }
+    cv_.notify_all();
+}
+
+std::uint64_t DepositSignal::wait(std::uint64_t seen, int slice_ms)
+{
+    std::unique_lock lock(mutex_);
+    cv_.wait_for(lock, std::chrono::milliseconds(slice_ms), [&] { return generation_ != seen || closed_; });
+    return generation_;
+}
+
+void DepositSignal::close()
+{
+    {
+        std::lock_guard lock(mutex_);
+        closed_ = true;
+    }
+    cv_.notify_all();
+}
+
+bool DepositSignal::closed()
+{
+    std::lock_guard lock(mutex_);
+    return closed_;
+}
+
+std::uint64_t DepositSignal::generation()
+{
+    std::lock_guard lock(mutex_);
+    return generation_;
+}
+
+Api::Api(const config::Config& config, StorePool& stores, const Clock& clock)
+    : config_(config), stores_(stores), clock_(clock)
+{
+}
+
+namespace {
+
+std::vector<std::string> split_path(const std::string& path)
+{
+    std::vector<std::string> segments;
+    std::size_t start = 1;
+    while (start <= path.size()) {
+        std::size_t end = path.find('/', start);
+        if (end == std::string::npos)
+            end = path.size();
+        segments.push_back(path.substr(start, end - start));
+        start = end + 1;
+    }
+    if (!segments.empty() && segments.back().empty())
+        segments.pop_back();  // tolerate one trailing slash
+    return segments;
+}
+
+net::HttpResponse method_not_allowed(const std::string& allowed)
+{
+    auto response = error_response("NWP-HTTP-METHOD-NOT-ALLOWED", "Method not allowed here; allowed: " + allowed);
+    response.headers.emplace_back("Allow", allowed);
+    return response;
+}
+
+}  // namespace
+
+bool Api::authorized(const net::HttpRequest& request) const
+{
+    if (request.from_unix_socket || !config_.token)
+        return true;
+    const std::string& header = request.header("authorization");
+    static constexpr std::string_view kBearer = "Bearer ";
+    if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0)
+        return false;
+    std::string_view presented = std::string_view(header).substr(kBearer.size());
+    const std::string& expected = *config_.token;
+    return presented.size() == expected.size() &&
+           CRYPTO_memcmp(presented.data(), expected.data(), expected.size()) == 0;
+}
+
+Result<void> Api::check_inbox_nid(const std::string& nid) const
+{
+    if (!proto::is_valid_nid(nid))
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "'" + nid + "' is not a NID (urn:nps:…)");
+    if (!config_.allowed_nids.empty() &&
+        std::find(config_.allowed_nids.begin(), config_.allowed_nids.end(), nid) == config_.allowed_nids.end())
+        return protocol_error("NWP-INBOX-NOT-FOUND", "No inbox for '" + nid + "' on this runner (api.allowed_nids)");
+    return {};
+}
+
+net::HttpResponse Api::handle(const net::HttpRequest& request)
+{
+    ++metrics_.http_requests;
+    net::HttpResponse response;
+    try {
+        if (request.body_too_large)
+            response = error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit");
+        else if (request.path != "/healthz" && !authorized(request))
+            response = error_response("NWP-HTTP-UNAUTHENTICATED", "Missing or wrong bearer token");
+        else
+            response = route(request);
+    } catch (const std::exception& e) {
+        response = error_response("NPS-SERVER-INTERNAL", "Internal error");
+        std::fprintf(stderr, "nps-runner: %s %s failed: %s\n", request.method.c_str(), request.path.c_str(), e.what());
+    }
+    if (response.status == 401)
+        response.headers.emplace_back("WWW-Authenticate", "Bearer");
+    metrics_.count_response(response.status);
+    return response;
+}
+
+net::HttpResponse Api::route(const net::HttpRequest& r)
+{
+    const auto s = split_path(r.path);
+    const std::string& m = r.method;
+    const auto n = s.size();
+
+    if (n == 1 && s[0] == "healthz")
+        return m == "GET" ? healthz() : method_not_allowed("GET");
+    if (n == 1 && s[0] == "metrics")
+        return m == "GET" ? render_metrics() : method_not_allowed("GET");
+    if (n < 2 || s[0] != "v1")
+        return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
+
+    const std::string& area = s[1];
+    if (area == "inbox" && n == 3) {
+        if (m == "POST")
+            return deposit(r, s[2]);
+        if (m == "GET")
+            return peek(r, s[2]);
+        return method_not_allowed("GET, POST");
+    }
+    if (area == "inbox" && n == 4 && s[3] == "depth")
+        return m == "GET" ? depth(s[2]) : method_not_allowed("GET");
+    if (area == "inbox" && n == 4 && s[3] == "claims")
+        return m == "POST" ? claim(r, s[2]) : method_not_allowed("POST");
+    if (area == "inbox" && n == 4)
+        return m == "DELETE" ? ack(s[2], s[3]) : method_not_allowed("DELETE");
+    if (area == "leases" && n == 4 && s[3] == "renew")
+        return m == "POST" ? renew(r, s[2]) : method_not_allowed("POST");
+    if (area == "leases" && n == 4 && s[3] == "complete")
+        return m == "POST" ? complete(r, s[2]) : method_not_allowed("POST");
+    if (area == "leases" && n == 3)
+        return m == "DELETE" ? release(r, s[2]) : method_not_allowed("DELETE");
+    if (area == "tasks" && n == 2)
+        return m == "GET" ? list_tasks(r) : method_not_allowed("GET");
+    if (area == "tasks" && n == 3)
+        return m == "GET" ? get_task(s[2]) : method_not_allowed("GET");
+    if (area == "tasks" && n == 4 && s[3] == "cancel")
+        return m == "POST" ? cancel_task(s[2]) : method_not_allowed("POST");
+    if (area == "tasks" && n == 5 && s[3] == "nodes")
+        return m == "PATCH" ? report_node(r, s[2], s[4]) : method_not_allowed("PATCH");
+    if (area == "ndp" && n == 3 && s[2] == "announces")
+        return m == "GET" ? list_announces() : method_not_allowed("GET");
+    if (area == "ndp" && n == 4 && s[2] == "announces")
+        return m == "PUT" ? put_announce(r, s[3]) : method_not_allowed("PUT");
+    if (area == "ndp" && n == 3 && s[2] == "resolve")
+        return m == "GET" ? resolve(r) : method_not_allowed("GET");
+    return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
+}
+
+net::HttpResponse Api::healthz()
+{
+    auto store = stores_.acquire();
+    if (!store)
+        return error_response("NPS-SERVER-UNAVAILABLE", store.error().describe());
+    return json_response(200, {{"status", "ok"}, {"schema_version", (*store)->schema_version()}});
+}
+
+net::HttpResponse Api::render_metrics()
+{
+    std::string gauges;
+    if (auto store = stores_.acquire()) {
+        gauges += "# HELP nps_inbox_depth Messages queued per claimed inbox.\n# TYPE nps_inbox_depth gauge\n";
+        for (const auto& nid : config_.inboxes)
+            if (auto d = (*store)->depth(nid))
+                gauges += "nps_inbox_depth{nid=\"" + nid + "\"} " + std::to_string(*d) + "\n";
+    }
+    net::HttpResponse response;
+    response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    response.body = metrics_.render(gauges);
+    return response;
+}
+
+}  // namespace nps::api

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/api/json_io.hpp"
+
+#include <limits>
+
+#include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
+
+namespace nps::api {
+
+namespace {
+
+Error param_error(const char* field, const std::string& what)
+{
+    return protocol_error("NWP-HTTP-PARAM-INVALID", std::string("Field '") + field + "' " + what);
+}
+
+}  // namespace
+
+std::size_t json_nesting_depth(std::string_view text)
+{
+    std::size_t depth = 0;
+    std::size_t deepest = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                in_string = false;
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            if (++depth > deepest)
+                deepest = depth;
+        } else if ((c == '}' || c == ']') && depth > 0) {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+Result<Json> parse_json_object(std::string_view text)
+{
+    if (json_nesting_depth(text) > limits::kMaxJsonDepth)
+        return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED",
+                              "Request body nests deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels");
+    Json parsed = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded())
+        return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "Request body is not valid JSON");
+    if (!parsed.is_object())
+        return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "Request body must be a JSON object");
+    return parsed;
+}
+
+Result<std::optional<std::string>> optional_string(const Json& object, const char* field, std::size_t max_chars)
+{
+    auto it = object.find(field);
+    if (it == object.end() || it->is_null())
+        return std::optional<std::string>{};
+    if (!it->is_string())
+        return param_error(field, "must be a string");
+    const auto& value = it->get_ref<const std::string&>();
+    if (value.empty())
+        return param_error(field, "must not be empty");
+    if (value.size() > max_chars)
+        return param_error(field, "is longer than " + std::to_string(max_chars) + " characters");
+    return std::optional<std::string>{value};
+}
+
+Result<std::string> required_string(const Json& object, const char* field, std::size_t max_chars)
+{
+    auto value = NPS_TRY(optional_string(object, field, max_chars));
+    if (!value)
+        return param_error(field, "is required");
+    return *value;
+}
+
+Result<std::optional<std::uint32_t>> optional_uint32(const Json& object, const char* field)
+{
+    auto it = object.find(field);
+    if (it == object.end() || it->is_null())
+        return std::optional<std::uint32_t>{};
+    if (!it->is_number_integer())
+        return param_error(field, "must be an integer");
+    if (it->is_number_unsigned()) {
+        auto v = it->get<std::uint64_t>();
+        if (v > std::numeric_limits<std::uint32_t>::max())
+            return param_error(field, "must be at most 4294967295");
+        return std::optional<std::uint32_t>{static_cast<std::uint32_t>(v)};
+    }
+    return param_error(field, "must not be negative");
+}
+
+Result<std::uint32_t> required_uint32(const Json& object, const char* field)
+{
+    auto value = NPS_TRY(optional_uint32(object, field));
+    if (!value)
+        return param_error(field, "is required");
+    return *value;
+}
+
+net::HttpResponse json_response(int status, const Json& body)
+{
+    net::HttpResponse response;
+    response.status = status;
+    response.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
+    response.body.push_back('\n');
+    return response;
+}
+
+net::HttpResponse empty_response(int status)
+{
+    net::HttpResponse response;
+    response.status = status;
+    response.content_type.clear();
+    return response;
+}
+
+net::HttpResponse error_response(const std::string& code, const std::string& message)
+{
+    auto info = proto::classify_error_code(code);
+    Json body = {
+        {"status", info.nps_status},
+        {"error", code.empty() ? std::string(info.code) : code},
+        {"message", message},
+    };
+    return json_response(info.http_status, body);
+}
+
+net::HttpResponse error_response(const Error& error)
+{
+    return error_response(error.code, error.describe());
+}
+
+}  // namespace nps::api

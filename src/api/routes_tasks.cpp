@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: Apache-2.0
+// Task inspection, cancellation and the node-result report endpoint.
+#include "nps/api/api.hpp"
+#include "nps/api/json_io.hpp"
+#include "nps/base/limits.hpp"
+#include "nps/base/time_format.hpp"
+#include "nps/proto/task_frame.hpp"
+
+namespace nps::api {
+
+namespace {
+
+Json parse_or_null(const std::optional<std::string>& text)
+{
+    if (!text)
+        return nullptr;
+    Json parsed = Json::parse(*text, nullptr, false);
+    return parsed.is_discarded() ? Json(nullptr) : parsed;
+}
+
+Json optional_text(const std::optional<std::string>& text)
+{
+    return text ? Json(*text) : Json(nullptr);
+}
+
+Json task_summary(const store::TaskRecord& t)
+{
+    return {
+        {"task_id", t.task_id},
+        {"nid", t.nid},
+        {"state", t.state},
+        {"error_code", optional_text(t.error_code)},
+        {"created_at", format_rfc3339_ms(t.created_at_ms)},
+        {"updated_at", format_rfc3339_ms(t.updated_at_ms)},
+    };
+}
+
+const char* const kTaskStates[] = {store::kTaskPending, store::kTaskRunning, store::kTaskCompleted,
+                                   store::kTaskFailed, store::kTaskCancelled};
+
+const char* const kKilledReasons[] = {"idle_timeout", "max_runtime", "oom",     "signal",
+                                      "exit_status",  "spawn_failed", "shutdown"};
+
+}  // namespace
+
+net::HttpResponse Api::get_task(const std::string& task_id)
+{
+    auto store = stores_.acquire();
+    if (!store)
+        return error_response(store.error());
+    auto task = (*store)->task(task_id);
+    if (!task)
+        return error_response(task.error());
+    auto results = (*store)->node_results(task_id);
+    if (!results)
+        return error_response(results.error());
+    auto events = (*store)->events(task_id);
+    if (!events)
+        return error_response(events.error());
+
+    Json body = task_summary(*task);
+    body["error_message"] = optional_text(task->error_message);
+    body["aggregate"] = parse_or_null(task->aggregate_json);
+    body["dag_hash"] = task->dag_hash;
+    body["dedup_key"] = task->dedup_key;
+    body["claims"] = task->claims;
+    const bool leased = task->lease_owner && task->lease_expiry_ms > clock_.now_ms();
+    body["lease"] = leased ? Json{{"runner_nid", *task->lease_owner},
+                                  {"lease_expiry", format_rfc3339_ms(task->lease_expiry_ms)}}
+                           : Json(nullptr);
+    Json nodes = Json::object();
+    for (const auto& r : *results) {
+        if (r.dedup_key != task->dedup_key)
+            continue;
+        nodes[r.node_id] = {
+            {"state", r.state},
+            {"attempts", r.attempts},
+            {"error_code", optional_text(r.error_code)},
+            {"error_message", optional_text(r.error_message)},
+            {"result", parse_or_null(r.result_json)},
+            {"killed_reason", optional_text(r.killed_reason)},
+            {"runner_nid", optional_text(r.runner_nid)},
+            {"recorded_at", format_rfc3339_ms(r.recorded_at_ms)},
+        };
+    }
+    body["nodes"] = std::move(nodes);
+    Json event_list = Json::array();
+    for (const auto& e : *events) {
+        Json detail = Json::parse(e.detail_json, nullptr, false);
+        event_list.push_back({{"seq", e.seq},
+                              {"at", format_rfc3339_ms(e.at_ms)},
+                              {"event", e.name},
+                              {"detail", detail.is_discarded() ? Json::object() : detail}});
+    }
+    body["events"] = std::move(event_list);
+    return json_response(200, body);
+}
+
+net::HttpResponse Api::list_tasks(const net::HttpRequest& request)
+{
+    store::TaskListFilter filter;
+    filter.limit = limits::kDefaultTaskListLimit;
+    if (auto it = request.query.find("state"); it != request.query.end() && !it->second.empty()) {
+        std::string state = it->second;
+        for (auto& c : state)
+            c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        if (std::find(std::begin(kTaskStates), std::end(kTaskStates), state) == std::end(kTaskStates))
+            return error_response("NWP-HTTP-PARAM-INVALID",
+                                  "state '" + it->second +
+                                      "' is not one of PENDING, RUNNING, COMPLETED, FAILED, CANCELLED");
+        filter.state = state;
+    }
+    if (auto it = request.query.find("nid"); it != request.query.end() && !it->second.empty())
+        filter.nid = it->second;
+    if (auto it = request.query.find("limit"); it != request.query.end()) {
+        char* end = nullptr;
+        long limit = std::strtol(it->second.c_str(), &end, 10);
+        if (it->second.empty() || *end != '\0' || limit < 1)
+            return error_response("NWP-HTTP-PARAM-INVALID", "limit '" + it->second + "' is not a positive integer");
+        filter.limit = static_cast<std::uint32_t>(std::min<long>(limit, limits::kMaxTaskListLimit));
+    }
+    auto store = stores_.acquire();
+    if (!store)
+        return error_response(store.error());
+    auto tasks = (*store)->list_tasks(filter);
+    if (!tasks)
+        return error_response(tasks.error());
+    Json list = Json::array();
+    for (const auto& t : *tasks)
+        list.push_back(task_summary(t));
+    return json_response(200, {{"count", list.size()}, {"tasks", std::move(list)}});
+}
+
+net::HttpResponse Api::report_node(const net::HttpRequest& request, const std::string& task_id,
+                                   const std::string& node_id)
+{
+    if (!proto::is_valid_identifier(node_id))
+        return error_response("NWP-HTTP-PARAM-INVALID", "node id '" + node_id + "' is not a valid identifier");
+    auto body = parse_json_object(request.body);
+    if (!body)
+        return error_response(body.error());
+
+    store::NodeResult result;
+    result.task_id = task_id;
+    result.node_id = node_id;
+    auto fail = [](const Error& e) { return error_response(e); };
+    auto dedup = required_string(*body, "dedup_key", 64);
+    if (!dedup)
+        return fail(dedup.error());
+    result.dedup_key = *dedup;
+    auto state = required_string(*body, "state", 32);
+    if (!state)
+        return fail(state.error());
+    result.state = *state;
+    for (auto& c : result.state)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (!store::is_valid_node_state(result.state))
+        return error_response("NWP-HTTP-PARAM-INVALID", "state '" + *state + "' is not a NOP node state");
+    auto attempts = optional_uint32(*body, "attempts");
+    if (!attempts)
+        return fail(attempts.error());
+    result.attempts = attempts->value_or(0);
+    auto runner = optional_string(*body, "runner_nid", limits::kMaxNidChars);
+    if (!runner)
+        return fail(runner.error());
+    result.runner_nid = *runner;
+    auto killed = optional_string(*body, "killed_reason", 32);
+    if (!killed)
+        return fail(killed.error());
+    if (*killed && std::find(std::begin(kKilledReasons), std::end(kKilledReasons), **killed) == std::end(kKilledReasons))
+        return error_response("NWP-HTTP-PARAM-INVALID", "killed_reason '" + **killed + "' is not a known reason");
+    result.killed_reason = *killed;
+    // The error travels as {"error":{"code","message"}} (AlignStream shape) or flat error_code.
+    if (auto it = body->find("error"); it != body->end() && !it->is_null()) {
+        if (!it->is_object())
+            return error_response("NWP-HTTP-PARAM-INVALID", "Field 'error' must be an object {code, message}");
+        auto code = optional_string(*it, "code", 64);
+        if (!code)
+            return fail(code.error());
+        auto message = optional_string(*it, "message", 4096);
+        if (!message)
+            return fail(message.error());
+        result.error_code = *code;
+        result.error_message = *message;
+    }
+    auto code = optional_string(*body, "error_code", 64);
+    if (!code)
+        return fail(code.error());
+    if (*code)
+        result.error_code = *code;
+    if (auto it = body->find("result"); it != body->end() && !it->is_null()) {
+        result.result_json = it->dump();
+        if (result.result_json->size() > limits::kMaxNodeResultBytes)
+            return error_response("NWP-HTTP-BODY-TOO-LARGE", "Node result exceeds " +
+                                                                 std::to_string(limits::kMaxNodeResultBytes) + " bytes");
+    }
+
+    auto store = stores_.acquire();
+    if (!store)
+        return error_response(store.error());
+    auto outcome = (*store)->record_node_result(result);
+    if (!outcome)
+        return error_response(outcome.error());
+    ++metrics_.node_results;
+    return json_response(200, {{"outcome", store::to_string(*outcome)},
+                               {"task_id", task_id},
+                               {"node_id", node_id},
+                               {"state", result.state}});
+}
+
+net::HttpResponse Api::cancel_task(const std::string& task_id)
+{
+    auto store = stores_.acquire();
+    if (!store)
+        return error_response(store.error());
+    auto task = (*store)->cancel(task_id);
+    if (!task)
+        return error_response(task.error());
+    return json_response(200, task_summary(*task));
+}
+
+}  // namespace nps::api

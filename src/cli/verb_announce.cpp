@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// announce NID --spawn-spec REF | announce ls
+#include <cstdio>
+
+#include "nps/cli/verb_runner.hpp"
+#include "nps/net/http_client.hpp"
+
+namespace nps::cli {
+
+int announce(int argc, char** argv, int first)
+{
+    VerbSpec spec{
+        "announce",
+        "NID --spawn-spec REF [--ttl S]",
+        "Register an agent NID in the local NDP registry with the SpawnSpec it is started from.",
+        "REF is a spawnspec:<base64url JSON> data URI or an https:// / nwp:// URL. A DAG node whose\n"
+        "agent is NID is then run as an ephemeral worker built from that SpawnSpec.\n\n"
+        "Example:\n  nps-runner announce urn:nps:agent:example.com:adder --spawn-spec spawnspec:eyJpbWFnZSI6…",
+        {{"--spawn-spec", "REF", "the agent's spawn_spec_ref (required)"},
+         {"--ttl", "S", "seconds the announce stays fresh (default: no expiry; 0 = offline)"}},
+        1,
+        1,
+    };
+    return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
+        auto ref = args.value("--spawn-spec");
+        if (!ref) {
+            std::fprintf(stderr, "nps-runner: announce needs --spawn-spec REF\n");
+            return kExitUsage;
+        }
+        nlohmann::json body = {{"nid", args.positionals[0]}, {"activation_mode", "ephemeral"}, {"spawn_spec_ref", *ref}};
+        if (auto ttl = args.value("--ttl")) {
+            char* end = nullptr;
+            unsigned long v = std::strtoul(ttl->c_str(), &end, 10);
+            if (ttl->empty() || *end != '\0' || v > 0xffffffffUL) {
+                std::fprintf(stderr, "nps-runner: --ttl '%s' is not a number of seconds\n", ttl->c_str());
+                return kExitUsage;
+            }
+            body["ttl"] = v;
+        }
+        auto r = client.call("PUT", "/v1/ndp/announces/" + net::url_encode(args.positionals[0]), body.dump());
+        if (!r)
+            return report_error(r.error());
+        std::printf("%s %s\n", args.positionals[0].c_str(), (*r)["status"].get<std::string>().c_str());
+        return kExitOk;
+    });
+}
+
+int announce_ls(int argc, char** argv, int first)
+{
+    VerbSpec spec{"announce ls", "[--json]", "List the agents in the local NDP registry.", "",
+                  {{"--json", nullptr, "print the API's JSON"}}, 0, 0};
+    return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
+        auto list = client.call("GET", "/v1/ndp/announces");
+        if (!list)
+            return report_error(list.error());
+        if (args.flag("--json")) {
+            std::printf("%s\n", list->dump(2).c_str());
+            return kExitOk;
+        }
+        for (const auto& a : (*list)["announces"]) {
+            std::string ref = a["spawn_spec_ref"].get<std::string>();
+            if (ref.size() > 60)
+                ref = ref.substr(0, 57) + "...";
+            std::printf("%-50s %-10s %s\n", a["nid"].get<std::string>().c_str(),
+                        a["activation_mode"].get<std::string>().c_str(), ref.c_str());
+        }
+        return kExitOk;
+    });
+}
+
+}  // namespace nps::cli

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cstdio>
+
+#include "nps/base/log.hpp"
+#include "nps/cli/args.hpp"
+#include "nps/cli/verbs.hpp"
+#include "nps/config/config.hpp"
+#include "nps/daemon/daemon.hpp"
+#include "nps/proto/task_frame.hpp"
+
+namespace nps::cli {
+
+int serve(int argc, char** argv, int first)
+{
+    static const VerbSpec spec{
+        "serve",
+        "[--config FILE] [--state-dir DIR] [--listen ADDR:PORT] [--socket PATH] [--runner-nid NID] [--inbox NID]...",
+        "Run the nps-runner daemon: the HTTP API (inbox, claims, leases, tasks, NDP registry,\n"
+        "/healthz, /metrics) on TCP and on a unix socket, over the durable store in the state directory.",
+        "Settings come from the config file; flags override it. The TCP listener binds loopback\n"
+        "by default; any other address requires api.token (every TCP request then carries\n"
+        "'Authorization: Bearer TOKEN'). The unix socket is guarded by its file mode (api.socket_mode).\n"
+        "SIGTERM or SIGINT stop the daemon cleanly; with NOTIFY_SOCKET set it reports readiness to systemd.",
+        {
+            {"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml; missing default is fine)"},
+            {"--state-dir", "DIR", "state directory holding runner.db (default /var/lib/nps-runner)"},
+            {"--listen", "ADDR:PORT", "TCP listener (default 127.0.0.1:17437; 'none' disables it; port 0 = any)"},
+            {"--socket", "PATH", "unix socket (default /run/nps-runner/api.sock; 'none' disables it)"},
+            {"--runner-nid", "NID", "this runner's NID (default urn:nps:node:<hostname>:nps-runner)"},
+            {"--inbox", "NID", "an inbox this runner claims and executes from", true},
+        },
+        0,
+        0,
+    };
+    auto args = parse_args(spec, argc, argv, first);
+    if (!args) {
+        std::fprintf(stderr, "nps-runner: %s\n", args.error().message.c_str());
+        return kExitUsage;
+    }
+    if (args->help) {
+        std::fputs(help_text(spec).c_str(), stdout);
+        return kExitOk;
+    }
+    auto config_path = args->value("--config");
+    auto config = config::load_config(config_path.value_or(config::kDefaultConfigPath), config_path.has_value());
+    if (!config) {
+        log::error(config.error().describe());
+        return kExitFailure;
+    }
+    if (auto v = args->value("--state-dir"))
+        config->state_dir = *v;
+    if (auto v = args->value("--listen"))
+        config->listen = *v == "none" ? "" : *v;
+    if (auto v = args->value("--socket"))
+        config->socket = *v == "none" ? "" : *v;
+    if (auto v = args->value("--runner-nid")) {
+        if (!proto::is_valid_nid(*v)) {
+            std::fprintf(stderr, "nps-runner: --runner-nid '%s' is not a NID (urn:nps:…)\n", v->c_str());
+            return kExitUsage;
+        }
+        config->runner_nid = *v;
+    }
+    if (args->flag("--inbox")) {
+        config->inboxes.clear();
+        for (const auto& nid : args->values("--inbox")) {
+            if (!proto::is_valid_nid(nid)) {
+                std::fprintf(stderr, "nps-runner: --inbox '%s' is not a NID (urn:nps:…)\n", nid.c_str());
+                return kExitUsage;
+            }
+            config->inboxes.push_back(nid);
+        }
+    }
+    if (auto r = daemon::run(*config); !r) {
+        log::error(r.error().describe());
+        return kExitFailure;
+    }
+    return kExitOk;
+}
+
+}  // namespace nps::cli

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/config/config.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "nps/base/limits.hpp"
+#include "nps/proto/task_frame.hpp"
+
+namespace nps::config {
+
+namespace {
+
+// Reads one table, rejecting keys it does not know.
+class TableReader {
+public:
+    TableReader(const toml::table* table, std::string name, const std::string& origin)
+        : table_(table), name_(std::move(name)), origin_(origin) {}
+
+    Result<void> check_keys(std::set<std::string> known) const
+    {
+        if (!table_)
+            return {};
+        for (const auto& [key, _] : *table_)
+            if (!known.count(std::string(key.str())))
+                return fail(std::string(key.str()), "unknown key");
+        return {};
+    }
+
+    Result<std::optional<std::string>> string(const std::string& key) const
+    {
+        const toml::node* node = find(key);
+        if (!node)
+            return std::optional<std::string>{};
+        if (auto v = node->value<std::string>())
+            return std::optional<std::string>{*v};
+        return fail(key, "expected a string");
+    }
+
+    Result<std::optional<std::int64_t>> integer(const std::string& key, std::int64_t min,
+                                                std::int64_t max) const
+    {
+        const toml::node* node = find(key);
+        if (!node)
+            return std::optional<std::int64_t>{};
+        auto v = node->value_exact<std::int64_t>();
+        if (!v)
+            return fail(key, "expected an integer");
+        if (*v < min || *v > max)
+            return fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
+        return std::optional<std::int64_t>{*v};
+    }
+
+    Result<std::optional<std::vector<std::string>>> strings(const std::string& key) const
+    {
+        const toml::node* node = find(key);
+        if (!node)
+            return std::optional<std::vector<std::string>>{};
+        const toml::array* array = node->as_array();
+        if (!array)
+            return fail(key, "expected an array of strings");
+        std::vector<std::string> out;
+        for (const auto& element : *array) {
+            auto v = element.value<std::string>();
+            if (!v)
+                return fail(key, "expected an array of strings");
+            out.push_back(*v);
+        }
+        return std::optional<std::vector<std::string>>{std::move(out)};
+    }
+
+    Error fail(const std::string& key, const std::string& what) const
+    {
+        return internal_error("Invalid configuration in '" + origin_ + "': " + name_ + "." + key + ": " + what);
+    }
+
+private:
+    const toml::node* find(const std::string& key) const
+    {
+        return table_ ? table_->get(key) : nullptr;
+    }
+
+    const toml::table* table_;
+    std::string name_;
+    const std::string& origin_;
+};
+
+Result<std::string> read_token_file(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+        return system_error_errno("Failed to read api.token_file '" + path + "'");
+    std::string token;
+    std::getline(in, token);
+    while (!token.empty() && (token.back() == '\r' || token.back() == ' '))
+        token.pop_back();
+    if (token.size() < 16)
+        return internal_error("api.token_file '" + path + "' holds a token shorter than 16 characters");
+    return token;
+}
+
+Result<void> apply_runner(const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"state_dir", "nid", "inboxes"}));
+    if (auto v = NPS_TRY(t.string("state_dir")))
+        c.state_dir = *v;
+    if (auto v = NPS_TRY(t.string("nid"))) {
+        if (!proto::is_valid_nid(*v))
+            return t.fail("nid", "'" + *v + "' is not a NID (urn:nps:…)");
+        c.runner_nid = *v;
+    }
+    if (auto v = NPS_TRY(t.strings("inboxes"))) {
+        for (const auto& nid : *v)
+            if (!proto::is_valid_nid(nid))
+                return t.fail("inboxes", "'" + nid + "' is not a NID (urn:nps:…)");
+        c.inboxes = *v;
+    }
+    return {};
+}
+
+Result<void> apply_api(const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"listen", "socket", "socket_mode", "token", "token_file", "allowed_nids"}));
+    if (auto v = NPS_TRY(t.string("listen")))
+        c.listen = *v;
+    if (auto v = NPS_TRY(t.string("socket")))
+        c.socket = *v;
+    if (auto v = NPS_TRY(t.string("socket_mode"))) {
+        char* end = nullptr;
+        errno = 0;
+        unsigned long mode = std::strtoul(v->c_str(), &end, 8);
+        if (v->empty() || *end != '\0' || mode > 0777 || errno != 0)
+            return t.fail("socket_mode", "'" + *v + "' is not an octal mode like \"0660\"");
+        c.socket_mode = static_cast<mode_t>(mode);
+    }
+    auto token = NPS_TRY(t.string("token"));
+    auto token_file = NPS_TRY(t.string("token_file"));
+    if (token && token_file)
+        return t.fail("token", "set either token or token_file, not both");
+    if (token) {
+        if (token->size() < 16)
+            return t.fail("token", "must be at least 16 characters");
+        c.token = *token;
+    }
+    if (token_file)
+        c.token = NPS_TRY(read_token_file(*token_file));
+    if (auto v = NPS_TRY(t.strings("allowed_nids"))) {
+        for (const auto& nid : *v)
+            if (!proto::is_valid_nid(nid))
+                return t.fail("allowed_nids", "'" + nid + "' is not a NID (urn:nps:…)");
+        c.allowed_nids = *v;
+    }
+    return {};
+}
+
+Result<void> apply_inbox(const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"default_ttl_seconds", "max_depth", "max_message_bytes"}));
+    if (auto v = NPS_TRY(t.integer("default_ttl_seconds", 1, limits::kMaxInboxTtlSeconds)))
+        c.default_ttl_seconds = *v;
+    if (auto v = NPS_TRY(t.integer("max_depth", 1, 100'000'000)))
+        c.max_depth = *v;
+    if (auto v = NPS_TRY(t.integer("max_message_bytes", 1024, static_cast<std::int64_t>(limits::kMaxBodyBytes))))
+        c.max_message_bytes = static_cast<std::size_t>(*v);
+    return {};
+}
+
+Result<void> apply_store(const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"synchronous"}));
+    if (auto v = NPS_TRY(t.string("synchronous"))) {
+        if (*v == "full")
+            c.synchronous = store::Synchronous::full;
+        else if (*v == "normal")
+            c.synchronous = store::Synchronous::normal;
+        else
+            return t.fail("synchronous", "must be \"full\" or \"normal\"");
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string default_runner_nid()
+{
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
+        return "urn:nps:node:localhost:nps-runner";
+    std::string name;
+    for (const char* p = host; *p; ++p) {
+        char ch = *p;
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                  ch == '.' || ch == '-';
+        name.push_back(ok ? ch : '-');
+    }
+    return "urn:nps:node:" + name + ":nps-runner";
+}
+
+Result<Config> parse_config(const std::string& toml_text, const std::string& origin)
+{
+    // The packaged toml++ is built with exceptions; they stop here.
+    toml::table root;
+    try {
+        root = toml::parse(toml_text, origin);
+    } catch (const toml::parse_error& err) {
+        std::ostringstream msg;
+        msg << "Failed to parse configuration '" << origin << "' at line " << err.source().begin.line
+            << ", column " << err.source().begin.column << ": " << err.description();
+        return internal_error(msg.str());
+    }
+    Config config;
+    static const std::set<std::string> sections = {"runner", "api", "inbox", "store"};
+    for (const auto& [key, node] : root) {
+        std::string name(key.str());
+        if (!sections.count(name))
+            return internal_error("Invalid configuration in '" + origin + "': unknown section [" + name + "]");
+        if (!node.is_table())
+            return internal_error("Invalid configuration in '" + origin + "': " + name + " must be a table");
+    }
+    auto table = [&](const char* name) { return TableReader(root[name].as_table(), name, origin); };
+    NPS_TRY_VOID(apply_runner(table("runner"), config));
+    NPS_TRY_VOID(apply_api(table("api"), config));
+    NPS_TRY_VOID(apply_inbox(table("inbox"), config));
+    NPS_TRY_VOID(apply_store(table("store"), config));
+    if (config.runner_nid.empty())
+        config.runner_nid = default_runner_nid();
+    return config;
+}
+
+Result<Config> load_config(const std::string& path, bool required)
+{
+    std::ifstream in(path);
+    if (!in) {
+        if (errno == ENOENT && !required) {
+            Config config;
+            config.runner_nid = default_runner_nid();
+            return config;
+        }
+        return system_error_errno("Failed to read configuration '" + path + "'");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (text.str().size() > 1024 * 1024)
+        return internal_error("Configuration '" + path + "' is larger than 1 MiB");
+    return parse_config(text.str(), path);
+}
+
+}  // namespace nps::config

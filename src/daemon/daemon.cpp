@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/daemon/daemon.hpp"
+
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "nps/api/api.hpp"
+#include "nps/api/store_pool.hpp"
+#include "nps/base/clock.hpp"
+#include "nps/base/log.hpp"
+#include "nps/base/unique_fd.hpp"
+#include "nps/net/http_server.hpp"
+
+namespace nps::daemon {
+
+namespace {
+
+constexpr int kHousekeepingIntervalMs = 1000;
+
+Result<void> ensure_state_dir(const std::string& dir)
+{
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        return system_error("Failed to create state directory '" + dir + "'", ec.value());
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        return system_error_errno("State directory '" + dir + "' is not writable");
+    return {};
+}
+
+Result<void> check_listen_policy(const config::Config& config)
+{
+    if (config.listen.empty())
+        return {};
+    auto address = NPS_TRY(net::parse_listen_address(config.listen));
+    if (!net::is_loopback_host(address.first) && !config.token)
+        return internal_error("Refusing to listen on non-loopback address '" + config.listen +
+                              "' without a bearer token: set api.token or api.token_file in the config");
+    return {};
+}
+
+// Tells systemd (Type=notify) that we are ready, if it asked.
+void notify_systemd(const char* state)
+{
+    const char* path = std::getenv("NOTIFY_SOCKET");
+    if (!path || (path[0] != '/' && path[0] != '@'))
+        return;
+    UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!fd)
+        return;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::size_t len = std::strlen(path);
+    if (len >= sizeof addr.sun_path)
+        return;
+    std::memcpy(addr.sun_path, path, len);
+    if (addr.sun_path[0] == '@')
+        addr.sun_path[0] = '\0';
+    ::sendto(fd.get(), state, std::strlen(state), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr),
+             static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len));
+}
+
+Result<UniqueFd> make_signalfd(sigset_t& mask)
+{
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0)
+        return system_error_errno("Failed to block termination signals");
+    UniqueFd fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!fd)
+        return system_error_errno("Failed to create signalfd");
+    return fd;
+}
+
+Result<UniqueFd> make_interval_timer(int interval_ms)
+{
+    UniqueFd fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!fd)
+        return system_error_errno("Failed to create timerfd");
+    itimerspec spec{};
+    spec.it_interval.tv_sec = interval_ms / 1000;
+    spec.it_interval.tv_nsec = (interval_ms % 1000) * 1'000'000L;
+    spec.it_value = spec.it_interval;
+    if (timerfd_settime(fd.get(), 0, &spec, nullptr) != 0)
+        return system_error_errno("Failed to arm housekeeping timer");
+    return fd;
+}
+
+}  // namespace
+
+Result<void> run(const config::Config& config)
+{
+    NPS_TRY_VOID(check_listen_policy(config));
+    NPS_TRY_VOID(ensure_state_dir(config.state_dir));
+
+    // Signals are blocked before any thread starts, so every thread inherits
+    // the mask and only the signalfd sees them.
+    sigset_t mask;
+    UniqueFd signals = NPS_TRY(make_signalfd(mask));
+    UniqueFd housekeeping = NPS_TRY(make_interval_timer(kHousekeepingIntervalMs));
+
+    const Clock& clock = SystemClock::instance();
+    store::OpenOptions store_options{.path = config.database_path(), .synchronous = config.synchronous};
+    auto loop_store = NPS_TRY(store::Store::open(store_options, clock));
+    api::StorePool pool(store_options, clock);
+    api::Api api(config, pool, clock);
+
+    net::HttpServerOptions http_options;
+    if (!config.listen.empty())
+        http_options.tcp_listen = config.listen;
+    if (!config.socket.empty())
+        http_options.unix_socket = config.socket;
+    http_options.unix_socket_mode = config.socket_mode;
+    if (!http_options.tcp_listen && !http_options.unix_socket)
+        return internal_error("Nothing to listen on: both api.listen and api.socket are empty");
+    auto server = NPS_TRY(net::HttpServer::start(http_options, [&api](const net::HttpRequest& r) {
+        return api.handle(r);
+    }));
+
+    log::info("store " + config.database_path() + " (schema " + std::to_string(loop_store->schema_version()) + ")");
+    if (http_options.tcp_listen) {
+        auto address = NPS_TRY(net::parse_listen_address(config.listen));
+        std::string host = address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first;
+        log::info("listening on http://" + host + ":" + std::to_string(server->tcp_port()));
+    }
+    if (http_options.unix_socket)
+        log::info("listening on unix:" + *http_options.unix_socket);
+    log::info("ready, runner " + config.runner_nid);
+    notify_systemd("READY=1");
+
+    UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll)
+        return system_error_errno("Failed to create epoll instance");
+    for (int fd : {signals.get(), housekeeping.get()}) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+            return system_error_errno("Failed to watch fd in epoll");
+    }
+
+    for (;;) {
+        epoll_event events[4];
+        int n = epoll_wait(epoll.get(), events, 4, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return system_error_errno("epoll_wait failed");
+        }
+        for (int i = 0; i < n; ++i) {
+            int fd = events[i].data.fd;
+            if (fd == signals.get()) {
+                signalfd_siginfo info{};
+                if (::read(fd, &info, sizeof info) == sizeof info) {
+                    log::info(std::string("received ") + strsignal(static_cast<int>(info.ssi_signo)) +
+                              ", shutting down");
+                    notify_systemd("STOPPING=1");
+                    api.begin_shutdown();
+                    return {};
+                }
+            } else if (fd == housekeeping.get()) {
+                std::uint64_t ticks = 0;
+                [[maybe_unused]] ssize_t r = ::read(fd, &ticks, sizeof ticks);
+                auto swept = loop_store->sweep_expired();
+                if (!swept)
+                    log::warning("housekeeping: " + swept.error().describe());
+                else if (*swept > 0) {
+                    api.metrics().expired_swept += static_cast<std::uint64_t>(*swept);
+                    log::notice(std::to_string(*swept) + " inbox message(s) expired before their first claim");
+                }
+            }
+        }
+    }
+}
+
+}  // namespace nps::daemon

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: Apache-2.0
+// HttpServer on libmicrohttpd: one MHD daemon per listener (TCP and/or unix
+// socket), thread per connection, all sharing one handler.
+#include "nps/net/http_server.hpp"
+
+#include <microhttpd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstdarg>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "listen_socket.hpp"
+
+namespace nps::net {
+
+const std::string& HttpRequest::header(const std::string& lowercase_name) const
+{
+    static const std::string empty;
+    const auto it = headers.find(lowercase_name);
+    return it == headers.end() ? empty : it->second;
+}
+
+namespace {
+
+// Handlers run SQLite and JSON code on the connection threads; 1 MiB of
+// (virtual, lazily committed) stack is ample for that.
+constexpr std::size_t kThreadStackBytes = 1 << 20;
+
+constexpr const char* kInternalErrorBody =
+    R"({"status":"NPS-SERVER-INTERNAL","error":"NPS-SERVER-INTERNAL","message":"internal error"})";
+
+__attribute__((format(printf, 2, 0))) void log_mhd(void* /*cls*/, const char* format, va_list args)
+{
+    char line[1024];
+    std::vsnprintf(line, sizeof line, format, args);
+    std::string_view text(line);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+        text.remove_suffix(1);
+    std::fprintf(stderr, "nps-runner: http server: %.*s\n", static_cast<int>(text.size()), text.data());
+}
+
+void log_line(const std::string& text)
+{
+    std::fprintf(stderr, "nps-runner: http server: %s\n", text.c_str());
+}
+
+// Per-request state, kept in MHD's *con_cls across access-handler calls.
+struct RequestContext {
+    std::string body;
+    bool body_too_large = false;
+};
+
+std::string lower(std::string_view text)
+{
+    std::string out(text);
+    for (char& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+MHD_Result collect_header(void* cls, MHD_ValueKind /*kind*/, const char* key, size_t key_size,
+                          const char* value, size_t value_size)
+{
+    auto& headers = *static_cast<std::map<std::string, std::string>*>(cls);
+    std::string name = lower(std::string_view(key, key_size));
+    std::string text = value != nullptr ? std::string(value, value_size) : std::string();
+    auto [it, inserted] = headers.try_emplace(std::move(name), text);
+    if (!inserted)  // a repeated header is a comma-joined list (RFC 9110 §5.3)
+        it->second += ", " + text;
+    return MHD_YES;
+}
+
+MHD_Result collect_argument(void* cls, MHD_ValueKind /*kind*/, const char* key, size_t key_size,
+                            const char* value, size_t value_size)
+{
+    auto& query = *static_cast<std::map<std::string, std::string>*>(cls);
+    query[std::string(key, key_size)] = value != nullptr ? std::string(value, value_size) : std::string();
+    return MHD_YES;
+}
+
+void free_string(void* cls)
+{
+    delete static_cast<std::string*>(cls);
+}
+
+class MhdServer;
+
+struct Listener {
+    MhdServer* server = nullptr;
+    bool is_unix = false;
+    MHD_Daemon* daemon = nullptr;
+    int quiesced_fd = -1;
+};
+
+class MhdServer final : public HttpServer {
+public:
+    MhdServer(const HttpServerOptions& options, HttpHandler handler)
+        : options_(options), handler_(std::move(handler))
+    {
+    }
+
+    ~MhdServer() override
+    {
+        // Stop accepting on every listener first, then wait for in-flight
+        // requests (MHD_stop_daemon joins the connection threads).
+        for (auto& listener : listeners_)
+            if (listener->daemon != nullptr)
+                listener->quiesced_fd = MHD_quiesce_daemon(listener->daemon);
+        if (unix_created_)
+            detail::remove_unix_socket_file(*options_.unix_socket, unix_dev_, unix_ino_);
+        for (auto& listener : listeners_) {
+            if (listener->daemon != nullptr)
+                MHD_stop_daemon(listener->daemon);
+            if (listener->quiesced_fd >= 0)
+                ::close(listener->quiesced_fd);
+        }
+    }
+
+    std::uint16_t tcp_port() const override { return tcp_port_; }
+
+    Result<void> start()
+    {
+        if (!options_.tcp_listen && !options_.unix_socket)
+            return internal_error("Failed to start HTTP server: no TCP address and no unix socket given");
+
+        // Bind everything before starting any thread, so a bind error leaves nothing running.
+        std::optional<detail::TcpListener> tcp;
+        std::optional<detail::UnixListener> unix_listener;
+        if (options_.tcp_listen) {
+            tcp = NPS_TRY(detail::open_tcp_listener(*options_.tcp_listen));
+            tcp_port_ = tcp->port;
+        }
+        if (options_.unix_socket) {
+            unix_listener = NPS_TRY(detail::open_unix_listener(*options_.unix_socket, options_.unix_socket_mode));
+            unix_created_ = true;
+            unix_dev_ = unix_listener->dev;
+            unix_ino_ = unix_listener->ino;
+        }
+        if (tcp)
+            NPS_TRY_VOID(start_daemon(std::move(tcp->fd), false, tcp->ipv6, *options_.tcp_listen));
+        if (unix_listener)
+            NPS_TRY_VOID(start_daemon(std::move(unix_listener->fd), true, false,
+                                      "unix:" + *options_.unix_socket));
+        return {};
+    }
+
+private:
+    Result<void> start_daemon(UniqueFd fd, bool is_unix, bool ipv6, const std::string& name)
+    {
+        auto listener = std::make_unique<Listener>();
+        listener->server = this;
+        listener->is_unix = is_unix;
+
+        unsigned flags = static_cast<unsigned>(MHD_USE_THREAD_PER_CONNECTION) |
+                         static_cast<unsigned>(MHD_USE_INTERNAL_POLLING_THREAD) |
+                         static_cast<unsigned>(MHD_USE_ERROR_LOG) |
+                         static_cast<unsigned>(MHD_USE_ITC);  // needed by MHD_quiesce_daemon
+        if (MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
+            flags |= static_cast<unsigned>(MHD_USE_POLL);  // no FD_SETSIZE limit
+        if (ipv6)
+            flags |= static_cast<unsigned>(MHD_USE_IPv6);
+
+        const MHD_LogCallback logger = &log_mhd;
+        const MHD_RequestCompletedCallback completed = &MhdServer::on_completed;
+        const MHD_AccessHandlerCallback access = &MhdServer::on_access;
+        const MHD_socket socket_fd = fd.release();  // MHD owns it from here, also on failure
+        MHD_Daemon* daemon = MHD_start_daemon(
+            flags, 0, nullptr, nullptr, access, listener.get(),
+            MHD_OPTION_EXTERNAL_LOGGER, logger, nullptr,  // must come first
+            MHD_OPTION_LISTEN_SOCKET, socket_fd,
+            MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned int>(options_.max_connections),
+            MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned int>(options_.connection_timeout_seconds),
+            MHD_OPTION_THREAD_STACK_SIZE, static_cast<size_t>(kThreadStackBytes),
+            MHD_OPTION_NOTIFY_COMPLETED, completed, nullptr,
+            MHD_OPTION_END);
+        if (daemon == nullptr)
+            return internal_error("Failed to start the HTTP server on '" + name + "' (libmicrohttpd refused; see the log)");
+        listener->daemon = daemon;
+        listeners_.push_back(std::move(listener));
+        return {};
+    }
+
+    static void on_completed(void* /*cls*/, MHD_Connection* /*connection*/, void** con_cls,
+                             MHD_RequestTerminationCode /*code*/)
+    {
+        delete static_cast<RequestContext*>(*con_cls);
+        *con_cls = nullptr;
+    }
+
+    static MHD_Result on_access(void* cls, MHD_Connection* connection, const char* url, const char* method,
+                                const char* /*version*/, const char* upload_data, size_t* upload_data_size,
+                                void** con_cls)
+    {
+        auto* listener = static_cast<Listener*>(cls);
+        try {
+            auto* context = static_cast<RequestContext*>(*con_cls);
+            if (context == nullptr) {
+                // First call: headers are in, no body yet.
+                context = new RequestContext;
+                *con_cls = context;
+                if (listener->server->declared_too_large(connection) && expects_continue(connection)) {
+                    // The client waits for "100 Continue": answer now and it never sends the body.
+                    context->body_too_large = true;
+                    return listener->server->respond(*listener, connection, url, method, *context);
+                }
+                return MHD_YES;
+            }
+            if (*upload_data_size > 0) {
+                const std::size_t max = listener->server->options_.max_body_bytes;
+                if (!context->body_too_large) {
+                    if (context->body.size() + *upload_data_size > max) {
+                        context->body_too_large = true;
+                        std::string().swap(context->body);
+                    } else {
+                        context->body.append(upload_data, *upload_data_size);
+                    }
+                }
+                *upload_data_size = 0;  // consumed (or drained)
+                return MHD_YES;
+            }
+            return listener->server->respond(*listener, connection, url, method, *context);
+        } catch (const std::exception& e) {
+            log_line(std::string("request failed: ") + e.what());
+        } catch (...) {
+            log_line("request failed: unknown exception");
+        }
+        return MHD_NO;  // closes the connection
+    }
+
+    bool declared_too_large(MHD_Connection* connection) const
+    {
+        const char* length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (length == nullptr)
+            return false;
+        const std::string_view text(length);
+        unsigned long long value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        return ec == std::errc() && end == text.data() + text.size() && value > options_.max_body_bytes;
+    }
+
+    static bool expects_continue(MHD_Connection* connection)
+    {
+        const char* expect = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+        return expect != nullptr && lower(expect) == "100-continue";
+    }
+
+    HttpRequest build_request(const Listener& listener, MHD_Connection* connection, const char* url,
+                              const char* method, RequestContext& context) const
+    {
+        HttpRequest request;
+        request.method = method != nullptr ? method : "";
+        request.path = url != nullptr ? url : "";
+        MHD_get_connection_values_n(connection, MHD_GET_ARGUMENT_KIND, &collect_argument, &request.query);
+        MHD_get_connection_values_n(connection, MHD_HEADER_KIND, &collect_header, &request.headers);
+        request.body = std::move(context.body);
+        request.body_too_large = context.body_too_large;
+        request.from_unix_socket = listener.is_unix;
+        if (!listener.is_unix) {
+            const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+            request.from_loopback = info != nullptr && detail::is_loopback_sockaddr(info->client_addr);
+        }
+        return request;
+    }
+
+    HttpResponse call_handler(const HttpRequest& request) const
+    {
+        try {
+            return handler_(request);
+        } catch (const std::exception& e) {
+            log_line("handler failed on " + request.method + " " + request.path + ": " + e.what());
+        } catch (...) {
+            log_line("handler failed on " + request.method + " " + request.path + ": unknown exception");
+        }
+        return internal_error_response();
+    }
+
+    static HttpResponse internal_error_response()
+    {
+        HttpResponse response;
+        response.status = 500;
+        response.body = kInternalErrorBody;
+        return response;
+    }
+
+    MHD_Result respond(const Listener& listener, MHD_Connection* connection, const char* url, const char* method,
+                       RequestContext& context) const
+    {
+        HttpResponse response;
+        try {
+            response = call_handler(build_request(listener, connection, url, method, context));
+        } catch (const std::exception& e) {
+            log_line(std::string("failed to build the request: ") + e.what());
+            response = internal_error_response();
+        }
+        if (response.status < 200 || response.status > 999) {
+            log_line("handler returned invalid HTTP status " + std::to_string(response.status));
+            response = internal_error_response();
+        }
+        return queue(connection, std::move(response));
+    }
+
+    static MHD_Result queue(MHD_Connection* connection, HttpResponse response)
+    {
+        auto* body = new std::string(std::move(response.body));
+        MHD_Response* mhd_response = MHD_create_response_from_buffer_with_free_callback_cls(
+            body->size(), body->data(), &free_string, body);
+        if (mhd_response == nullptr) {
+            delete body;
+            return MHD_NO;
+        }
+        if (!response.content_type.empty())
+            MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE, response.content_type.c_str());
+        for (const auto& [name, value] : response.headers)
+            if (MHD_add_response_header(mhd_response, name.c_str(), value.c_str()) != MHD_YES)
+                log_line("dropped invalid response header '" + name + "'");
+        const MHD_Result result = MHD_queue_response(connection, static_cast<unsigned int>(response.status), mhd_response);
+        MHD_destroy_response(mhd_response);
+        return result;
+    }
+
+    HttpServerOptions options_;
+    HttpHandler handler_;
+    std::vector<std::unique_ptr<Listener>> listeners_;
+    std::uint16_t tcp_port_ = 0;
+    bool unix_created_ = false;
+    dev_t unix_dev_ = 0;
+    ino_t unix_ino_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& options, HttpHandler handler)
+{
+    if (!handler)
+        return internal_error("Failed to start HTTP server: no handler");
+    auto server = std::make_unique<MhdServer>(options, std::move(handler));
+    NPS_TRY_VOID(server->start());
+    return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+}  // namespace nps::net

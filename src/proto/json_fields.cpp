@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "json_fields.hpp"
+
+namespace nps::proto::detail {
+
+using simdjson::dom::element_type;
+
+Error field_error(std::string_view code, std::string_view path, std::string_view problem)
+{
+    std::string message(path);
+    message += ": ";
+    message += problem;
+    return protocol_error(std::string(code), std::move(message));
+}
+
+std::string_view json_type_name(element value)
+{
+    switch (value.type()) {
+    case element_type::OBJECT: return "an object";
+    case element_type::ARRAY: return "an array";
+    case element_type::STRING: return "a string";
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE: return "a number";
+    case element_type::BOOL: return "a boolean";
+    case element_type::NULL_VALUE: return "null";
+    }
+    return "an unknown value";
+}
+
+std::optional<element> optional_member(const object& obj, std::string_view key)
+{
+    element value;
+    if (obj.at_key(key).get(value) != simdjson::SUCCESS || value.is_null())
+        return std::nullopt;
+    return value;
+}
+
+Result<element> required_member(const object& obj, std::string_view key, std::string_view code,
+                                std::string_view path)
+{
+    if (auto value = optional_member(obj, key))
+        return *value;
+    return field_error(code, path, "required");
+}
+
+namespace {
+
+Error wrong_type(element value, std::string_view expected, std::string_view code, std::string_view path)
+{
+    std::string problem = "expected ";
+    problem += expected;
+    problem += ", got ";
+    problem += json_type_name(value);
+    return field_error(code, path, problem);
+}
+
+}  // namespace
+
+Result<std::string_view> read_string(element value, std::string_view code, std::string_view path)
+{
+    std::string_view s;
+    if (value.get(s) != simdjson::SUCCESS)
+        return wrong_type(value, "a string", code, path);
+    return s;
+}
+
+Result<bool> read_bool(element value, std::string_view code, std::string_view path)
+{
+    bool b = false;
+    if (value.get(b) != simdjson::SUCCESS)
+        return wrong_type(value, "a boolean", code, path);
+    return b;
+}
+
+Result<object> read_object(element value, std::string_view code, std::string_view path)
+{
+    object obj;
+    if (value.get(obj) != simdjson::SUCCESS)
+        return wrong_type(value, "an object", code, path);
+    return obj;
+}
+
+Result<array> read_array(element value, std::string_view code, std::string_view path)
+{
+    array arr;
+    if (value.get(arr) != simdjson::SUCCESS)
+        return wrong_type(value, "an array", code, path);
+    return arr;
+}
+
+Result<std::uint64_t> read_uint(element value, std::string_view code, std::string_view path, std::uint64_t min,
+                                std::uint64_t max)
+{
+    const auto range_error = [&](std::string got) {
+        return field_error(code, path,
+                           "must be an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                               ", got " + got);
+    };
+    switch (value.type()) {
+    case element_type::INT64: {
+        std::int64_t v = 0;
+        if (value.get(v) != simdjson::SUCCESS)
+            break;
+        if (v < 0 || static_cast<std::uint64_t>(v) < min || static_cast<std::uint64_t>(v) > max)
+            return range_error(std::to_string(v));
+        return static_cast<std::uint64_t>(v);
+    }
+    case element_type::UINT64: {
+        std::uint64_t v = 0;
+        if (value.get(v) != simdjson::SUCCESS)
+            break;
+        if (v < min || v > max)
+            return range_error(std::to_string(v));
+        return v;
+    }
+    case element_type::DOUBLE:
+        return range_error("a number with a fraction or exponent");
+    default:
+        break;
+    }
+    return wrong_type(value, "an integer", code, path);
+}
+
+}  // namespace nps::proto::detail

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// input_mapping and compensate_params_mapping (NPS-5 §3.1.3; the SDK
+// JSONPath subset: "$." then at most 8 dot-separated segments).
+#include "jcs_dom.hpp"
+#include "message_text.hpp"
+#include "nps/base/limits.hpp"
+#include "task_frame_parts.hpp"
+
+namespace nps::proto::detail {
+
+std::optional<std::string> mapping_path_problem(std::string_view text)
+{
+    if (!text.starts_with("$."))
+        return "expected a JSONPath starting with \"$.\", got " + quoted(text);
+    std::string_view rest = text.substr(2);
+    std::size_t segments = 0;
+    while (true) {
+        const auto dot = rest.find('.');
+        const std::string_view segment = rest.substr(0, dot);
+        if (segment.empty())
+            return "empty segment in JSONPath " + quoted(text);
+        if (segment.find_first_of("[]*") != std::string_view::npos)
+            return "unsupported JSONPath syntax in " + quoted(text) + " (only $.a.b.c is supported)";
+        ++segments;
+        if (dot == std::string_view::npos)
+            break;
+        rest.remove_prefix(dot + 1);
+    }
+    if (segments > limits::kMaxMappingPathSegments)
+        return "JSONPath " + quoted(text) + " has " + std::to_string(segments) + " segments, the limit is " +
+               std::to_string(limits::kMaxMappingPathSegments);
+    return std::nullopt;
+}
+
+namespace {
+
+Result<void> check_path_value(element value, const std::string& path)
+{
+    const std::string_view text = NPS_TRY(read_string(value, kMappingError, path));
+    if (auto problem = mapping_path_problem(text))
+        return field_error(kMappingError, path, *problem);
+    return {};
+}
+
+// A string is a path; an array merges several paths; any other value is a
+// literal passed through unchanged.
+Result<void> check_mapping_value(element value, const std::string& path)
+{
+    switch (value.type()) {
+    case simdjson::dom::element_type::STRING:
+        return check_path_value(value, path);
+    case simdjson::dom::element_type::ARRAY: {
+        const array paths = NPS_TRY(read_array(value, kDagInvalid, path));
+        if (paths.size() == 0)
+            return field_error(kMappingError, path, "an array of JSONPaths must not be empty");
+        std::size_t i = 0;
+        for (element item : paths)
+            NPS_TRY_VOID(check_path_value(item, index_path(path, i++)));
+        return {};
+    }
+    default:
+        return {};
+    }
+}
+
+}  // namespace
+
+Result<std::string> decode_mapping(element value, const std::string& path)
+{
+    const object mapping = NPS_TRY(read_object(value, kDagInvalid, path));
+    for (auto field : mapping) {
+        const std::string field_path = member_path(path, field.key);
+        if (field.key.empty())
+            return detail::field_error(kMappingError, field_path, "parameter name is empty");
+        NPS_TRY_VOID(check_mapping_value(field.value, field_path));
+    }
+    return jcs_of(value, path);
+}
+
+}  // namespace nps::proto::detail

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal: the pieces decode_task_frame() is assembled from, one file each.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "json_fields.hpp"
+#include "nps/proto/task_frame.hpp"
+
+namespace nps::proto::detail {
+
+inline constexpr std::string_view kMalformed = "NWP-HTTP-FRAME-BODY-MALFORMED";
+inline constexpr std::string_view kDagInvalid = "NOP-TASK-DAG-INVALID";
+inline constexpr std::string_view kMappingError = "NOP-INPUT-MAPPING-ERROR";
+inline constexpr std::string_view kConditionError = "NOP-CONDITION-EVAL-ERROR";
+inline constexpr std::string_view kCallbackInvalid = "NOP-CALLBACK-INVALID";
+
+// dag_decode.cpp: `dag` → nodes and edges, field by field (no graph checks;
+// validate_dag does those). Node count limits are checked before any node.
+Result<Dag> decode_dag(element dag);
+
+// node_decode.cpp: one entry of dag.nodes; `path` is "dag.nodes[i]".
+Result<DagNode> decode_node(element node, const std::string& path);
+
+// retry_policy_decode.cpp: a node's retry_policy object.
+Result<RetryPolicy> decode_retry_policy(element value, const std::string& path);
+
+// mapping_decode.cpp: input_mapping / compensate_params_mapping. Returns the
+// canonical (JCS) text of the mapping object.
+Result<std::string> decode_mapping(element value, const std::string& path);
+
+// A "$.a.b" path of the supported JSONPath subset, else the problem.
+std::optional<std::string> mapping_path_problem(std::string_view path_text);
+
+// context_decode.cpp: the task's context object; returns its canonical text.
+Result<std::string> decode_context(element value);
+
+}  // namespace nps::proto::detail

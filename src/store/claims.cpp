@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+// The task-claim protocol (NPS-5 §8.1, CR-0007 §4.1–4.2): head claims,
+// batch claims and claims of a named task.
+//
+// The claim itself is one UPDATE … RETURNING on the inbox row; everything
+// else in the transaction (task mirror, payload, event) only follows it. So
+// two runners can never both win a message, whatever process they live in:
+// SQLite serialises writers and the UPDATE re-reads lease_expiry under the
+// write lock.
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "nps/base/limits.hpp"
+#include "nps/base/time_format.hpp"
+#include "sqlite_store.hpp"
+
+namespace nps::store::detail {
+
+namespace {
+
+// Columns the claim UPDATEs return, in this order.
+#define NPS_STORE_CLAIM_RETURNING \
+    " RETURNING message_id, nid, task_id, content_type, priority, enqueued_at, expires_at, prev_owner, claims"
+
+// SET right-hand sides see the old row: prev_owner gets the owner whose
+// lease (necessarily expired, by the WHERE) this claim replaces, or NULL.
+// The first claim also ends the TTL.
+#define NPS_STORE_CLAIM_SET                                                                        \
+    "UPDATE messages SET prev_owner = lease_owner, lease_owner = ?2, lease_expiry = ?3, "          \
+    "claims = claims + 1, expires_at = 9223372036854775807 "
+
+#define NPS_STORE_CLAIMABLE_HEAD                                                                   \
+    "SELECT message_id FROM messages WHERE nid = ?1 AND state = 'queued' AND lease_expiry <= ?4 "  \
+    "AND expires_at > ?4 ORDER BY priority DESC, message_id"
+
+constexpr const char* kClaimHeadSql =
+    NPS_STORE_CLAIM_SET "WHERE message_id = (" NPS_STORE_CLAIMABLE_HEAD " LIMIT 1)" NPS_STORE_CLAIM_RETURNING;
+constexpr const char* kClaimBatchSql =
+    NPS_STORE_CLAIM_SET "WHERE message_id IN (" NPS_STORE_CLAIMABLE_HEAD " LIMIT ?5)" NPS_STORE_CLAIM_RETURNING;
+// Claim of one named message: the same guard as the head claim.
+constexpr const char* kClaimTaskSql =
+    NPS_STORE_CLAIM_SET "WHERE message_id = ?1 AND state = 'queued' AND lease_expiry <= ?4 AND expires_at > ?4"
+    NPS_STORE_CLAIM_RETURNING;
+
+struct Claimed {
+    Message message;
+    std::optional<std::string> prev_owner;
+    std::uint32_t claims = 0;
+};
+
+std::vector<Claimed> read_claimed(SQLite::Statement& st)
+{
+    std::vector<Claimed> out;
+    while (st.executeStep()) {
+        Claimed c;
+        c.message = read_message(st, 0);
+        c.prev_owner = optional_text(st, kMessageColumnCount);
+        c.claims = st.getColumn(kMessageColumnCount + 1).getUInt();
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+}  // namespace
+
+const char* claim_head_sql()
+{
+    return kClaimHeadSql;
+}
+
+const char* claim_batch_sql()
+{
+    return kClaimBatchSql;
+}
+
+Lease SqliteStore::finish_claim(std::int64_t now, std::int64_t message_id, const std::string& runner_nid,
+                                std::int64_t expiry, bool reclaimed, std::uint32_t claims, Message message)
+{
+    Lease lease;
+    lease.outcome = reclaimed ? ClaimOutcome::reclaimed : ClaimOutcome::granted;
+    lease.task_id = message.task_id;
+    lease.runner_nid = runner_nid;
+    lease.lease_expiry_ms = expiry;
+    lease.claims = claims;
+    {
+        auto st = use(claim_mirror_,
+                      "UPDATE tasks SET state = 'RUNNING', lease_owner = ?2, lease_expiry = ?3, claims = ?4, "
+                      "updated_at = ?5 WHERE message_id = ?1 RETURNING dedup_key, dag_hash");
+        st->bind(1, static_cast<std::int64_t>(message_id));
+        st->bindNoCopy(2, runner_nid);
+        st->bind(3, static_cast<std::int64_t>(expiry));
+        st->bind(4, claims);
+        st->bind(5, static_cast<std::int64_t>(now));
+        if (!st->executeStep())
+            throw SQLite::Exception("inbox message " + std::to_string(message_id) + " has no task row");
+        lease.dedup_key = st->getColumn(0).getString();
+        lease.dag_hash = st->getColumn(1).getString();
+    }
+    {
+        auto st = use(claim_payload_, "SELECT payload FROM frames WHERE message_id = ?1");
+        st->bind(1, static_cast<std::int64_t>(message_id));
+        if (st->executeStep())
+            message.payload = st->getColumn(0).getString();
+    }
+    add_event(lease.task_id, now, reclaimed ? "lease:reclaimed" : "lease:granted",
+              nlohmann::json{{"runner_nid", runner_nid}, {"lease_expiry", expiry}}.dump());
+    lease.message = std::move(message);
+    return lease;
+}
+
+std::vector<Lease> SqliteStore::claim_head_locked(const std::string& nid, const std::string& runner_nid,
+                                                  std::uint32_t lease_seconds, std::uint32_t max_count)
+{
+    const std::int64_t now = now_ms();
+    const std::int64_t expiry = now + static_cast<std::int64_t>(clamp_lease_seconds(lease_seconds)) * 1000;
+    std::vector<Claimed> claimed;
+    {
+        auto st = max_count == 1 ? use(claim_head_, kClaimHeadSql) : use(claim_batch_, kClaimBatchSql);
+        st->bindNoCopy(1, nid);
+        st->bindNoCopy(2, runner_nid);
+        st->bind(3, static_cast<std::int64_t>(expiry));
+        st->bind(4, static_cast<std::int64_t>(now));
+        if (max_count != 1)
+            st->bind(5, max_count);
+        claimed = read_claimed(*st);
+    }
+    // RETURNING order is unspecified: hand leases out in claim order.
+    std::sort(claimed.begin(), claimed.end(), [](const Claimed& a, const Claimed& b) {
+        if (a.message.priority != b.message.priority)
+            return a.message.priority > b.message.priority;
+        return a.message.message_id < b.message.message_id;
+    });
+    std::vector<Lease> leases;
+    leases.reserve(claimed.size());
+    for (auto& c : claimed) {
+        const std::int64_t id = c.message.message_id;
+        leases.push_back(finish_claim(now, id, runner_nid, expiry, c.prev_owner.has_value(), c.claims,
+                                       std::move(c.message)));
+    }
+    return leases;
+}
+
+Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
+{
+    return guarded<std::optional<Lease>>(
+        [&] {
+            return "Failed to claim " + (request.task_id ? "task '" + *request.task_id + "'" : std::string("the head")) +
+                   " from inbox '" + request.nid + "'";
+        },
+        [&]() -> Result<std::optional<Lease>> {
+            WriteTransaction txn(*this);
+            if (!request.task_id) {
+                auto leases = claim_head_locked(request.nid, request.runner_nid, request.lease_seconds, 1);
+                if (leases.empty())
+                    return std::optional<Lease>{};  // nothing to commit
+                txn.commit();
+                return std::optional<Lease>(std::move(leases.front()));
+            }
+
+            const std::string& task_id = *request.task_id;
+            const std::int64_t now = now_ms();
+            std::int64_t message_id = 0;
+            std::string message_state, lease_owner;
+            std::int64_t lease_expiry = 0, expires_at = 0;
+            {
+                auto st = use(claim_task_lookup_,
+                              "SELECT t.nid, t.state, t.dedup_key, t.message_id, m.state, m.lease_owner, "
+                              "m.lease_expiry, m.expires_at FROM tasks t JOIN messages m ON m.message_id = t.message_id "
+                              "WHERE t.task_id = ?1");
+                st->bindNoCopy(1, task_id);
+                if (!st->executeStep() || st->getColumn(0).getString() != request.nid)
+                    return protocol_error("NOP-TASK-NOT-FOUND",
+                                          "Task '" + task_id + "' is not in inbox '" + request.nid + "'");
+                const std::string state = st->getColumn(1).getString();
+                if (is_terminal_task_state(state))
+                    return protocol_error("NOP-TASK-ALREADY-COMPLETED",
+                                          "Task '" + task_id + "' is already " + state);
+                if (request.dedup_key && *request.dedup_key != st->getColumn(2).getString())
+                    return protocol_error("NOP-CLAIM-CONFLICT",
+                                          "Task '" + task_id + "': dedup_key does not match the deposited task");
+                message_id = st->getColumn(3).getInt64();
+                message_state = st->getColumn(4).getString();
+                lease_owner = st->getColumn(5).getString();
+                lease_expiry = st->getColumn(6).getInt64();
+                expires_at = st->getColumn(7).getInt64();
+            }
+
+            const std::int64_t expiry =
+                now + static_cast<std::int64_t>(clamp_lease_seconds(request.lease_seconds)) * 1000;
+            std::vector<Claimed> claimed;
+            {
+                auto st = use(claim_task_, kClaimTaskSql);
+                st->bind(1, static_cast<std::int64_t>(message_id));
+                st->bindNoCopy(2, request.runner_nid);
+                st->bind(3, static_cast<std::int64_t>(expiry));
+                st->bind(4, static_cast<std::int64_t>(now));
+                claimed = read_claimed(*st);
+            }
+            if (claimed.empty()) {
+                if (message_state != "queued")
+                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id +
+                                                                    "' is no longer in inbox '" + request.nid + "'");
+                if (lease_expiry > now)
+                    return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' is leased by '" +
+                                                                    lease_owner + "' until " +
+                                                                    format_rfc3339_ms(lease_expiry));
+                if (expires_at <= now)
+                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' expired from inbox '" +
+                                                                    request.nid + "' unclaimed");
+                return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' is not claimable");
+            }
+            Claimed& c = claimed.front();
+            Lease lease = finish_claim(now, message_id, request.runner_nid, expiry, c.prev_owner.has_value(),
+                                       c.claims, std::move(c.message));
+            txn.commit();
+            return std::optional<Lease>(std::move(lease));
+        });
+}
+
+Result<std::vector<Lease>> SqliteStore::claim_batch(const std::string& nid, const std::string& runner_nid,
+                                                    std::uint32_t lease_seconds, std::uint32_t max_count)
+{
+    const std::uint32_t count = std::min(max_count, limits::kMaxClaimBatch);
+    if (count == 0)
+        return std::vector<Lease>{};
+    return guarded<std::vector<Lease>>(
+        [&] { return "Failed to claim up to " + std::to_string(count) + " tasks from inbox '" + nid + "'"; },
+        [&]() -> Result<std::vector<Lease>> {
+            WriteTransaction txn(*this);
+            auto leases = claim_head_locked(nid, runner_nid, lease_seconds, count);
+            if (!leases.empty())
+                txn.commit();
+            return leases;
+        });
+}
+
+}  // namespace nps::store::detail

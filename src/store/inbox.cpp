@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+// The per-NID inbox: deposit, npsd-compatible peek/ack/depth, TTL sweep.
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "nps/base/limits.hpp"
+#include "sqlite_store.hpp"
+
+namespace nps::store::detail {
+
+namespace {
+
+std::int64_t effective_ttl_seconds(std::int64_t requested)
+{
+    if (requested <= 0)
+        return limits::kDefaultInboxTtlSeconds;
+    return std::min(requested, limits::kMaxInboxTtlSeconds);
+}
+
+}  // namespace
+
+Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
+{
+    return guarded<DepositResult>(
+        [&] { return "Failed to deposit task '" + request.task_id + "' into inbox '" + request.nid + "'"; },
+        [&]() -> Result<DepositResult> {
+            const std::int64_t now = now_ms();
+            WriteTransaction txn(*this);
+
+            {
+                auto st = use(deposit_find_,
+                              "SELECT t.nid, t.frame_hash, " NPS_STORE_MESSAGE_COLUMNS ", f.payload "
+                              "FROM tasks t JOIN messages m ON m.message_id = t.message_id "
+                              "JOIN frames f ON f.message_id = t.message_id WHERE t.task_id = ?1");
+                st->bindNoCopy(1, request.task_id);
+                if (st->executeStep()) {
+                    const std::string nid = st->getColumn(0).getString();
+                    const std::string frame_hash = st->getColumn(1).getString();
+                    if (nid != request.nid || frame_hash != request.frame_hash)
+                        return protocol_error("NWP-TASK-ID-CONFLICT",
+                                              "Task '" + request.task_id + "' was already deposited into inbox '" +
+                                                  nid + "' with a different frame");
+                    DepositResult dup;
+                    dup.message = read_message(*st, 2);
+                    dup.message.payload = st->getColumn(2 + kMessageColumnCount).getString();
+                    dup.duplicate = true;
+                    return dup;
+                }
+            }
+
+            if (request.max_depth > 0) {
+                // Counts entries of the partial index only (O(depth), index-only).
+                auto st = use(deposit_depth_,
+                              "SELECT count(*) FROM messages "
+                              "WHERE nid = ?1 AND state = 'queued' AND expires_at > ?2");
+                st->bindNoCopy(1, request.nid);
+                st->bind(2, static_cast<std::int64_t>(now));
+                st->executeStep();
+                const std::int64_t depth = st->getColumn(0).getInt64();
+                if (depth >= request.max_depth)
+                    return protocol_error("NWP-RATE-LIMIT-INBOX-FULL",
+                                          "Inbox '" + request.nid + "' is full (" + std::to_string(depth) +
+                                              " messages, limit " + std::to_string(request.max_depth) + ")");
+            }
+
+            DepositResult out;
+            Message& m = out.message;
+            m.nid = request.nid;
+            m.task_id = request.task_id;
+            m.content_type = request.content_type;
+            m.priority = request.priority;
+            m.enqueued_at_ms = now;
+            m.expires_at_ms = now + effective_ttl_seconds(request.ttl_seconds) * 1000;
+            {
+                auto st = use(deposit_message_,
+                              "INSERT INTO messages (nid, task_id, content_type, priority, enqueued_at, expires_at, state) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued') RETURNING message_id");
+                st->bindNoCopy(1, request.nid);
+                st->bindNoCopy(2, request.task_id);
+                st->bindNoCopy(3, request.content_type);
+                st->bind(4, request.priority);
+                st->bind(5, static_cast<std::int64_t>(m.enqueued_at_ms));
+                st->bind(6, static_cast<std::int64_t>(m.expires_at_ms));
+                st->executeStep();
+                m.message_id = st->getColumn(0).getInt64();
+            }
+            {
+                auto st = use(deposit_frame_, "INSERT INTO frames (message_id, payload) VALUES (?1, ?2)");
+                st->bind(1, static_cast<std::int64_t>(m.message_id));
+                st->bindNoCopy(2, request.payload.data(), static_cast<int>(request.payload.size()));
+                st->exec();
+            }
+            {
+                auto st = use(deposit_task_,
+                              "INSERT INTO tasks (message_id, task_id, nid, state, dag_hash, dedup_key, frame_hash, "
+                              "created_at, updated_at) VALUES (?1, ?2, ?3, 'PENDING', ?4, ?5, ?6, ?7, ?7)");
+                st->bind(1, static_cast<std::int64_t>(m.message_id));
+                st->bindNoCopy(2, request.task_id);
+                st->bindNoCopy(3, request.nid);
+                st->bindNoCopy(4, request.dag_hash);
+                st->bindNoCopy(5, request.dedup_key);
+                st->bindNoCopy(6, request.frame_hash);
+                st->bind(7, static_cast<std::int64_t>(now));
+                st->exec();
+            }
+            add_event(request.task_id, now, "inbox:deposited",
+                      nlohmann::json{{"nid", request.nid},
+                                     {"message_id", m.message_id},
+                                     {"priority", m.priority},
+                                     {"expires_at", m.expires_at_ms}}
+                          .dump());
+            txn.commit();
+            m.payload = request.payload;
+            return out;
+        });
+}
+
+Result<std::vector<Message>> SqliteStore::peek(const std::string& nid, std::uint32_t batch)
+{
+    const std::uint32_t limit =
+        batch == 0 ? limits::kDefaultPeekBatch : std::min(batch, limits::kMaxPeekBatch);
+    return guarded<std::vector<Message>>(
+        [&] { return "Failed to peek inbox '" + nid + "'"; },
+        [&]() -> Result<std::vector<Message>> {
+            auto st = use(peek_,
+                          "SELECT " NPS_STORE_MESSAGE_COLUMNS ", f.payload FROM messages m "
+                          "JOIN frames f ON f.message_id = m.message_id "
+                          "WHERE m.nid = ?1 AND m.state = 'queued' AND m.lease_expiry <= ?2 AND m.expires_at > ?2 "
+                          "ORDER BY m.priority DESC, m.message_id LIMIT ?3");
+            st->bindNoCopy(1, nid);
+            st->bind(2, static_cast<std::int64_t>(now_ms()));
+            st->bind(3, limit);
+            std::vector<Message> out;
+            while (st->executeStep()) {
+                out.push_back(read_message(*st, 0));
+                out.back().payload = st->getColumn(kMessageColumnCount).getString();
+            }
+            return out;
+        });
+}
+
+Result<void> SqliteStore::ack(const std::string& nid, std::int64_t message_id)
+{
+    return guarded<void>(
+        [&] { return "Failed to ack message " + std::to_string(message_id) + " in inbox '" + nid + "'"; },
+        [&]() -> Result<void> {
+            const std::int64_t now = now_ms();
+            WriteTransaction txn(*this);
+            std::string task_id;
+            {
+                // An expired message is gone for npsd too (it purges on access).
+                auto st = use(ack_,
+                              "UPDATE messages SET state = 'done' WHERE message_id = ?1 AND nid = ?2 "
+                              "AND state = 'queued' AND expires_at > ?3 RETURNING task_id");
+                st->bind(1, static_cast<std::int64_t>(message_id));
+                st->bindNoCopy(2, nid);
+                st->bind(3, static_cast<std::int64_t>(now));
+                if (!st->executeStep())
+                    return protocol_error("NWP-INBOX-MESSAGE-NOT-FOUND",
+                                          "Message " + std::to_string(message_id) + " is not in inbox '" + nid + "'");
+                task_id = st->getColumn(0).getString();
+            }
+            add_event(task_id, now, "inbox:acked", nlohmann::json{{"message_id", message_id}}.dump());
+            txn.commit();
+            return {};
+        });
+}
+
+Result<std::int64_t> SqliteStore::depth(const std::string& nid)
+{
+    return guarded<std::int64_t>(
+        [&] { return "Failed to count inbox '" + nid + "'"; },
+        [&]() -> Result<std::int64_t> {
+            auto st = use(depth_,
+                          "SELECT count(*) FROM messages WHERE nid = ?1 AND state = 'queued' AND expires_at > ?2");
+            st->bindNoCopy(1, nid);
+            st->bind(2, static_cast<std::int64_t>(now_ms()));
+            st->executeStep();
+            return st->getColumn(0).getInt64();
+        });
+}
+
+Result<std::int64_t> SqliteStore::last_message_id()
+{
+    return guarded<std::int64_t>(
+        [&] { return std::string("Failed to read the last message id"); },
+        [&]() -> Result<std::int64_t> {
+            auto st = use(last_id_, "SELECT coalesce(max(message_id), 0) FROM messages");
+            st->executeStep();
+            return st->getColumn(0).getInt64();
+        });
+}
+
+Result<std::int64_t> SqliteStore::sweep_expired()
+{
+    return guarded<std::int64_t>(
+        [&] { return std::string("Failed to sweep expired inbox messages"); },
+        [&]() -> Result<std::int64_t> {
+            const std::int64_t now = now_ms();
+            WriteTransaction txn(*this);
+            // Only never-claimed messages can match: a claim sets expires_at
+            // to INT64_MAX. Collect first, then change the rows the scan reads.
+            std::vector<std::pair<std::int64_t, std::string>> expired;
+            {
+                auto st = use(sweep_find_,
+                              "SELECT message_id, task_id FROM messages WHERE state = 'queued' AND expires_at <= ?1");
+                st->bind(1, static_cast<std::int64_t>(now));
+                while (st->executeStep())
+                    expired.emplace_back(st->getColumn(0).getInt64(), st->getColumn(1).getString());
+            }
+            for (const auto& [message_id, task_id] : expired) {
+                {
+                    auto st = use(sweep_message_, "UPDATE messages SET state = 'done' WHERE message_id = ?1");
+                    st->bind(1, static_cast<std::int64_t>(message_id));
+                    st->exec();
+                }
+                {
+                    auto st = use(sweep_task_,
+                                  "UPDATE tasks SET state = 'FAILED', error_code = 'NOP-TASK-TIMEOUT', "
+                                  "error_message = 'not claimed before its inbox TTL expired', updated_at = ?2 "
+                                  "WHERE message_id = ?1 AND state NOT IN " NPS_STORE_TERMINAL_TASK_STATES);
+                    st->bind(1, static_cast<std::int64_t>(message_id));
+                    st->bind(2, static_cast<std::int64_t>(now));
+                    st->exec();
+                }
+                add_event(task_id, now, "inbox:expired", nlohmann::json{{"message_id", message_id}}.dump());
+            }
+            txn.commit();
+            return static_cast<std::int64_t>(expired.size());
+        });
+}
+
+}  // namespace nps::store::detail

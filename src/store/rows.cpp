@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading records out of result rows (column lists in sqlite_store.hpp).
+#include "sqlite_store.hpp"
+
+namespace nps::store::detail {
+
+std::optional<std::string> optional_text(const SQLite::Statement& stmt, int column)
+{
+    if (stmt.isColumnNull(column))
+        return std::nullopt;
+    return stmt.getColumn(column).getString();
+}
+
+void bind_optional(SQLite::Statement& stmt, int index, const std::optional<std::string>& value)
+{
+    if (value)
+        stmt.bindNoCopy(index, *value);
+    else
+        stmt.bind(index);
+}
+
+Message read_message(const SQLite::Statement& stmt, int first)
+{
+    Message m;
+    m.message_id = stmt.getColumn(first).getInt64();
+    m.nid = stmt.getColumn(first + 1).getString();
+    m.task_id = stmt.getColumn(first + 2).getString();
+    m.content_type = stmt.getColumn(first + 3).getString();
+    m.priority = stmt.getColumn(first + 4).getInt();
+    m.enqueued_at_ms = stmt.getColumn(first + 5).getInt64();
+    m.expires_at_ms = stmt.getColumn(first + 6).getInt64();
+    return m;
+}
+
+TaskRecord read_task(const SQLite::Statement& stmt, int first)
+{
+    TaskRecord t;
+    t.task_id = stmt.getColumn(first).getString();
+    t.nid = stmt.getColumn(first + 1).getString();
+    t.state = stmt.getColumn(first + 2).getString();
+    t.error_code = optional_text(stmt, first + 3);
+    t.error_message = optional_text(stmt, first + 4);
+    t.aggregate_json = optional_text(stmt, first + 5);
+    t.dag_hash = stmt.getColumn(first + 6).getString();
+    t.dedup_key = stmt.getColumn(first + 7).getString();
+    t.lease_owner = optional_text(stmt, first + 8);
+    t.lease_expiry_ms = stmt.getColumn(first + 9).getInt64();
+    t.claims = stmt.getColumn(first + 10).getUInt();
+    t.created_at_ms = stmt.getColumn(first + 11).getInt64();
+    t.updated_at_ms = stmt.getColumn(first + 12).getInt64();
+    t.payload = stmt.getColumn(first + 13).getString();
+    return t;
+}
+
+}  // namespace nps::store::detail

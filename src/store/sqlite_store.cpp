@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// Opening runner.db: connection flags, pragmas, migrations; the statement
+// cache, write transactions and the event appender every area uses.
+#include "sqlite_store.hpp"
+
+#include <sqlite3.h>
+
+namespace nps::store {
+
+namespace {
+
+Result<std::unique_ptr<Store>> refuse(const std::string& path, const std::string& why)
+{
+    return internal_error("Failed to open database '" + path + "': " + why);
+}
+
+bool is_in_memory(const std::string& path)
+{
+    return path == ":memory:" || path.rfind("file::memory:", 0) == 0 || path.find("mode=memory") != std::string::npos;
+}
+
+// A pragma that answers with one value; returns it as text.
+std::string pragma(SQLite::Database& db, const std::string& statement)
+{
+    SQLite::Statement stmt(db, statement);
+    if (!stmt.executeStep())
+        return {};
+    return stmt.getColumn(0).getString();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clock& clock)
+{
+    const std::string& path = options.path;
+    if (path.empty())
+        return refuse(path, "no path given");
+    if (is_in_memory(path))
+        return refuse(path, "an in-memory database cannot use WAL; give a file path");
+
+    try {
+        // NOMUTEX: a Store object is used by one thread at a time (store.hpp),
+        // so SQLite's per-connection mutex would only cost time.
+        auto db = std::make_unique<SQLite::Database>(
+            path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX, options.busy_timeout_ms);
+
+        // WAL: readers never block the writer and a commit appends to one
+        // file. The mode is persistent in the file; asking again is cheap.
+        const std::string mode = pragma(*db, "PRAGMA journal_mode=WAL");
+        if (mode != "wal")
+            return refuse(path, "cannot switch to WAL journal mode (got '" + mode + "')");
+        // FULL: the WAL is fsynced at every commit, so an acknowledged
+        // transaction survives power loss (docs/durability.md).
+        db->exec(options.synchronous == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+        db->exec("PRAGMA foreign_keys=ON");
+        // After a checkpoint, truncate a WAL that grew past 64 MiB (a burst)
+        // instead of keeping the big file around forever.
+        db->exec("PRAGMA journal_size_limit=67108864");
+        db->exec("PRAGMA temp_store=MEMORY");
+
+        auto version = detail::migrate(*db, path);
+        if (!version)
+            return std::move(version).error();
+        std::unique_ptr<Store> store =
+            std::make_unique<detail::SqliteStore>(std::move(db), clock, path, version.value());
+        return store;
+    } catch (const SQLite::Exception& e) {
+        return refuse(path, e.what());
+    } catch (const std::exception& e) {
+        return refuse(path, e.what());
+    }
+}
+
+}  // namespace nps::store
+
+namespace nps::store::detail {
+
+SqliteStore::SqliteStore(std::unique_ptr<SQLite::Database> db, const Clock& clock, std::string path, int version)
+    : db_(std::move(db)), clock_(clock), path_(std::move(path)), version_(version)
+{
+}
+
+// Statements must be finalized before the connection closes; the members
+// are declared after db_, so they are destroyed first.
+SqliteStore::~SqliteStore() = default;
+
+StatementUse SqliteStore::use(CachedStatement& slot, const char* sql)
+{
+    if (!slot.stmt)
+        slot.stmt = std::make_unique<SQLite::Statement>(*db_, sql);
+    return StatementUse(*slot.stmt);
+}
+
+void SqliteStore::add_event(const std::string& task_id, std::int64_t at_ms, const char* name,
+                            const std::string& detail)
+{
+    if (getenv("NPS_NO_EVENTS")) return;
+    // seq = the task's last seq + 1: a seek on the (task_id, seq) primary key.
+    auto st = use(event_insert_,
+                  "INSERT INTO events (task_id, seq, at, name, detail) VALUES "
+                  "(?1, (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE task_id = ?1), ?2, ?3, ?4)");
+    st->bindNoCopy(1, task_id);
+    st->bind(2, static_cast<std::int64_t>(at_ms));
+    st->bindNoCopy(3, name);
+    st->bindNoCopy(4, detail);
+    st->exec();
+}
+
+WriteTransaction::WriteTransaction(SqliteStore& store) : store_(store)
+{
+    auto st = store_.use(store_.begin_, "BEGIN IMMEDIATE");
+    st->exec();
+    active_ = true;
+}
+
+void WriteTransaction::commit()
+{
+    auto st = store_.use(store_.commit_, "COMMIT");
+    st->exec();
+    active_ = false;
+}
+
+WriteTransaction::~WriteTransaction()
+{
+    if (!active_)
+        return;
+    // Some errors (SQLITE_FULL, SQLITE_IOERR, …) already rolled back.
+    if (sqlite3_get_autocommit(store_.db().getHandle()))
+        return;
+    try {
+        auto st = store_.use(store_.rollback_, "ROLLBACK");
+        st->tryExecuteStep();
+    } catch (...) {  // nothing sensible to do in a destructor; the connection stays usable or reports later
+    }
+}
+
+}  // namespace nps::store::detail

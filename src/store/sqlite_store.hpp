@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal to store/: the SQLite implementation of nps::store::Store.
+//
+// One SqliteStore owns one connection. Its prepared statements are created on
+// first use and cached for the object's lifetime (CachedStatement slots, one
+// per SQL text, declared below and filled by the .cpp file that owns the
+// SQL). Every public operation runs inside guarded(), which turns any
+// SQLite::Exception into an internal Error naming the operation, so SQLiteCpp
+// exceptions never leave store/.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Statement.h>
+
+#include "nps/store/store.hpp"
+
+namespace nps::store::detail {
+
+// "Never expires": a message's TTL once it has been claimed.
+inline constexpr std::int64_t kNoExpiry = std::numeric_limits<std::int64_t>::max();
+
+// Terminal task states as an SQL list, for `state IN (…)` / `NOT IN (…)`.
+#define NPS_STORE_TERMINAL_TASK_STATES "('COMPLETED','FAILED','CANCELLED')"
+#define NPS_STORE_TERMINAL_NODE_STATES \
+    "('COMPLETED','FAILED','CANCELLED','SKIPPED','COMPENSATED','COMPENSATION_FAILED')"
+
+// The latest schema version this binary knows (schema.cpp).
+int latest_schema_version();
+// Brings the open database to latest_schema_version() in one transaction.
+// Returns the version the file is at afterwards; fails (without touching the
+// file) when the file's version is newer or it belongs to another application.
+Result<int> migrate(SQLite::Database& db, const std::string& path);
+
+// The SQL of the claim path, for tests that check its query plan and for
+// bench-claim's raw-SQLite baseline (which must run the very same text).
+const char* claim_head_sql();
+const char* claim_batch_sql();
+const char* complete_message_sql();
+
+struct CachedStatement {
+    std::unique_ptr<SQLite::Statement> stmt;
+};
+
+// A statement in use: reset and unbound when the scope ends, so no statement
+// keeps a read snapshot open between operations or a pointer into a caller's
+// buffer (bindNoCopy).
+class StatementUse {
+public:
+    explicit StatementUse(SQLite::Statement& stmt) noexcept : stmt_(&stmt) {}
+    StatementUse(const StatementUse&) = delete;
+    StatementUse& operator=(const StatementUse&) = delete;
+    ~StatementUse()
+    {
+        stmt_->tryReset();
+        try {
+            stmt_->clearBindings();
+        } catch (...) {  // sqlite3_clear_bindings cannot fail; keep the destructor noexcept
+        }
+    }
+    SQLite::Statement* operator->() const noexcept { return stmt_; }
+    SQLite::Statement& operator*() const noexcept { return *stmt_; }
+
+private:
+    SQLite::Statement* stmt_;
+};
+
+class SqliteStore;
+
+// BEGIN IMMEDIATE … COMMIT. Taking the write lock at BEGIN means a
+// transaction never has to upgrade a read lock, so two writers cannot
+// deadlock on SQLITE_BUSY; busy_timeout makes the second one wait instead.
+// Rolls back in the destructor unless committed.
+class WriteTransaction {
+public:
+    explicit WriteTransaction(SqliteStore& store);
+    WriteTransaction(const WriteTransaction&) = delete;
+    WriteTransaction& operator=(const WriteTransaction&) = delete;
+    ~WriteTransaction();
+    void commit();
+
+private:
+    SqliteStore& store_;
+    bool active_ = false;
+};
+
+// Column readers shared by several files (rows.cpp). Each reads the columns
+// of the matching *_COLUMNS list starting at column `first`.
+#define NPS_STORE_MESSAGE_COLUMNS \
+    "m.message_id, m.nid, m.task_id, m.content_type, m.priority, m.enqueued_at, m.expires_at"
+inline constexpr int kMessageColumnCount = 7;
+Message read_message(const SQLite::Statement& stmt, int first);
+
+#define NPS_STORE_TASK_COLUMNS                                                                      \
+    "t.task_id, t.nid, t.state, t.error_code, t.error_message, t.aggregate, t.dag_hash, "           \
+    "t.dedup_key, t.lease_owner, t.lease_expiry, t.claims, t.created_at, t.updated_at, f.payload"
+TaskRecord read_task(const SQLite::Statement& stmt, int first);
+
+std::optional<std::string> optional_text(const SQLite::Statement& stmt, int column);
+void bind_optional(SQLite::Statement& stmt, int index, const std::optional<std::string>& value);
+
+class SqliteStore final : public Store {
+public:
+    SqliteStore(std::unique_ptr<SQLite::Database> db, const Clock& clock, std::string path, int version);
+    ~SqliteStore() override;
+
+    int schema_version() const override { return version_; }
+
+    Result<DepositResult> deposit(const DepositRequest& request) override;
+    Result<std::vector<Message>> peek(const std::string& nid, std::uint32_t batch) override;
+    Result<void> ack(const std::string& nid, std::int64_t message_id) override;
+    Result<std::int64_t> depth(const std::string& nid) override;
+    Result<std::int64_t> last_message_id() override;
+
+    Result<std::optional<Lease>> claim(const ClaimRequest& request) override;
+    Result<std::vector<Lease>> claim_batch(const std::string& nid, const std::string& runner_nid,
+                                           std::uint32_t lease_seconds, std::uint32_t max_count) override;
+    Result<std::int64_t> renew(const std::string& task_id, const std::string& runner_nid,
+                               std::uint32_t lease_seconds) override;
+    Result<void> release(const std::string& task_id, const std::string& runner_nid) override;
+    Result<void> complete(const std::string& task_id, const std::string& runner_nid,
+                          const TaskOutcome& outcome) override;
+    Result<void> complete_batch(const std::vector<std::string>& task_ids, const std::string& runner_nid,
+                                const TaskOutcome& outcome) override;
+
+    Result<RecordOutcome> record_node_result(const NodeResult& result) override;
+    Result<std::vector<NodeResult>> node_results(const std::string& task_id) override;
+    Result<bool> is_node_terminal(const std::string& dedup_key, const std::string& node_id) override;
+
+    Result<TaskRecord> task(const std::string& task_id) override;
+    Result<std::vector<TaskRecord>> list_tasks(const TaskListFilter& filter) override;
+    Result<TaskRecord> cancel(const std::string& task_id) override;
+    Result<void> append_event(const std::string& task_id, const std::string& name,
+                              const std::string& detail_json) override;
+    Result<std::vector<TaskEvent>> events(const std::string& task_id) override;
+
+    Result<void> put_announce(const Announce& announce) override;
+    Result<Announce> resolve_announce(const std::string& nid) override;
+    Result<std::vector<Announce>> list_announces() override;
+
+    Result<std::int64_t> sweep_expired() override;
+
+    // --- helpers for the implementation files ---------------------------------
+    // The cached statement for `sql`, prepared on first use.
+    StatementUse use(CachedStatement& slot, const char* sql);
+    std::int64_t now_ms() const { return clock_.now_ms(); }
+    SQLite::Database& db() { return *db_; }
+
+    // Runs body(); an SQLite (or allocation) failure becomes
+    // internal_error(what() + ": " + the SQLite message). `what` is a callable
+    // so the message is only built on failure.
+    template <class T, class What, class Body>
+    Result<T> guarded(What&& what, Body&& body) noexcept
+    {
+        try {
+            return body();
+        } catch (const SQLite::Exception& e) {
+            return guarded_failure(what, e.what());
+        } catch (const std::bad_alloc&) {
+            return guarded_failure(what, "out of memory");
+        } catch (const std::exception& e) {
+            return guarded_failure(what, e.what());
+        }
+    }
+
+private:
+    friend class WriteTransaction;
+
+    template <class What>
+    static Error guarded_failure(What& what, const char* reason) noexcept
+    {
+        try {
+            return internal_error(what() + ": " + reason);
+        } catch (...) {
+            return internal_error("store operation failed");
+        }
+    }
+
+    // Appends an event inside the caller's transaction.
+    void add_event(const std::string& task_id, std::int64_t at_ms, const char* name, const std::string& detail);
+    // Inside a write transaction: the head claims (see claims.cpp).
+    std::vector<Lease> claim_head_locked(const std::string& nid, const std::string& runner_nid,
+                                         std::uint32_t lease_seconds, std::uint32_t max_count);
+    Lease finish_claim(std::int64_t now, std::int64_t message_id, const std::string& runner_nid,
+                                      std::int64_t expiry, bool reclaimed, std::uint32_t claims,
+                                      Message message);
+    // Inside a write transaction: ends runner_nid's live lease on task_id and
+    // records the outcome; an Error when not fenced.
+    Result<void> complete_locked(std::int64_t now, const std::string& task_id, const std::string& runner_nid,
+                                 const TaskOutcome& outcome);
+    Result<TaskRecord> task_locked(const std::string& task_id);
+    // Why runner_nid holds no live lease on task_id: NOP-TASK-NOT-FOUND or
+    // NOP-CLAIM-CONFLICT with an explanation.
+    Error lease_error(std::int64_t now, const std::string& task_id, const std::string& runner_nid);
+
+    std::unique_ptr<SQLite::Database> db_;
+    const Clock& clock_;
+    std::string path_;
+    int version_;
+
+    // Statement slots, grouped by the file that owns their SQL.
+    CachedStatement begin_, commit_, rollback_;
+    CachedStatement event_insert_, event_list_, task_exists_;
+    // inbox.cpp
+    CachedStatement deposit_find_, deposit_depth_, deposit_message_, deposit_frame_, deposit_task_;
+    CachedStatement peek_, ack_, depth_, last_id_, sweep_find_, sweep_message_, sweep_task_;
+    // claims.cpp, leases.cpp
+    CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_, claim_mirror_, claim_payload_;
+    CachedStatement lease_state_, renew_, renew_mirror_, release_, release_mirror_;
+    CachedStatement complete_message_, complete_task_;
+    // results.cpp
+    CachedStatement result_task_, result_find_, result_upsert_, result_list_, result_terminal_;
+    // tasks.cpp
+    CachedStatement task_get_, task_list_, cancel_task_, cancel_message_;
+    // announces.cpp
+    CachedStatement announce_put_, announce_get_, announce_list_;
+};
+
+}  // namespace nps::store::detail

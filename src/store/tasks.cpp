@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// Task records, cancellation and the per-task event log.
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "nps/base/limits.hpp"
+#include "sqlite_store.hpp"
+
+namespace nps::store::detail {
+
+Result<TaskRecord> SqliteStore::task_locked(const std::string& task_id)
+{
+    auto st = use(task_get_,
+                  "SELECT " NPS_STORE_TASK_COLUMNS " FROM tasks t "
+                  "JOIN frames f ON f.message_id = t.message_id WHERE t.task_id = ?1");
+    st->bindNoCopy(1, task_id);
+    if (!st->executeStep())
+        return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+    return read_task(*st, 0);
+}
+
+Result<TaskRecord> SqliteStore::task(const std::string& task_id)
+{
+    return guarded<TaskRecord>([&] { return "Failed to read task '" + task_id + "'"; },
+                               [&]() -> Result<TaskRecord> { return task_locked(task_id); });
+}
+
+Result<std::vector<TaskRecord>> SqliteStore::list_tasks(const TaskListFilter& filter)
+{
+    const std::uint32_t limit =
+        filter.limit == 0 ? limits::kDefaultTaskListLimit : std::min(filter.limit, limits::kMaxTaskListLimit);
+    return guarded<std::vector<TaskRecord>>(
+        [&] { return std::string("Failed to list tasks"); },
+        [&]() -> Result<std::vector<TaskRecord>> {
+            // message_id grows with every deposit, so DESC is newest first.
+            // The payload is left out (see TaskListFilter).
+            auto st = use(task_list_,
+                          "SELECT t.task_id, t.nid, t.state, t.error_code, t.error_message, t.aggregate, "
+                          "t.dag_hash, t.dedup_key, t.lease_owner, t.lease_expiry, t.claims, t.created_at, "
+                          "t.updated_at, '' FROM tasks t WHERE (?1 IS NULL OR t.state = ?1) "
+                          "AND (?2 IS NULL OR t.nid = ?2) ORDER BY t.message_id DESC LIMIT ?3");
+            bind_optional(*st, 1, filter.state);
+            bind_optional(*st, 2, filter.nid);
+            st->bind(3, limit);
+            std::vector<TaskRecord> out;
+            while (st->executeStep())
+                out.push_back(read_task(*st, 0));
+            return out;
+        });
+}
+
+Result<TaskRecord> SqliteStore::cancel(const std::string& task_id)
+{
+    return guarded<TaskRecord>(
+        [&] { return "Failed to cancel task '" + task_id + "'"; },
+        [&]() -> Result<TaskRecord> {
+            const std::int64_t now = now_ms();
+            WriteTransaction txn(*this);
+            std::int64_t message_id = 0;
+            {
+                auto st = use(cancel_task_,
+                              "UPDATE tasks SET state = 'CANCELLED', error_code = 'NOP-TASK-CANCELLED', "
+                              "error_message = 'cancelled on request', lease_owner = NULL, lease_expiry = 0, "
+                              "updated_at = ?2 WHERE task_id = ?1 AND state NOT IN " NPS_STORE_TERMINAL_TASK_STATES
+                              " RETURNING message_id");
+                st->bindNoCopy(1, task_id);
+                st->bind(2, static_cast<std::int64_t>(now));
+                if (!st->executeStep()) {
+                    auto existing = task_locked(task_id);
+                    if (!existing)
+                        return std::move(existing).error();
+                    return protocol_error("NOP-TASK-ALREADY-COMPLETED",
+                                          "Task '" + task_id + "' is already " + existing->state);
+                }
+                message_id = st->getColumn(0).getInt64();
+            }
+            {
+                // Ending the lease fences the runner that held it: its renew
+                // and complete now answer NOP-CLAIM-CONFLICT.
+                auto st = use(cancel_message_,
+                              "UPDATE messages SET state = 'done', lease_owner = NULL, lease_expiry = 0 "
+                              "WHERE message_id = ?1");
+                st->bind(1, static_cast<std::int64_t>(message_id));
+                st->exec();
+            }
+            add_event(task_id, now, "task:cancelled", "{}");
+            auto record = task_locked(task_id);
+            if (record)
+                txn.commit();
+            return record;
+        });
+}
+
+Result<void> SqliteStore::append_event(const std::string& task_id, const std::string& name,
+                                       const std::string& detail_json)
+{
+    const std::string detail = detail_json.empty() ? std::string("{}") : detail_json;
+    if (name.empty())
+        return internal_error("Failed to append an event to task '" + task_id + "': empty event name");
+    if (!nlohmann::json::accept(detail))
+        return internal_error("Failed to append event '" + name + "' to task '" + task_id +
+                              "': detail is not valid JSON");
+    return guarded<void>(
+        [&] { return "Failed to append event '" + name + "' to task '" + task_id + "'"; },
+        [&]() -> Result<void> {
+            const std::int64_t now = now_ms();
+            WriteTransaction txn(*this);
+            {
+                auto st = use(task_exists_, "SELECT 1 FROM tasks WHERE task_id = ?1");
+                st->bindNoCopy(1, task_id);
+                if (!st->executeStep())
+                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+            }
+            add_event(task_id, now, name.c_str(), detail);
+            txn.commit();
+            return {};
+        });
+}
+
+Result<std::vector<TaskEvent>> SqliteStore::events(const std::string& task_id)
+{
+    return guarded<std::vector<TaskEvent>>(
+        [&] { return "Failed to read the events of task '" + task_id + "'"; },
+        [&]() -> Result<std::vector<TaskEvent>> {
+            auto st = use(event_list_, "SELECT seq, at, name, detail FROM events WHERE task_id = ?1 ORDER BY seq");
+            st->bindNoCopy(1, task_id);
+            std::vector<TaskEvent> out;
+            while (st->executeStep()) {
+                TaskEvent e;
+                e.seq = st->getColumn(0).getInt64();
+                e.at_ms = st->getColumn(1).getInt64();
+                e.name = st->getColumn(2).getString();
+                e.detail_json = st->getColumn(3).getString();
+                out.push_back(std::move(e));
+            }
+            return out;
+        });
+}
+
+}  // namespace nps::store::detail

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: Apache-2.0
+// The HTTP API of the real daemon over loopback and its unix socket.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "nps/base/digest.hpp"
+#include "runner_process.hpp"
+
+using nps::test::http;
+using nps::test::Reply;
+using nps::test::RunnerOptions;
+using nps::test::RunnerProcess;
+using nps::test::task_frame;
+using nps::test::TempDir;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string kInbox = "urn:nps:agent:example.test:worker";
+const std::string kRunnerA = "urn:nps:node:example.test:runner-a";
+const std::string kRunnerB = "urn:nps:node:example.test:runner-b";
+
+std::string inbox_url(const RunnerProcess& runner, const std::string& nid = kInbox)
+{
+    return runner.url() + "/v1/inbox/" + nps::net::url_encode(nid);
+}
+
+void check_error(const Reply& reply, long status, const std::string& code)
+{
+    CHECK_MESSAGE(reply.status == status, reply.raw);
+    REQUIRE_MESSAGE(reply.body.is_object(), reply.raw);
+    CHECK(reply.body["error"] == code);
+    CHECK(reply.body["status"].is_string());
+    CHECK(reply.body["message"].is_string());
+}
+
+struct Daemon {
+    TempDir dir;
+    RunnerProcess runner;
+    explicit Daemon(std::string config = "") : runner(RunnerOptions{.state_dir = dir.path(), .config_text = config})
+    {
+        REQUIRE_MESSAGE(runner.start(), runner.log());
+    }
+};
+
+}  // namespace
+
+TEST_CASE("deposit, peek, claim, report, complete: the whole inbox cycle")
+{
+    Daemon d;
+    auto& r = d.runner;
+    auto deposit = http("POST", inbox_url(r), task_frame("task-cycle"), {{"Content-Type", "application/json"}});
+    REQUIRE_MESSAGE(deposit.status == 201, deposit.raw);
+    CHECK(deposit.body["task_id"] == "task-cycle");
+    CHECK(deposit.body["nid"] == kInbox);
+    CHECK(deposit.body["message_id"].is_string());
+    CHECK(deposit.body["duplicate"] == false);
+    std::string dedup = deposit.body["dedup_key"];
+    CHECK(dedup.size() == 64);
+
+    auto depth = http("GET", inbox_url(r) + "/depth");
+    CHECK(depth.body["depth"] == 1);
+
+    auto peek = http("GET", inbox_url(r) + "?batch=5");
+    REQUIRE(peek.status == 200);
+    REQUIRE(peek.body["count"] == 1);
+    auto payload = nps::base64_decode(peek.body["messages"][0]["payload_b64"].get<std::string>());
+    REQUIRE(payload);
+    CHECK(Json::parse(*payload)["task_id"] == "task-cycle");
+
+    auto claim = http("POST", inbox_url(r) + "/claims", Json{{"runner_nid", kRunnerA}, {"lease_seconds", 1}}.dump());
+    REQUIRE_MESSAGE(claim.status == 200, claim.raw);
+    CHECK(claim.body["outcome"] == "granted");
+    CHECK(claim.body["task_id"] == "task-cycle");
+    CHECK(claim.body["dedup_key"] == dedup);
+    CHECK(claim.body["lease_seconds"] == 10);  // clamped up to the minimum
+    CHECK(claim.body["task"]["task_id"] == "task-cycle");
+    CHECK(claim.body["terminal_nodes"].empty());
+
+    // A leased message is invisible to peek and to the next claim.
+    CHECK(http("GET", inbox_url(r)).body["count"] == 0);
+    CHECK(http("POST", inbox_url(r) + "/claims", Json{{"runner_nid", kRunnerB}, {"lease_seconds", 30}}.dump()).status ==
+          204);
+
+    for (const char* node : {"n0", "n1", "n2"}) {
+        auto report = http("PATCH", r.url() + "/v1/tasks/task-cycle/nodes/" + node,
+                           Json{{"dedup_key", dedup},
+                                {"runner_nid", kRunnerA},
+                                {"state", "COMPLETED"},
+                                {"attempts", 1},
+                                {"result", {{"node", node}}}}
+                               .dump());
+        REQUIRE_MESSAGE(report.status == 200, report.raw);
+        CHECK(report.body["outcome"] == "recorded");
+    }
+    // Idempotent on (task_id, node_id, dedup_key).
+    auto again = http("PATCH", r.url() + "/v1/tasks/task-cycle/nodes/n2",
+                      Json{{"dedup_key", dedup}, {"state", "COMPLETED"}, {"attempts", 1}, {"result", {{"node", "n2"}}}}
+                          .dump());
+    CHECK(again.status == 200);
+    CHECK(again.body["outcome"] == "duplicate");
+    auto clash = http("PATCH", r.url() + "/v1/tasks/task-cycle/nodes/n2",
+                      Json{{"dedup_key", dedup}, {"state", "FAILED"}, {"error_code", "NOP-DELEGATE-REJECTED"}}.dump());
+    check_error(clash, 409, "NOP-TASK-ALREADY-COMPLETED");
+
+    auto done = http("POST", r.url() + "/v1/leases/task-cycle/complete",
+                     Json{{"runner_nid", kRunnerA}, {"state", "COMPLETED"}, {"aggregate", {{"answer", 4}}}}.dump());
+    REQUIRE_MESSAGE(done.status == 200, done.raw);
+
+    auto task = http("GET", r.url() + "/v1/tasks/task-cycle");
+    REQUIRE(task.status == 200);
+    CHECK(task.body["state"] == "COMPLETED");
+    CHECK(task.body["aggregate"] == Json{{"answer", 4}});
+    CHECK(task.body["nodes"]["n1"]["state"] == "COMPLETED");
+    CHECK(task.body["nodes"]["n1"]["result"] == Json{{"node", "n1"}});
+    CHECK(task.body["lease"].is_null());
+    CHECK(task.body["events"].size() >= 3);
+    CHECK(task.body["events"][0]["event"] == "inbox:deposited");
+    CHECK(http("GET", inbox_url(r) + "/depth").body["depth"] == 0);
+
+    auto list = http("GET", r.url() + "/v1/tasks?state=completed&limit=10");
+    REQUIRE(list.status == 200);
+    CHECK(list.body["count"] == 1);
+    CHECK(list.body["tasks"][0]["task_id"] == "task-cycle");
+}
+
+TEST_CASE("re-deposit is idempotent; the same task_id with another frame conflicts")
+{
+    Daemon d;
+    auto url = inbox_url(d.runner);
+    auto first = http("POST", url, task_frame("task-idem"));
+    REQUIRE(first.status == 201);
+    // Same frame, different whitespace and key order: still the same task.
+    Json reordered = Json::parse(task_frame("task-idem"));
+    auto second = http("POST", url, reordered.dump(2));
+    CHECK(second.status == 200);
+    CHECK(second.body["duplicate"] == true);
+    CHECK(second.body["message_id"] == first.body["message_id"]);
+    check_error(http("POST", url, task_frame("task-idem", 2)), 409, "NWP-TASK-ID-CONFLICT");
+    CHECK(http("GET", url + "/depth").body["depth"] == 1);
+}
+
+TEST_CASE("bad input gets the documented error body and changes nothing")
+{
+    Daemon d;
+    auto& r = d.runner;
+    auto url = inbox_url(r);
+    check_error(http("POST", url, "{not json"), 400, "NWP-HTTP-FRAME-BODY-MALFORMED");
+    check_error(http("POST", url, "[1,2]"), 400, "NWP-HTTP-FRAME-BODY-MALFORMED");
+    check_error(http("POST", url, Json{{"task_id", 7}, {"dag", {{"nodes", Json::array()}}}}.dump()), 400,
+                "NWP-HTTP-FRAME-BODY-MALFORMED");
+    check_error(http("POST", url, task_frame("task-big", 33)), 400, "NOP-TASK-DAG-TOO-LARGE");
+    Json cycle = Json::parse(task_frame("task-cycle", 2));
+    cycle["dag"]["nodes"][0]["input_from"] = {"n1"};
+    check_error(http("POST", url, cycle.dump()), 400, "NOP-TASK-DAG-CYCLE");
+    check_error(http("POST", url, std::string(300 * 1024, ' ')), 413, "NWP-HTTP-BODY-TOO-LARGE");
+    check_error(http("POST", url, std::string(2 * 1024 * 1024, ' ')), 413, "NWP-HTTP-BODY-TOO-LARGE");
+    check_error(http("POST", url, task_frame("task-ct"), {{"Content-Type", "text/plain"}}), 415,
+                "NWP-HTTP-CONTENT-TYPE-UNSUPPORTED");
+    check_error(http("POST", url, task_frame("task-prio"), {{"X-Nps-Inbox-Priority", "high"}}), 400,
+                "NWP-HTTP-PARAM-INVALID");
+    check_error(http("POST", url, task_frame("task-ttl"), {{"X-Nps-Inbox-Ttl-Seconds", "0"}}), 400,
+                "NWP-HTTP-PARAM-INVALID");
+    check_error(http("POST", r.url() + "/v1/inbox/not-a-nid", task_frame("task-nid")), 400, "NWP-HTTP-PARAM-INVALID");
+    std::string deep(100, '[');
+    check_error(http("POST", url + "/claims", "{\"a\":" + deep + std::string(100, ']') + "}"), 400,
+                "NWP-HTTP-FRAME-BODY-MALFORMED");
+    check_error(http("POST", url + "/claims", Json{{"runner_nid", kRunnerA}, {"lease_seconds", "ten"}}.dump()), 400,
+                "NWP-HTTP-PARAM-INVALID");
+    check_error(http("POST", url + "/claims", Json{{"runner_nid", kRunnerA}, {"lease_seconds", -5}}.dump()), 400,
+                "NWP-HTTP-PARAM-INVALID");
+    check_error(http("POST", url + "/claims", Json{{"lease_seconds", 30}}.dump()), 400, "NWP-HTTP-PARAM-INVALID");
+    check_error(http("DELETE", url + "/abc"), 400, "NWP-HTTP-PARAM-INVALID");
+    check_error(http("DELETE", url + "/999"), 404, "NWP-INBOX-MESSAGE-NOT-FOUND");
+    check_error(http("GET", r.url() + "/v1/tasks/nope"), 404, "NOP-TASK-NOT-FOUND");
+    check_error(http("GET", r.url() + "/v1/tasks?state=DONE"), 400, "NWP-HTTP-PARAM-INVALID");
+    check_error(http("GET", r.url() + "/v1/nothing"), 404, "NWP-HTTP-NOT-FOUND");
+    auto bad_method = http("PUT", url);
+    check_error(bad_method, 405, "NWP-HTTP-METHOD-NOT-ALLOWED");
+    CHECK(bad_method.headers["allow"] == "GET, POST");
+    check_error(http("POST", r.url() + "/v1/leases/nope/renew", Json{{"runner_nid", kRunnerA}, {"lease_seconds", 30}}.dump()),
+                404, "NOP-TASK-NOT-FOUND");
+    check_error(http("PUT", r.url() + "/v1/ndp/announces/" + nps::net::url_encode(kInbox),
+                     Json{{"activation_mode", "sometimes"}, {"spawn_spec_ref", "spawnspec:e30"}}.dump()),
+                400, "NDP-ANNOUNCE-INVALID");
+
+    // Nothing was stored, and the daemon is still healthy.
+    CHECK(http("GET", url + "/depth").body["depth"] == 0);
+    CHECK(http("GET", r.url() + "/v1/tasks").body["count"] == 0);
+    CHECK(http("GET", r.url() + "/healthz").status == 200);
+}
+
+TEST_CASE("priority then FIFO, and TTL expiry")
+{
+    Daemon d;
+    auto url = inbox_url(d.runner);
+    REQUIRE(http("POST", url, task_frame("t-low"), {{"X-Nps-Inbox-Priority", "-1"}}).status == 201);
+    REQUIRE(http("POST", url, task_frame("t-first")).status == 201);
+    REQUIRE(http("POST", url, task_frame("t-second")).status == 201);
+    REQUIRE(http("POST", url, task_frame("t-high"), {{"X-Nps-Inbox-Priority", "5"}}).status == 201);
+    REQUIRE(http("POST", url, task_frame("t-short"), {{"X-Nps-Inbox-Ttl-Seconds", "1"}}).status == 201);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2100));  // t-short expires; the sweeper runs every second
+    std::vector<std::string> order;
+    for (;;) {
+        auto claim = http("POST", url + "/claims", Json{{"runner_nid", kRunnerA}, {"lease_seconds", 60}}.dump());
+        if (claim.status == 204)
+            break;
+        REQUIRE(claim.status == 200);
+        order.push_back(claim.body["task_id"]);
+    }
+    CHECK(order == std::vector<std::string>{"t-high", "t-first", "t-second", "t-low"});
+    auto expired = http("GET", d.runner.url() + "/v1/tasks/t-short");
+    CHECK(expired.body["state"] == "FAILED");
+    CHECK(expired.body["error_code"] == "NOP-TASK-TIMEOUT");
+}
+
+TEST_CASE("a long-poll peek does not block other requests and wakes on deposit")
+{
+    Daemon d;
+    auto url = inbox_url(d.runner);
+    std::atomic<bool> poll_done{false};
+    Reply poll;
+    std::thread poller([&] {
+        poll = http("GET", url + "?wait=20");
+        poll_done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    // Other requests are served while the poll waits.
+    for (int i = 0; i < 5; ++i)
+        CHECK(http("GET", d.runner.url() + "/healthz").status == 200);
+    CHECK_FALSE(poll_done.load());
+    REQUIRE(http("POST", url, task_frame("t-wake")).status == 201);
+    poller.join();
+    CHECK(poll.status == 200);
+    CHECK(poll.body["count"] == 1);
+    CHECK(poll.body["messages"][0]["task_id"] == "t-wake");
+}
+
+TEST_CASE("announce and resolve through the local NDP registry")
+{
+    Daemon d;
+    std::string agent = "urn:nps:agent:example.test:adder";
+    auto put = http("PUT", d.runner.url() + "/v1/ndp/announces/" + nps::net::url_encode(agent),
+                    Json{{"nid", agent}, {"activation_mode", "ephemeral"}, {"spawn_spec_ref", "spawnspec:e30"}}.dump());
+    REQUIRE_MESSAGE(put.status == 200, put.raw);
+    auto resolved = http("GET", d.runner.url() + "/v1/ndp/resolve?nid=" + nps::net::url_encode(agent));
+    REQUIRE(resolved.status == 200);
+    CHECK(resolved.body["spawn_spec_ref"] == "spawnspec:e30");
+    check_error(http("GET", d.runner.url() + "/v1/ndp/resolve?nid=" + nps::net::url_encode(agent + "x")), 404,
+                "NDP-RESOLVE-NOT-FOUND");
+    auto offline = http("PUT", d.runner.url() + "/v1/ndp/announces/" + nps::net::url_encode(agent),
+                        Json{{"spawn_spec_ref", "spawnspec:e30"}, {"ttl", 0}}.dump());
+    CHECK(offline.body["status"] == "offline");
+    check_error(http("GET", d.runner.url() + "/v1/ndp/resolve?nid=" + nps::net::url_encode(agent)), 404,
+                "NDP-RESOLVE-NOT-FOUND");
+}
+
+TEST_CASE("the unix socket serves the same API with its file mode")
+{
+    Daemon d;
+    struct stat st{};
+    REQUIRE(::stat(d.runner.socket_path().c_str(), &st) == 0);
+    CHECK(S_ISSOCK(st.st_mode));
+    CHECK((st.st_mode & 0777) == 0660);
+    auto health = http("GET", "http://localhost/healthz", std::nullopt, {}, d.runner.socket_path());
+    CHECK(health.status == 200);
+    CHECK(health.body["status"] == "ok");
+    auto deposit = http("POST", "http://localhost/v1/inbox/" + nps::net::url_encode(kInbox), task_frame("t-unix"), {},
+                        d.runner.socket_path());
+    CHECK(deposit.status == 201);
+    CHECK(http("GET", d.runner.url() + "/v1/tasks/t-unix").status == 200);
+}
+
+TEST_CASE("metrics are Prometheus text and count what happened")
+{
+    Daemon d;
+    REQUIRE(http("POST", inbox_url(d.runner), task_frame("t-metrics")).status == 201);
+    http("POST", inbox_url(d.runner) + "/claims", Json{{"runner_nid", kRunnerA}, {"lease_seconds", 30}}.dump());
+    auto metrics = http("GET", d.runner.url() + "/metrics");
+    REQUIRE(metrics.status == 200);
+    CHECK(metrics.headers["content-type"].find("text/plain") == 0);
+    CHECK(metrics.raw.find("nps_inbox_deposits_total 1\n") != std::string::npos);
+    CHECK(metrics.raw.find("nps_claims_total{outcome=\"granted\"} 1\n") != std::string::npos);
+    CHECK(metrics.raw.find("# TYPE nps_http_requests_total counter") != std::string::npos);
+}
+
+TEST_CASE("bearer token on TCP; the unix socket is trusted; non-loopback needs a token")
+{
+    const std::string token = "0123456789abcdef0123";
+    Daemon d("[api]\ntoken = \"" + token + "\"\n");
+    check_error(http("GET", d.runner.url() + "/v1/tasks"), 401, "NWP-HTTP-UNAUTHENTICATED");
+    check_error(http("GET", d.runner.url() + "/v1/tasks", std::nullopt, {{"Authorization", "Bearer wrong"}}), 401,
+                "NWP-HTTP-UNAUTHENTICATED");
+    CHECK(http("GET", d.runner.url() + "/v1/tasks", std::nullopt, {{"Authorization", "Bearer " + token}}).status == 200);
+    CHECK(http("GET", d.runner.url() + "/healthz").status == 200);
+    CHECK(http("GET", "http://localhost/v1/tasks", std::nullopt, {}, d.runner.socket_path()).status == 200);
+
+    TempDir dir;
+    RunnerProcess open_to_all(RunnerOptions{.state_dir = dir.path(), .listen = "0.0.0.0:0"});
+    CHECK_FALSE(open_to_all.start());
+    CHECK(open_to_all.log().find("without a bearer token") != std::string::npos);
+}
+
+TEST_CASE("a configuration error names the key and stops startup")
+{
+    TempDir dir;
+    RunnerProcess runner(RunnerOptions{.state_dir = dir.path(), .config_text = "[inbox]\nmax_dept = 5\n"});
+    CHECK_FALSE(runner.start());
+    CHECK(runner.log().find("inbox.max_dept: unknown key") != std::string::npos);
+}
+
+TEST_CASE("SIGTERM stops the daemon cleanly and data survives a restart")
+{
+    TempDir dir;
+    {
+        RunnerProcess runner(RunnerOptions{.state_dir = dir.path()});
+        REQUIRE(runner.start());
+        REQUIRE(http("POST", inbox_url(runner), task_frame("t-restart")).status == 201);
+        CHECK(runner.stop() == 0);
+    }
+    RunnerProcess runner(RunnerOptions{.state_dir = dir.path()});
+    REQUIRE(runner.start());
+    CHECK(http("GET", runner.url() + "/v1/tasks/t-restart").body["state"] == "PENDING");
+}

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// The command line, run as a user would run it, against a real daemon.
+#include <doctest/doctest.h>
+
+#include "runner_process.hpp"
+
+using nps::test::run_command;
+using nps::test::RunnerOptions;
+using nps::test::RunnerProcess;
+using nps::test::task_frame;
+using nps::test::TempDir;
+
+namespace {
+
+const std::string kInbox = "urn:nps:agent:example.test:cli";
+
+struct Daemon {
+    TempDir dir;
+    RunnerProcess runner;
+    Daemon() : runner(RunnerOptions{.state_dir = dir.path()}) { REQUIRE_MESSAGE(runner.start(), runner.log()); }
+    std::vector<std::string> with_server(std::vector<std::string> args) const
+    {
+        args.push_back("--server");
+        args.push_back("unix:" + runner.socket_path());
+        args.push_back("--config");
+        args.push_back(dir.file("config.toml"));
+        return args;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("version and help")
+{
+    auto v = run_command({"version"});
+    CHECK(v.exit_status == 0);
+    CHECK(v.out.find("nps-runner ") == 0);
+    auto overview = run_command({"--help"});
+    CHECK(overview.exit_status == 0);
+    CHECK(overview.out.find("serve") != std::string::npos);
+    for (auto verb : std::vector<std::vector<std::string>>{{"serve"}, {"submit"}, {"task", "show"}, {"task", "ls"},
+                                                           {"task", "wait"}, {"task", "cancel"}, {"announce"},
+                                                           {"announce", "ls"}, {"version"}}) {
+        verb.push_back("--help");
+        auto help = run_command(verb);
+        CHECK_MESSAGE(help.exit_status == 0, verb[0]);
+        CHECK_MESSAGE(help.out.find("Usage: nps-runner " + verb[0]) == 0, help.out);
+    }
+    auto none = run_command({});
+    CHECK(none.exit_status == 2);
+    auto unknown = run_command({"frobnicate"});
+    CHECK(unknown.exit_status == 2);
+    CHECK(unknown.err.find("unknown verb 'frobnicate'") != std::string::npos);
+    auto bad_option = run_command({"task", "ls", "--colour"});
+    CHECK(bad_option.exit_status == 2);
+    CHECK(bad_option.err.find("Unknown option '--colour'") != std::string::npos);
+}
+
+TEST_CASE("submit from a file and from stdin, then show, list, cancel and wait")
+{
+    Daemon d;
+    nps::test::write_file(d.dir.file("task.json"), task_frame("cli-file"));
+    auto submitted = run_command(d.with_server({"submit", "--to", kInbox, d.dir.file("task.json")}));
+    REQUIRE_MESSAGE(submitted.exit_status == 0, submitted.err);
+    CHECK(submitted.out == "cli-file\n");
+    auto from_stdin = run_command(d.with_server({"submit", "--to", kInbox, "-"}), task_frame("cli-stdin"));
+    REQUIRE_MESSAGE(from_stdin.exit_status == 0, from_stdin.err);
+    CHECK(from_stdin.out == "cli-stdin\n");
+
+    auto invalid = run_command(d.with_server({"submit", "--to", kInbox, "-"}), "{\"task_id\":\"x\"}");
+    CHECK(invalid.exit_status == 1);
+    CHECK(invalid.err.find("NOP-TASK-DAG-INVALID: dag: required") != std::string::npos);
+    auto no_target = run_command(d.with_server({"submit", d.dir.file("task.json")}));
+    CHECK(no_target.exit_status == 2);
+    CHECK(no_target.err.find("--to") != std::string::npos);
+
+    auto show = run_command(d.with_server({"task", "show", "cli-file"}));
+    CHECK(show.exit_status == 0);
+    CHECK(show.out.find("state     PENDING") != std::string::npos);
+    auto json = run_command(d.with_server({"task", "show", "cli-file", "--json"}));
+    CHECK(nlohmann::json::parse(json.out)["task_id"] == "cli-file");
+    auto missing = run_command(d.with_server({"task", "show", "nope"}));
+    CHECK(missing.exit_status == 1);
+    CHECK(missing.err.find("NOP-TASK-NOT-FOUND") != std::string::npos);
+
+    auto list = run_command(d.with_server({"task", "ls"}));
+    CHECK(list.out.find("cli-file") != std::string::npos);
+    CHECK(list.out.find("cli-stdin") != std::string::npos);
+
+    auto timeout = run_command(d.with_server({"task", "wait", "cli-file", "--timeout", "0.2"}));
+    CHECK(timeout.exit_status == 3);
+    auto cancel = run_command(d.with_server({"task", "cancel", "cli-file"}));
+    CHECK(cancel.exit_status == 0);
+    CHECK(cancel.out == "cli-file CANCELLED\n");
+    auto wait = run_command(d.with_server({"task", "wait", "cli-file"}));
+    CHECK(wait.exit_status == 1);  // terminal, but not COMPLETED
+    CHECK(wait.out.find("NOP-TASK-CANCELLED") != std::string::npos);
+}
+
+TEST_CASE("announce and announce ls")
+{
+    Daemon d;
+    auto put = run_command(d.with_server({"announce", "urn:nps:agent:example.test:adder", "--spawn-spec", "spawnspec:e30"}));
+    REQUIRE_MESSAGE(put.exit_status == 0, put.err);
+    CHECK(put.out == "urn:nps:agent:example.test:adder registered\n");
+    auto ls = run_command(d.with_server({"announce", "ls"}));
+    CHECK(ls.out.find("urn:nps:agent:example.test:adder") != std::string::npos);
+    auto missing = run_command(d.with_server({"announce", "urn:nps:agent:example.test:adder"}));
+    CHECK(missing.exit_status == 2);
+}
+
+TEST_CASE("a client with no daemon says how to fix it")
+{
+    TempDir dir;
+    auto r = run_command({"task", "ls", "--server", "unix:" + dir.file("absent.sock")});
+    CHECK(r.exit_status == 1);
+    CHECK(r.err.find("Cannot reach nps-runner") != std::string::npos);
+}

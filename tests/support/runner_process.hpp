@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test support: temporary directories, the real nps-runner binary started as
+// a daemon, and small HTTP helpers around net::http_request.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nps/net/http_client.hpp"
+
+namespace nps::test {
+
+// A fresh directory under /tmp, removed recursively on destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return path_; }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+void write_file(const std::string& path, const std::string& text);
+std::string read_file(const std::string& path);
+
+// The binary under test (NPS_RUNNER_BIN, set by meson).
+std::string runner_binary();
+
+struct RunnerOptions {
+    std::string state_dir;                 // required
+    std::string config_text;               // written to state_dir/config.toml
+    std::string listen = "127.0.0.1:0";    // "none" disables TCP
+    bool unix_socket = true;               // state_dir/api.sock
+    std::vector<std::string> extra_args;
+};
+
+// `nps-runner serve` as a child process; killed (SIGKILL) and reaped on destruction.
+class RunnerProcess {
+public:
+    explicit RunnerProcess(RunnerOptions options);
+    ~RunnerProcess();
+    RunnerProcess(const RunnerProcess&) = delete;
+    RunnerProcess& operator=(const RunnerProcess&) = delete;
+
+    // Starts and waits (≤ 15 s) for the "ready" log line. False with the log
+    // in `log()` when the daemon exited or never became ready.
+    bool start();
+    // SIGTERM and wait; returns the exit status (or -signal).
+    int stop();
+    // SIGKILL and reap.
+    void kill_hard();
+    bool running() const { return pid_ > 0; }
+
+    std::string url() const { return url_; }              // http://127.0.0.1:PORT
+    std::string socket_path() const { return socket_; }   // "" when disabled
+    std::string log() const;
+    pid_t pid() const { return pid_; }
+
+private:
+    RunnerOptions options_;
+    pid_t pid_ = -1;
+    std::string url_;
+    std::string socket_;
+    std::string log_path_;
+};
+
+struct Reply {
+    long status = 0;
+    nlohmann::json body;  // null when empty or not JSON
+    std::string raw;
+    std::map<std::string, std::string> headers;
+};
+
+// One request; transport failures fail the calling test (doctest REQUIRE).
+Reply http(const std::string& method, const std::string& url, const std::optional<std::string>& body = std::nullopt,
+           std::vector<std::pair<std::string, std::string>> headers = {},
+           const std::optional<std::string>& unix_socket = std::nullopt);
+
+// A minimal valid TaskFrame: a linear chain of `nodes` nodes.
+std::string task_frame(const std::string& task_id, int nodes = 3);
+
+// Result of running the binary as a client command.
+struct CommandResult {
+    int exit_status = -1;
+    std::string out;
+    std::string err;
+};
+CommandResult run_command(const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+}  // namespace nps::test

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <doctest/doctest.h>
+
+#include "nps/config/config.hpp"
+
+using nps::config::parse_config;
+
+TEST_CASE("an empty config gives the documented defaults")
+{
+    auto c = parse_config("", "test.toml");
+    REQUIRE(c);
+    CHECK(c->state_dir == "/var/lib/nps-runner");
+    CHECK(c->listen == "127.0.0.1:17437");
+    CHECK(c->socket == "/run/nps-runner/api.sock");
+    CHECK(c->socket_mode == 0660);
+    CHECK_FALSE(c->token);
+    CHECK(c->default_ttl_seconds == 3600);
+    CHECK(c->synchronous == nps::store::Synchronous::full);
+    CHECK(c->runner_nid.rfind("urn:nps:node:", 0) == 0);
+    CHECK(c->database_path() == "/var/lib/nps-runner/runner.db");
+}
+
+TEST_CASE("every key is read")
+{
+    auto c = parse_config(R"(
+[runner]
+state_dir = "/srv/nps"
+nid = "urn:nps:node:edge:r1"
+inboxes = ["urn:nps:agent:a:b", "urn:nps:agent:a:c"]
+[api]
+listen = "0.0.0.0:9000"
+socket = ""
+socket_mode = "0600"
+token = "0123456789abcdef"
+allowed_nids = ["urn:nps:agent:a:b"]
+[inbox]
+default_ttl_seconds = 60
+max_depth = 5
+max_message_bytes = 4096
+[store]
+synchronous = "normal"
+)",
+                          "test.toml");
+    REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error().describe()));
+    CHECK(c->state_dir == "/srv/nps");
+    CHECK(c->runner_nid == "urn:nps:node:edge:r1");
+    CHECK(c->inboxes.size() == 2);
+    CHECK(c->listen == "0.0.0.0:9000");
+    CHECK(c->socket.empty());
+    CHECK(c->socket_mode == 0600);
+    CHECK(c->token.value() == "0123456789abcdef");
+    CHECK(c->allowed_nids == std::vector<std::string>{"urn:nps:agent:a:b"});
+    CHECK(c->default_ttl_seconds == 60);
+    CHECK(c->max_depth == 5);
+    CHECK(c->max_message_bytes == 4096);
+    CHECK(c->synchronous == nps::store::Synchronous::normal);
+}
+
+TEST_CASE("mistakes are errors that name the key")
+{
+    struct Case {
+        const char* toml;
+        const char* expect;
+    } cases[] = {
+        {"[inbox]\nmax_dept = 5\n", "inbox.max_dept: unknown key"},
+        {"[nonsense]\n", "unknown section [nonsense]"},
+        {"[inbox]\ndefault_ttl_seconds = \"60\"\n", "inbox.default_ttl_seconds: expected an integer"},
+        {"[inbox]\ndefault_ttl_seconds = 0\n", "inbox.default_ttl_seconds: must be between 1 and 604800"},
+        {"[api]\ntoken = \"short\"\n", "api.token: must be at least 16 characters"},
+        {"[api]\nsocket_mode = \"rw\"\n", "api.socket_mode: 'rw' is not an octal mode"},
+        {"[runner]\ninboxes = [\"worker\"]\n", "runner.inboxes: 'worker' is not a NID"},
+        {"[store]\nsynchronous = \"off\"\n", "store.synchronous: must be \"full\" or \"normal\""},
+        {"[api]\ntoken_file = \"/nonexistent/token\"\n", "Failed to read api.token_file '/nonexistent/token'"},
+        {"[inbox\n", "Failed to parse configuration 'test.toml' at line 1"},
+    };
+    for (const auto& c : cases) {
+        auto r = parse_config(c.toml, "test.toml");
+        REQUIRE_FALSE(r);
+        INFO(r.error().describe());
+        CHECK(r.error().describe().find(c.expect) != std::string::npos);
+    }
+}
+
+TEST_CASE("a missing default file means defaults; a named one must exist")
+{
+    CHECK(nps::config::load_config("/nonexistent/config.toml", false));
+    auto required = nps::config::load_config("/nonexistent/config.toml", true);
+    REQUIRE_FALSE(required);
+    CHECK(required.error().describe().find("No such file") != std::string::npos);
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// Node results: idempotency, fencing, is_node_terminal.
+#include "store_fixture.hpp"
+
+using namespace store_test;
+using namespace nps::store;
+
+namespace {
+
+NodeResult node_result(const std::string& task_id, const std::string& node_id, const std::string& state,
+                       std::optional<std::string> result = std::nullopt)
+{
+    NodeResult r;
+    r.task_id = task_id;
+    r.node_id = node_id;
+    r.dedup_key = deposit_request(task_id).dedup_key;
+    r.state = state;
+    r.attempts = 1;
+    r.result_json = std::move(result);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE_FIXTURE(StoreFixture, "node results are idempotent on (task_id, node_id, dedup_key)")
+{
+    deposit("task-1");
+    const auto dedup = deposit_request("task-1").dedup_key;
+    CHECK_FALSE(*store->is_node_terminal(dedup, "n1"));
+
+    CHECK(*store->record_node_result(node_result("task-1", "n1", "RUNNING")) == RecordOutcome::recorded);
+    CHECK_FALSE(*store->is_node_terminal(dedup, "n1"));
+    // A non-terminal record may be overwritten.
+    auto done = node_result("task-1", "n1", "COMPLETED", R"({"answer":4})");
+    done.killed_reason = "exit_status";
+    CHECK(*store->record_node_result(done) == RecordOutcome::recorded);
+    CHECK(*store->is_node_terminal(dedup, "n1"));
+    CHECK_FALSE(*store->is_node_terminal(dedup, "n2"));
+    CHECK_FALSE(*store->is_node_terminal("other-dedup", "n1"));
+
+    CHECK(*store->record_node_result(done) == RecordOutcome::duplicate);
+    auto different = node_result("task-1", "n1", "COMPLETED", R"({"answer":5})");
+    CHECK(error_code_of(store->record_node_result(different)) == "NOP-TASK-ALREADY-COMPLETED");
+    auto failed = node_result("task-1", "n1", "FAILED");
+    failed.error_code = "NOP-RUNTIME-IDLE-TIMEOUT";
+    CHECK(error_code_of(store->record_node_result(failed)) == "NOP-TASK-ALREADY-COMPLETED");
+
+    auto list = store->node_results("task-1");
+    REQUIRE(list);
+    REQUIRE(list->size() == 1);
+    CHECK(list->front().state == "COMPLETED");
+    CHECK(list->front().result_json == std::optional<std::string>(R"({"answer":4})"));
+    CHECK(list->front().killed_reason == std::optional<std::string>("exit_status"));
+    CHECK(list->front().attempts == 1);
+    CHECK(list->front().recorded_at_ms == clock.now_ms());
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "node results check the task, the dedup_key, the state and the live lease")
+{
+    deposit("task-1");
+    CHECK(error_code_of(store->record_node_result(node_result("nope", "n1", "COMPLETED"))) == "NOP-TASK-NOT-FOUND");
+    auto wrong_dedup = node_result("task-1", "n1", "COMPLETED");
+    wrong_dedup.dedup_key = dedup_for("task-1", "another-dag");
+    CHECK(error_code_of(store->record_node_result(wrong_dedup)) == "NOP-CLAIM-CONFLICT");
+    CHECK(error_code_of(store->record_node_result(node_result("task-1", "n1", "DONE"))) == "NWP-HTTP-PARAM-INVALID");
+
+    auto fenced = node_result("task-1", "n1", "COMPLETED");
+    fenced.runner_nid = kRunnerA;
+    CHECK(error_code_of(store->record_node_result(fenced)) == "NOP-CLAIM-CONFLICT");  // no lease yet
+    claim_head(kRunnerA, 10);
+    auto by_b = fenced;
+    by_b.runner_nid = kRunnerB;
+    CHECK(error_code_of(store->record_node_result(by_b)) == "NOP-CLAIM-CONFLICT");
+    clock.advance_ms(10'000);
+    CHECK(error_code_of(store->record_node_result(fenced)) == "NOP-CLAIM-CONFLICT");  // expired
+    REQUIRE(claim_task("task-1", kRunnerA));
+    CHECK(*store->record_node_result(fenced) == RecordOutcome::recorded);
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "a reclaiming runner sees the nodes its predecessor finished")
+{
+    deposit("task-1");
+    const auto lease = claim_head(kRunnerA, 10);
+    auto n1 = node_result("task-1", "n1", "COMPLETED", "{}");
+    n1.runner_nid = kRunnerA;
+    REQUIRE(store->record_node_result(n1));
+    clock.advance_ms(11'000);
+    const auto reclaim = claim_head(kRunnerB, 10);
+    CHECK(reclaim.outcome == ClaimOutcome::reclaimed);
+    CHECK(*store->is_node_terminal(reclaim.dedup_key, "n1"));
+    CHECK_FALSE(*store->is_node_terminal(reclaim.dedup_key, "n2"));
+    CHECK(reclaim.dedup_key == lease.dedup_key);
+}

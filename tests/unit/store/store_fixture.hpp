@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared by the store unit tests: a fresh temp dir with a real runner.db,
+// a FakeClock, and helpers to build deposits.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <stdlib.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <memory>
+#include <string>
+
+#include "nps/base/clock.hpp"
+#include "nps/base/digest.hpp"
+#include "nps/store/store.hpp"
+
+namespace store_test {
+
+inline constexpr const char* kNid = "urn:nps:agent:example.com:inbox-a";
+inline constexpr const char* kOtherNid = "urn:nps:agent:example.com:inbox-b";
+inline constexpr const char* kRunnerA = "urn:nps:node:example.com:runner-a";
+inline constexpr const char* kRunnerB = "urn:nps:node:example.com:runner-b";
+
+class TempDir {
+public:
+    TempDir()
+    {
+        std::string tmpl = "/tmp/nps-store-test-XXXXXX";
+        REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+        path_ = tmpl;
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    ~TempDir()
+    {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+    const std::string& path() const { return path_; }
+    std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+private:
+    std::string path_;
+};
+
+inline std::string dedup_for(const std::string& task_id, const std::string& dag_hash)
+{
+    std::string input = task_id;
+    input.push_back('\0');
+    input += dag_hash;
+    return nps::sha256_hex(input);
+}
+
+inline std::string frame_for(const std::string& task_id)
+{
+    return R"({"frame":"0x40","task_id":")" + task_id + R"(","dag":{"nodes":[{"id":"n1"}]}})";
+}
+
+inline nps::store::DepositRequest deposit_request(const std::string& task_id, int priority = 0,
+                                                  std::int64_t ttl_seconds = 3600,
+                                                  const std::string& nid = kNid)
+{
+    nps::store::DepositRequest r;
+    r.nid = nid;
+    r.task_id = task_id;
+    r.payload = frame_for(task_id);
+    r.content_type = "application/json";
+    r.frame_hash = nps::sha256_hex(r.payload);
+    r.dag_hash = nps::sha256_hex(R"({"nodes":[{"id":"n1"}]})");
+    r.dedup_key = dedup_for(task_id, r.dag_hash);
+    r.priority = priority;
+    r.ttl_seconds = ttl_seconds;
+    return r;
+}
+
+struct StoreFixture {
+    TempDir dir;
+    nps::FakeClock clock;
+    std::unique_ptr<nps::store::Store> store;
+
+    StoreFixture() { reopen(); }
+
+    void reopen()
+    {
+        store.reset();
+        auto opened = nps::store::Store::open({.path = dir.file("runner.db")}, clock);
+        REQUIRE_MESSAGE(opened, (opened ? std::string() : opened.error().describe()));
+        store = std::move(opened).value();
+    }
+
+    nps::store::Message deposit(const std::string& task_id, int priority = 0, std::int64_t ttl_seconds = 3600,
+                                const std::string& nid = kNid)
+    {
+        auto r = store->deposit(deposit_request(task_id, priority, ttl_seconds, nid));
+        REQUIRE_MESSAGE(r, (r ? std::string() : r.error().describe()));
+        return r->message;
+    }
+
+    // Head claim that must succeed.
+    nps::store::Lease claim_head(const std::string& runner, std::uint32_t lease_seconds = 30,
+                                 const std::string& nid = kNid)
+    {
+        auto r = store->claim({.nid = nid, .runner_nid = runner, .lease_seconds = lease_seconds});
+        REQUIRE_MESSAGE(r, (r ? std::string() : r.error().describe()));
+        REQUIRE(r->has_value());
+        return **r;
+    }
+
+    nps::Result<std::optional<nps::store::Lease>> claim_task(const std::string& task_id, const std::string& runner,
+                                                              std::uint32_t lease_seconds = 30)
+    {
+        return store->claim(
+            {.nid = kNid, .runner_nid = runner, .lease_seconds = lease_seconds, .task_id = task_id});
+    }
+};
+
+template <class T>
+std::string error_code_of(const nps::Result<T>& r)
+{
+    return r ? std::string("<ok>") : r.error().code;
+}
+
+inline nps::store::TaskOutcome completed()
+{
+    return {.state = nps::store::kTaskCompleted, .aggregate_json = R"({"n1":{"ok":true}})"};
+}
+
+}  // namespace store_test

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// nop/runtime_security_vectors.json, dispatched on `category`.
+//
+// Checked here (proto): callback, hmac, dedup_key.
+// Covered by other suites, listed so nothing is skipped silently:
+//   lease       → the store's vector suite (tests/vectors/store)
+//   delegation  → delegation / NDP target resolution (later work)
+//   spawn_spec  → SpawnSpec parsing (later work)
+//   lifecycle   → worker supervision (later work)
+// Any other category, a missing category, or an id that does not match its
+// category fails.
+#include <map>
+
+#include "nps/proto/callback_policy.hpp"
+#include "nps/proto/callback_signature.hpp"
+#include "nps/proto/dedup.hpp"
+#include "vector_harness.hpp"
+
+using namespace nps::proto;
+using namespace nps::test::vectors;
+
+namespace {
+
+using Reasons = std::vector<std::string>;
+
+Json error_or_null(const nps::Result<void>& result)
+{
+    return result ? Json(nullptr) : Json(result.error().code);
+}
+
+std::vector<std::string> string_list(const Json& value)
+{
+    std::vector<std::string> out;
+    if (value.is_array())
+        for (const Json& item : value)
+            out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+    return out;
+}
+
+Reasons check_callback(const Json& input, const Json& expected)
+{
+    Reasons reasons = unknown_keys(input, {"url", "resolved_ips", "redirect_url", "redirect_resolved_ips"});
+    if (!reasons.empty())
+        return reasons;
+    auto result = check_callback_destination(input.value("url", ""), string_list(input.value("resolved_ips", Json())));
+    if (result && input.contains("redirect_url"))
+        result = check_callback_destination(input.value("redirect_url", ""),
+                                            string_list(input.value("redirect_resolved_ips", Json())),
+                                            "callback redirect");
+    return compare_expected(expected, Json{{"allowed", result.has_value()}, {"error", error_or_null(result)}});
+}
+
+Reasons check_hmac(const Json& input, const Json& expected)
+{
+    Reasons reasons = unknown_keys(input, {"secret_base64url", "raw_body", "signature"});
+    if (!reasons.empty())
+        return reasons;
+    std::optional<std::string> signature;
+    if (input.contains("signature") && input["signature"].is_string())
+        signature = input["signature"].get<std::string>();
+    const auto result = verify_callback_signature(input.value("secret_base64url", ""), input.value("raw_body", ""),
+                                                  signature ? std::optional<std::string_view>(*signature) : std::nullopt);
+    return compare_expected(expected, Json{{"valid", result.has_value()}, {"error", error_or_null(result)}});
+}
+
+Reasons check_dedup(const Json& input, const Json& expected)
+{
+    Reasons reasons = unknown_keys(input, {"task_id", "dag_hash"});
+    if (!reasons.empty())
+        return reasons;
+    return compare_expected(expected,
+                            Json{{"value", dedup_key(input.value("task_id", ""), input.value("dag_hash", ""))}});
+}
+
+struct Category {
+    const char* id_prefix;
+    Reasons (*check)(const Json& input, const Json& expected);  // null: covered by another suite
+    const char* owner;
+};
+
+const std::map<std::string, Category> kCategories = {
+    {"callback", {"nop.callback.", check_callback, nullptr}},
+    {"hmac", {"nop.hmac.", check_hmac, nullptr}},
+    {"dedup_key", {"nop.dedup.", check_dedup, nullptr}},
+    {"lease", {"nop.lease.", nullptr, "lease store: tests/vectors/store"}},
+    {"delegation", {"nop.delegation.", nullptr, "delegation target resolution: later work"}},
+    {"spawn_spec", {"nop.spawnspec.", nullptr, "SpawnSpec validation: later work"}},
+    {"lifecycle", {"nop.lifecycle.", nullptr, "worker lifecycle limits: later work"}},
+};
+
+}  // namespace
+
+int main()
+{
+    return run_vector_file("nop/runtime_security_vectors.json",
+                           [](Report& report, const std::string& id, const Json& vector) -> std::optional<Reasons> {
+        if (!vector.contains("category") || !vector["category"].is_string())
+            return Reasons{"vector has no category"};
+        const std::string category = vector["category"].get<std::string>();
+        const auto it = kCategories.find(category);
+        if (it == kCategories.end())
+            return Reasons{"unknown category '" + category + "': no suite checks it"};
+        if (!id.starts_with(it->second.id_prefix))
+            return Reasons{"unknown vector id for category '" + category + "' (expected " + it->second.id_prefix + "*)"};
+        if (it->second.check == nullptr) {
+            report.owned_elsewhere(id, it->second.owner);
+            return std::nullopt;
+        }
+        return it->second.check(vector["input"], vector["expected"]);
+    });
+}
