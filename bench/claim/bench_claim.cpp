@@ -7,13 +7,19 @@
 //   - enqueue: Store::deposit, one task per transaction;
 //   - k=1: Store::claim + Store::complete, one transaction each;
 //   - batched: Store::claim_batch(64) + Store::complete_batch;
-// and, in the same run, a raw sqlite3 C-API loop on its own file with the
-// same schema executing the very same claim UPDATE … RETURNING and complete
-// UPDATE texts (taken from the store), in the same transaction shapes but
-// without the task mirror, payload read, events or any C++ layer. Store and
-// raw run interleaved in chunks so disk-speed drift hits both alike.
+// and, in the same run, two raw sqlite3 C-API loops, each on its own file
+// with the same schema and the store's pragmas:
+//   raw      — the baseline of the target: the very same claim UPDATE …
+//              RETURNING and complete UPDATE texts (taken from the store), in
+//              the same transaction shapes, and nothing else;
+//   raw+book — additionally the store's bookkeeping statements (task mirror,
+//              event log) in the same transactions: the SQL work the store
+//              does, without the store's C++ layer. store/raw+book is the
+//              cost of the layer; raw+book/raw the cost of the bookkeeping.
+// All three run interleaved in chunks so disk-speed drift hits them alike.
 //
-// usage: bench-claim [--tasks N] [--full-k1-tasks M] [--dir DIR] [--sync full|normal|both]
+// usage: bench-claim [--tasks N] [--budget SECONDS] [--dir DIR] [--sync full|normal|both]
+// Each measured phase stops after --budget seconds (default 8) if not drained.
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -87,14 +93,23 @@ std::unique_ptr<Store> open_store(const std::string& path, Synchronous sync)
     return std::move(s).value();
 }
 
-// A file holding `count` queued tasks (deposited with NORMAL: setup is not measured).
-void prepare(const std::string& path, int count, const std::string& prefix)
+// A file holding `count` queued tasks, deposited through the store with NORMAL
+// (setup is not measured). Every contender gets a copy of it.
+void make_template(const std::string& path, int count)
 {
     std::filesystem::remove(path);
     auto store = open_store(path, Synchronous::normal);
     for (int i = 0; i < count; ++i)
-        if (auto r = store->deposit(make_deposit(prefix + std::to_string(i))); !r)
+        if (auto r = store->deposit(make_deposit("t" + std::to_string(i))); !r)
             die(r.error().describe());
+}  // closing the last connection checkpoints and removes the WAL: the file is complete
+
+std::string copy_of(const std::string& template_path, const std::string& path)
+{
+    for (const char* suffix : {"", "-wal", "-shm"})
+        std::filesystem::remove(path + suffix);
+    std::filesystem::copy_file(template_path, path);
+    return path;
 }
 
 // --- the store side ------------------------------------------------------------
@@ -148,7 +163,7 @@ private:
 
 class RawLoop {
 public:
-    RawLoop(const std::string& path, Synchronous sync)
+    RawLoop(const std::string& path, Synchronous sync, bool bookkeeping) : bookkeeping_(bookkeeping)
     {
         if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK)
             die("raw open failed");
@@ -156,17 +171,24 @@ public:
         exec("PRAGMA journal_mode=WAL");
         exec(sync == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
         exec("PRAGMA foreign_keys=ON");
+        exec("PRAGMA temp_store=MEMORY");  // the store's pragmas, so only the statements differ
+        exec("PRAGMA journal_size_limit=67108864");
         begin_ = prepare("BEGIN IMMEDIATE");
         commit_ = prepare("COMMIT");
         claim_one_ = prepare(detail::claim_head_sql());
         claim_batch_ = prepare(detail::claim_batch_sql());
         complete_ = prepare(detail::complete_message_sql());
+        claim_mirror_ = prepare(detail::claim_mirror_sql());
+        claim_events_ = prepare(detail::claim_events_sql());
+        complete_task_ = prepare(detail::complete_task_sql());
+        complete_events_ = prepare(detail::complete_events_sql());
     }
     RawLoop(const RawLoop&) = delete;
     RawLoop& operator=(const RawLoop&) = delete;
     ~RawLoop()
     {
-        for (sqlite3_stmt* s : {begin_, commit_, claim_one_, claim_batch_, complete_})
+        for (sqlite3_stmt* s : {begin_, commit_, claim_one_, claim_batch_, complete_, claim_mirror_, claim_events_,
+                                complete_task_, complete_events_})
             sqlite3_finalize(s);
         sqlite3_close(db_);
     }
@@ -181,7 +203,7 @@ public:
             if (ids.empty())
                 break;
             step_done(begin_);
-            complete(ids.front());
+            complete(ids);
             step_done(commit_);
         }
         return done;
@@ -197,8 +219,7 @@ public:
             if (ids.empty())
                 break;
             step_done(begin_);
-            for (const auto& id : ids)
-                complete(id);
+            complete(ids);
             step_done(commit_);
             done += static_cast<int>(ids.size());
         }
@@ -227,121 +248,188 @@ private:
             die(std::string("raw step: ") + sqlite3_errmsg(db_));
         sqlite3_reset(st);
     }
+    static std::string id_list(const std::vector<std::int64_t>& ids)
+    {
+        std::string list = "[";
+        for (const auto id : ids)
+            list += (list.size() > 1 ? "," : "") + std::to_string(id);
+        return list + "]";
+    }
+    void bind_text(sqlite3_stmt* st, int index, const std::string& text)
+    {
+        sqlite3_bind_text(st, index, text.c_str(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+    }
     std::vector<std::string> claim(sqlite3_stmt* st, std::uint32_t max)
     {
         const std::int64_t now = nps::SystemClock::instance().now_ms();
+        const std::int64_t expiry = now + kLeaseSeconds * 1000;
         sqlite3_bind_text(st, 1, kInbox, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, kRunner, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, now + kLeaseSeconds * 1000);
+        sqlite3_bind_int64(st, 3, expiry);
         sqlite3_bind_int64(st, 4, now);
         if (max > 1)
             sqlite3_bind_int(st, 5, static_cast<int>(max));
         std::vector<std::string> ids;
+        std::vector<std::int64_t> message_ids;
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            message_ids.push_back(sqlite3_column_int64(st, 0));
             ids.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 2)));
+        }
         if (rc != SQLITE_DONE)
             die(std::string("raw claim: ") + sqlite3_errmsg(db_));
         sqlite3_reset(st);
+        if (bookkeeping_ && !ids.empty()) {
+            const std::string list = id_list(message_ids);
+            bind_text(claim_mirror_, 1, list);
+            sqlite3_bind_text(claim_mirror_, 2, kRunner, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(claim_mirror_, 3, expiry);
+            sqlite3_bind_int64(claim_mirror_, 4, now);
+            step_done(claim_mirror_);
+            bind_text(claim_events_, 1, list);
+            sqlite3_bind_int64(claim_events_, 2, now);
+            step_done(claim_events_);
+        }
         return ids;
     }
-    void complete(const std::string& task_id)
+    // The store's complete statement takes a JSON array of task ids (the
+    // bench's ids need no escaping).
+    void complete(const std::vector<std::string>& task_ids)
     {
-        sqlite3_bind_text(complete_, 1, task_id.c_str(), static_cast<int>(task_id.size()), SQLITE_STATIC);
+        std::string list = "[";
+        for (const auto& id : task_ids)
+            list += (list.size() > 1 ? ",\"" : "\"") + id + "\"";
+        list += "]";
+        sqlite3_bind_text(complete_, 1, list.c_str(), static_cast<int>(list.size()), SQLITE_STATIC);
         sqlite3_bind_text(complete_, 2, kRunner, -1, SQLITE_STATIC);
         sqlite3_bind_int64(complete_, 3, nps::SystemClock::instance().now_ms());
-        if (sqlite3_step(complete_) != SQLITE_ROW)
+        const std::int64_t now = nps::SystemClock::instance().now_ms();
+        std::vector<std::int64_t> message_ids;
+        int rc;
+        while ((rc = sqlite3_step(complete_)) == SQLITE_ROW)
+            message_ids.push_back(sqlite3_column_int64(complete_, 0));
+        if (rc != SQLITE_DONE || message_ids.size() != task_ids.size())
             die("raw complete was not fenced through");
-        step_done(complete_);
+        sqlite3_reset(complete_);
+        if (bookkeeping_) {
+            const std::string ids = id_list(message_ids);
+            bind_text(complete_task_, 1, ids);
+            sqlite3_bind_text(complete_task_, 2, kTaskCompleted, -1, SQLITE_STATIC);
+            for (int i = 3; i <= 5; ++i)
+                sqlite3_bind_null(complete_task_, i);
+            sqlite3_bind_int64(complete_task_, 6, now);
+            step_done(complete_task_);
+            bind_text(complete_events_, 1, ids);
+            sqlite3_bind_int64(complete_events_, 2, now);
+            sqlite3_bind_text(complete_events_, 3, "task:completed", -1, SQLITE_STATIC);
+            bind_text(complete_events_, 4, std::string(R"({"runner_nid":")") + kRunner + "\"}");
+            step_done(complete_events_);
+        }
     }
 
+    bool bookkeeping_;
     sqlite3* db_ = nullptr;
     sqlite3_stmt *begin_ = nullptr, *commit_ = nullptr, *claim_one_ = nullptr, *claim_batch_ = nullptr,
-                 *complete_ = nullptr;
+                 *complete_ = nullptr, *claim_mirror_ = nullptr, *claim_events_ = nullptr, *complete_task_ = nullptr,
+                 *complete_events_ = nullptr;
 };
 
 // --- driver --------------------------------------------------------------------
 
-struct Pair {
-    double store_rate = 0, raw_rate = 0;        // tasks per wall-clock second
-    double store_cpu_us = 0, raw_cpu_us = 0;    // CPU microseconds per task
+struct Rate {
+    double per_s = 0;   // tasks per wall-clock second
+    double cpu_us = 0;  // CPU microseconds per task
+    int tasks = 0;
 };
 
-// Runs store and raw alternately, `chunk` tasks at a time, until both drained.
-Pair interleaved(int total, int chunk, const std::function<int(int)>& store_step,
-                 const std::function<int(int)>& raw_step)
+// Runs the contenders in turn, `chunk` tasks at a time, until all are drained
+// or `budget_s` has passed (a slow disk under FULL must not make the run
+// endless); the rates count the work done.
+std::vector<Rate> interleaved(int total, int chunk, double budget_s,
+                              const std::vector<std::function<int(int)>>& steps)
 {
-    double store_time = 0, raw_time = 0, store_cpu = 0, raw_cpu = 0;
-    int store_done = 0, raw_done = 0;
-    bool store_open = true, raw_open = true;
-    while (store_open || raw_open) {
-        if (store_open) {
+    const double started = now_s();
+    const std::size_t n = steps.size();
+    std::vector<double> wall(n, 0), cpu(n, 0);
+    std::vector<int> done(n, 0);
+    std::vector<bool> open(n, true);
+    for (bool any = true; any;) {
+        any = false;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!open[i])
+                continue;
             const double t0 = now_s(), c0 = cpu_s();
-            const int n = store_step(chunk);
-            store_time += now_s() - t0;
-            store_cpu += cpu_s() - c0;
-            store_done += n;
-            store_open = n == chunk && store_done < total;
+            const int got = steps[i](chunk);
+            wall[i] += now_s() - t0;
+            cpu[i] += cpu_s() - c0;
+            done[i] += got;
+            open[i] = got == chunk && done[i] < total;
+            any = any || open[i];
         }
-        if (raw_open) {
-            const double t0 = now_s(), c0 = cpu_s();
-            const int n = raw_step(chunk);
-            raw_time += now_s() - t0;
-            raw_cpu += cpu_s() - c0;
-            raw_done += n;
-            raw_open = n == chunk && raw_done < total;
-        }
+        if (now_s() - started > budget_s)
+            break;  // every contender has had the same number of turns
     }
-    if (store_done != total || raw_done != total)
-        die("drained " + std::to_string(store_done) + " / " + std::to_string(raw_done) + " of " +
-            std::to_string(total));
-    return {store_done / store_time, raw_done / raw_time, store_cpu * 1e6 / store_done, raw_cpu * 1e6 / raw_done};
+    std::vector<Rate> rates;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (done[i] == 0)
+            die("contender " + std::to_string(i) + " claimed nothing");
+        rates.push_back({done[i] / wall[i], cpu[i] * 1e6 / done[i], done[i]});
+    }
+    return rates;
 }
 
-void report(const char* what, const Pair& p, double target)
+void report(const std::string& what, const std::vector<Rate>& r, double target)
 {
-    std::printf("  %-34s store %7.0f /s  raw %7.0f /s  store/raw %.2f   cpu/task store %6.1f us  raw %6.1f us"
-                "   (target >= %.0f /s and >= 0.80x raw)\n",
-                what, p.store_rate, p.raw_rate, p.store_rate / p.raw_rate, p.store_cpu_us, p.raw_cpu_us, target);
+    const Rate &store = r[0], &raw = r[1], &book = r[2];
+    std::printf("  %s, %d tasks each\n", what.c_str(), store.tasks);
+    std::printf("    store    %7.0f /s  %6.1f us cpu/task   >= %.0f /s: %-6s  store/raw %.2f (>= 0.80: %s)\n",
+                store.per_s, store.cpu_us, target, store.per_s >= target ? "met" : "MISSED",
+                store.per_s / raw.per_s, store.per_s >= 0.8 * raw.per_s ? "met" : "MISSED");
+    std::printf("    raw      %7.0f /s  %6.1f us cpu/task\n", raw.per_s, raw.cpu_us);
+    std::printf("    raw+book %7.0f /s  %6.1f us cpu/task   store/raw+book %.2f   raw+book/raw %.2f\n", book.per_s,
+                book.cpu_us, store.per_s / book.per_s, book.per_s / raw.per_s);
 }
 
-void run(Synchronous sync, const std::string& dir, int tasks, int k1_tasks)
-{
-    const char* name = sync == Synchronous::full ? "FULL" : "NORMAL";
-    std::printf("synchronous=%s\n", name);
+struct Config {
+    std::string dir;
+    int tasks = 20000;
+    double budget_s = 8;  // per measured phase
+};
 
-    // enqueue
+void run(Synchronous sync, const Config& cfg, const std::string& template_path)
+{
+    std::printf("synchronous=%s\n", sync == Synchronous::full ? "FULL" : "NORMAL");
     {
-        const std::string path = dir + "/enqueue.db";
-        std::filesystem::remove(path);
+        const std::string path = cfg.dir + "/enqueue.db";
+        for (const char* suffix : {"", "-wal", "-shm"})
+            std::filesystem::remove(path + suffix);  // starts empty
         auto store = open_store(path, sync);
         const double t0 = now_s();
-        for (int i = 0; i < k1_tasks; ++i)
-            if (auto r = store->deposit(make_deposit("e" + std::to_string(i))); !r)
+        int n = 0;
+        for (; n < cfg.tasks && (n % 100 != 0 || now_s() - t0 < cfg.budget_s); ++n)
+            if (auto r = store->deposit(make_deposit("e" + std::to_string(n))); !r)
                 die(r.error().describe());
         const double dt = now_s() - t0;
-        std::printf("  %-34s store %7.0f /s   (%d deposits, one transaction each)\n", "enqueue", k1_tasks / dt,
-                    k1_tasks);
+        std::printf("  enqueue: store %7.0f /s  (%d deposits, one transaction each)\n", n / dt, n);
     }
-    // k = 1
     {
-        prepare(dir + "/store-k1.db", k1_tasks, "s");
-        prepare(dir + "/raw-k1.db", k1_tasks, "r");
-        StoreLoop store(dir + "/store-k1.db", sync);
-        RawLoop raw(dir + "/raw-k1.db", sync);
-        const Pair p = interleaved(
-            k1_tasks, 500, [&](int n) { return store.run_k1(n); }, [&](int n) { return raw.run_k1(n); });
-        report(("claim+complete k=1 (" + std::to_string(k1_tasks) + ")").c_str(), p, 8000);
+        StoreLoop store(copy_of(template_path, cfg.dir + "/store-k1.db"), sync);
+        RawLoop raw(copy_of(template_path, cfg.dir + "/raw-k1.db"), sync, false);
+        RawLoop book(copy_of(template_path, cfg.dir + "/book-k1.db"), sync, true);
+        const auto r = interleaved(cfg.tasks, 100, cfg.budget_s,
+                                   {[&](int n) { return store.run_k1(n); }, [&](int n) { return raw.run_k1(n); },
+                                    [&](int n) { return book.run_k1(n); }});
+        report("claim+complete k=1", r, 8000);
     }
-    // batched
     {
-        prepare(dir + "/store-batch.db", tasks, "s");
-        prepare(dir + "/raw-batch.db", tasks, "r");
-        StoreLoop store(dir + "/store-batch.db", sync);
-        RawLoop raw(dir + "/raw-batch.db", sync);
-        const Pair p = interleaved(
-            tasks, 64 * 16, [&](int n) { return store.run_batched(n); }, [&](int n) { return raw.run_batched(n); });
-        report(("claim+complete batch 64 (" + std::to_string(tasks) + ")").c_str(), p, 60000);
+        StoreLoop store(copy_of(template_path, cfg.dir + "/store-batch.db"), sync);
+        RawLoop raw(copy_of(template_path, cfg.dir + "/raw-batch.db"), sync, false);
+        RawLoop book(copy_of(template_path, cfg.dir + "/book-batch.db"), sync, true);
+        const auto r = interleaved(cfg.tasks, 64 * 8, cfg.budget_s,
+                                   {[&](int n) { return store.run_batched(n); },
+                                    [&](int n) { return raw.run_batched(n); },
+                                    [&](int n) { return book.run_batched(n); }});
+        report("claim_batch(64)+complete_batch", r, 60000);
     }
 }
 
@@ -349,10 +437,9 @@ void run(Synchronous sync, const std::string& dir, int tasks, int k1_tasks)
 
 int main(int argc, char** argv)
 {
-    int tasks = 20000;
-    int full_k1_tasks = 20000;
-    std::string dir;
+    Config cfg;
     std::string sync = "both";
+    const char* usage = "usage: bench-claim [--tasks N] [--budget SECONDS] [--dir DIR] [--sync full|normal|both]\n";
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const auto next = [&]() -> std::string {
@@ -361,34 +448,36 @@ int main(int argc, char** argv)
             return argv[++i];
         };
         if (a == "--tasks")
-            tasks = std::stoi(next());
-        else if (a == "--full-k1-tasks")
-            full_k1_tasks = std::stoi(next());
+            cfg.tasks = std::stoi(next());
+        else if (a == "--budget")
+            cfg.budget_s = std::stod(next());
         else if (a == "--dir")
-            dir = next();
+            cfg.dir = next();
         else if (a == "--sync")
             sync = next();
         else {
-            std::cout << "usage: bench-claim [--tasks N] [--full-k1-tasks M] [--dir DIR] [--sync full|normal|both]\n";
+            std::cout << usage;
             return a == "--help" ? 0 : 2;
         }
     }
     bool own_dir = false;
-    if (dir.empty()) {
-        std::string tmpl = (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) +
-                           "/bench-claim-XXXXXX";
+    if (cfg.dir.empty()) {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string tmpl = std::string(tmp ? tmp : "/tmp") + "/bench-claim-XXXXXX";
         if (mkdtemp(tmpl.data()) == nullptr)
             die("mkdtemp failed");
-        dir = tmpl;
+        cfg.dir = tmpl;
         own_dir = true;
     }
-    std::printf("bench-claim: files in %s, SQLite %s, batch %u, lease %u s\n", dir.c_str(), sqlite3_libversion(),
-                kBatch, kLeaseSeconds);
+    std::printf("bench-claim: files in %s, SQLite %s, %d tasks, batch %u, lease %u s, budget %.0f s per phase\n",
+                cfg.dir.c_str(), sqlite3_libversion(), cfg.tasks, kBatch, kLeaseSeconds, cfg.budget_s);
+    const std::string template_path = cfg.dir + "/template.db";
+    make_template(template_path, cfg.tasks);
     if (sync == "full" || sync == "both")
-        run(Synchronous::full, dir, tasks, full_k1_tasks);
+        run(Synchronous::full, cfg, template_path);
     if (sync == "normal" || sync == "both")
-        run(Synchronous::normal, dir, tasks, tasks);
+        run(Synchronous::normal, cfg, template_path);
     if (own_dir)
-        std::filesystem::remove_all(dir);
+        std::filesystem::remove_all(cfg.dir);
     return 0;
 }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
 
 #include "nps/base/limits.hpp"
+#include "nps/base/unique_fd.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/config/config.hpp"
 #include "nps/net/http_client.hpp"
@@ -14,21 +15,32 @@ namespace nps::cli {
 
 namespace {
 
+// Reads at most limits::kMaxBodyBytes + 1 bytes, so an oversized input is
+// refused without reading all of it.
 Result<std::string> read_input(const std::string& path)
 {
-    std::string text;
-    if (path == "-") {
-        text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    } else {
-        std::ifstream in(path, std::ios::binary);
-        if (!in)
+    UniqueFd owned;
+    int fd = STDIN_FILENO;
+    if (path != "-") {
+        owned.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!owned)
             return system_error_errno("Failed to read TaskFrame file '" + path + "'");
-        text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        fd = owned.get();
     }
-    if (text.size() > limits::kMaxBodyBytes)
-        return internal_error("TaskFrame '" + path + "' is larger than " + std::to_string(limits::kMaxBodyBytes) +
-                              " bytes");
-    return text;
+    std::string text;
+    char buffer[65536];
+    while (text.size() <= limits::kMaxBodyBytes) {
+        ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return system_error_errno("Failed to read TaskFrame '" + path + "'");
+        if (n == 0)
+            return text;
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
+    return internal_error("TaskFrame '" + path + "' is larger than " + std::to_string(limits::kMaxBodyBytes) +
+                          " bytes");
 }
 
 }  // namespace

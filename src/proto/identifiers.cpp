@@ -28,7 +28,7 @@ bool is_valid_nid(std::string_view nid)
     if (nid.size() <= kNidPrefix.size() || nid.size() > limits::kMaxNidChars || !nid.starts_with(kNidPrefix))
         return false;
     for (char c : nid.substr(kNidPrefix.size()))
-        if (!is_alnum(c) && c != '.' && c != ':' && c != '@' && c != '-')
+        if (!is_alnum(c) && c != '.' && c != '_' && c != ':' && c != '@' && c != '-')
             return false;
     return true;
 }

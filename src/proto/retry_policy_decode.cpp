@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "message_text.hpp"
+#include "nps/base/limits.hpp"
 #include "task_frame_parts.hpp"
 
 namespace nps::proto::detail {
@@ -11,7 +12,6 @@ namespace nps::proto::detail {
 namespace {
 
 // Our bound on retry_on: the spec defines fewer NOP codes than this.
-constexpr std::size_t kMaxRetryOnCodes = 64;
 constexpr std::uint64_t kUint32Max = std::numeric_limits<std::uint32_t>::max();
 
 Result<Backoff> decode_backoff(element value, const std::string& path)
@@ -29,9 +29,9 @@ Result<Backoff> decode_backoff(element value, const std::string& path)
 Result<std::vector<std::string>> decode_retry_on(element value, const std::string& path)
 {
     const array codes = NPS_TRY(read_array(value, kDagInvalid, path));
-    if (codes.size() > kMaxRetryOnCodes)
+    if (codes.size() > limits::kMaxRetryOnCodes)
         return field_error(kDagInvalid, path,
-                           "more than " + std::to_string(kMaxRetryOnCodes) + " error codes");
+                           "more than " + std::to_string(limits::kMaxRetryOnCodes) + " error codes");
     std::vector<std::string> out;
     std::size_t i = 0;
     for (element item : codes) {

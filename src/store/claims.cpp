@@ -3,13 +3,12 @@
 // batch claims and claims of a named task.
 //
 // The claim itself is one UPDATE … RETURNING on the inbox row; everything
-// else in the transaction (task mirror, payload, event) only follows it. So
+// else in the transaction (task mirror, event log) only follows it. So
 // two runners can never both win a message, whatever process they live in:
 // SQLite serialises writers and the UPDATE re-reads lease_expiry under the
 // write lock.
 #include <algorithm>
-
-#include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
@@ -19,9 +18,11 @@ namespace nps::store::detail {
 
 namespace {
 
-// Columns the claim UPDATEs return, in this order.
-#define NPS_STORE_CLAIM_RETURNING \
-    " RETURNING message_id, nid, task_id, content_type, priority, enqueued_at, expires_at, prev_owner, claims"
+// Columns the claim UPDATEs return, in this order. The payload comes along in
+// the same statement: any consumer of a queue has to read what it claimed.
+#define NPS_STORE_CLAIM_RETURNING                                                                  \
+    " RETURNING message_id, nid, task_id, content_type, priority, enqueued_at, expires_at, "       \
+    "prev_owner, claims, (SELECT payload FROM frames f WHERE f.message_id = messages.message_id)"
 
 // SET right-hand sides see the old row: prev_owner gets the owner whose
 // lease (necessarily expired, by the WHERE) this claim replaces, or NULL.
@@ -43,20 +44,28 @@ constexpr const char* kClaimTaskSql =
     NPS_STORE_CLAIM_SET "WHERE message_id = ?1 AND state = 'queued' AND lease_expiry <= ?4 AND expires_at > ?4"
     NPS_STORE_CLAIM_RETURNING;
 
-struct Claimed {
-    Message message;
-    std::optional<std::string> prev_owner;
-    std::uint32_t claims = 0;
-};
+// The bookkeeping that follows a claim, one statement each for any number of
+// claimed messages (?1 = JSON array of message ids).
+constexpr const char* kClaimMirrorSql =
+    "UPDATE tasks SET state = 'RUNNING', lease_owner = ?2, lease_expiry = ?3, claims = claims + 1, "
+    "updated_at = ?4 WHERE message_id IN (SELECT value FROM json_each(?1)) "
+    "RETURNING message_id, dedup_key, dag_hash";
+constexpr const char* kClaimEventsSql =
+    "INSERT INTO events (message_id, seq, at, name, detail) "
+    "SELECT m.message_id, (SELECT coalesce(max(e.seq), 0) + 1 FROM events e WHERE e.message_id = m.message_id), "
+    "?2, CASE WHEN m.prev_owner IS NULL THEN 'lease:granted' ELSE 'lease:reclaimed' END, "
+    "json_object('runner_nid', m.lease_owner, 'lease_expiry', m.lease_expiry) "
+    "FROM messages m WHERE m.message_id IN (SELECT value FROM json_each(?1))";
 
-std::vector<Claimed> read_claimed(SQLite::Statement& st)
+std::vector<ClaimedRow> read_claimed(SQLite::Statement& st)
 {
-    std::vector<Claimed> out;
+    std::vector<ClaimedRow> out;
     while (st.executeStep()) {
-        Claimed c;
+        ClaimedRow c;
         c.message = read_message(st, 0);
-        c.prev_owner = optional_text(st, kMessageColumnCount);
+        c.reclaimed = !st.isColumnNull(kMessageColumnCount);
         c.claims = st.getColumn(kMessageColumnCount + 1).getUInt();
+        c.message.payload = st.getColumn(kMessageColumnCount + 2).getString();
         out.push_back(std::move(c));
     }
     return out;
@@ -74,39 +83,81 @@ const char* claim_batch_sql()
     return kClaimBatchSql;
 }
 
-Lease SqliteStore::finish_claim(std::int64_t now, std::int64_t message_id, const std::string& runner_nid,
-                                std::int64_t expiry, bool reclaimed, std::uint32_t claims, Message message)
+const char* claim_mirror_sql()
 {
-    Lease lease;
-    lease.outcome = reclaimed ? ClaimOutcome::reclaimed : ClaimOutcome::granted;
-    lease.task_id = message.task_id;
-    lease.runner_nid = runner_nid;
-    lease.lease_expiry_ms = expiry;
-    lease.claims = claims;
+    return kClaimMirrorSql;
+}
+
+const char* claim_events_sql()
+{
+    return kClaimEventsSql;
+}
+
+std::string json_id_list(const std::vector<std::int64_t>& ids)
+{
+    std::string out = "[";
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (i)
+            out += ',';
+        out += std::to_string(ids[i]);
+    }
+    out += ']';
+    return out;
+}
+
+std::vector<Lease> SqliteStore::finish_claims(std::int64_t now, const std::string& runner_nid, std::int64_t expiry,
+                                              std::vector<ClaimedRow>& claimed)
+{
+    // RETURNING order is unspecified: hand leases out in claim order.
+    std::sort(claimed.begin(), claimed.end(), [](const ClaimedRow& a, const ClaimedRow& b) {
+        if (a.message.priority != b.message.priority)
+            return a.message.priority > b.message.priority;
+        return a.message.message_id < b.message.message_id;
+    });
+    std::vector<std::int64_t> ids;
+    ids.reserve(claimed.size());
+    for (const auto& c : claimed)
+        ids.push_back(c.message.message_id);
+    const std::string id_list = json_id_list(ids);
+
+    std::vector<Lease> leases(claimed.size());
     {
-        auto st = use(claim_mirror_,
-                      "UPDATE tasks SET state = 'RUNNING', lease_owner = ?2, lease_expiry = ?3, claims = ?4, "
-                      "updated_at = ?5 WHERE message_id = ?1 RETURNING dedup_key, dag_hash");
-        st->bind(1, static_cast<std::int64_t>(message_id));
+        auto st = use(claim_mirror_, kClaimMirrorSql);
+        st->bindNoCopy(1, id_list);
         st->bindNoCopy(2, runner_nid);
         st->bind(3, static_cast<std::int64_t>(expiry));
-        st->bind(4, claims);
-        st->bind(5, static_cast<std::int64_t>(now));
-        if (!st->executeStep())
-            throw SQLite::Exception("inbox message " + std::to_string(message_id) + " has no task row");
-        lease.dedup_key = st->getColumn(0).getString();
-        lease.dag_hash = st->getColumn(1).getString();
+        st->bind(4, static_cast<std::int64_t>(now));
+        std::unordered_map<std::int64_t, std::size_t> index;
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            index.emplace(ids[i], i);
+        std::size_t mirrored = 0;
+        while (st->executeStep()) {
+            const auto it = index.find(st->getColumn(0).getInt64());
+            if (it == index.end())
+                continue;
+            leases[it->second].dedup_key = st->getColumn(1).getString();
+            leases[it->second].dag_hash = st->getColumn(2).getString();
+            ++mirrored;
+        }
+        if (mirrored != ids.size())
+            throw SQLite::Exception("claimed inbox messages without a task row");
     }
     {
-        auto st = use(claim_payload_, "SELECT payload FROM frames WHERE message_id = ?1");
-        st->bind(1, static_cast<std::int64_t>(message_id));
-        if (st->executeStep())
-            message.payload = st->getColumn(0).getString();
+        auto st = use(claim_events_, kClaimEventsSql);
+        st->bindNoCopy(1, id_list);
+        st->bind(2, static_cast<std::int64_t>(now));
+        st->exec();
     }
-    add_event(lease.task_id, now, reclaimed ? "lease:reclaimed" : "lease:granted",
-              nlohmann::json{{"runner_nid", runner_nid}, {"lease_expiry", expiry}}.dump());
-    lease.message = std::move(message);
-    return lease;
+    for (std::size_t i = 0; i < claimed.size(); ++i) {
+        Lease& lease = leases[i];
+        lease.outcome = claimed[i].reclaimed ? ClaimOutcome::reclaimed : ClaimOutcome::granted;
+        lease.task_id = claimed[i].message.task_id;
+        lease.runner_nid = runner_nid;
+        lease.lease_expiry_ms = expiry;
+        lease.claims = claimed[i].claims;
+        lease.message = std::move(claimed[i].message);
+    }
+    return leases;
 }
 
 std::vector<Lease> SqliteStore::claim_head_locked(const std::string& nid, const std::string& runner_nid,
@@ -114,7 +165,7 @@ std::vector<Lease> SqliteStore::claim_head_locked(const std::string& nid, const 
 {
     const std::int64_t now = now_ms();
     const std::int64_t expiry = now + static_cast<std::int64_t>(clamp_lease_seconds(lease_seconds)) * 1000;
-    std::vector<Claimed> claimed;
+    std::vector<ClaimedRow> claimed;
     {
         auto st = max_count == 1 ? use(claim_head_, kClaimHeadSql) : use(claim_batch_, kClaimBatchSql);
         st->bindNoCopy(1, nid);
@@ -125,20 +176,9 @@ std::vector<Lease> SqliteStore::claim_head_locked(const std::string& nid, const 
             st->bind(5, max_count);
         claimed = read_claimed(*st);
     }
-    // RETURNING order is unspecified: hand leases out in claim order.
-    std::sort(claimed.begin(), claimed.end(), [](const Claimed& a, const Claimed& b) {
-        if (a.message.priority != b.message.priority)
-            return a.message.priority > b.message.priority;
-        return a.message.message_id < b.message.message_id;
-    });
-    std::vector<Lease> leases;
-    leases.reserve(claimed.size());
-    for (auto& c : claimed) {
-        const std::int64_t id = c.message.message_id;
-        leases.push_back(finish_claim(now, id, runner_nid, expiry, c.prev_owner.has_value(), c.claims,
-                                       std::move(c.message)));
-    }
-    return leases;
+    if (claimed.empty())
+        return {};
+    return finish_claims(now, runner_nid, expiry, claimed);
 }
 
 Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
@@ -188,7 +228,7 @@ Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
 
             const std::int64_t expiry =
                 now + static_cast<std::int64_t>(clamp_lease_seconds(request.lease_seconds)) * 1000;
-            std::vector<Claimed> claimed;
+            std::vector<ClaimedRow> claimed;
             {
                 auto st = use(claim_task_, kClaimTaskSql);
                 st->bind(1, static_cast<std::int64_t>(message_id));
@@ -210,11 +250,9 @@ Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
                                                                     request.nid + "' unclaimed");
                 return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' is not claimable");
             }
-            Claimed& c = claimed.front();
-            Lease lease = finish_claim(now, message_id, request.runner_nid, expiry, c.prev_owner.has_value(),
-                                       c.claims, std::move(c.message));
+            auto leases = finish_claims(now, request.runner_nid, expiry, claimed);
             txn.commit();
-            return std::optional<Lease>(std::move(lease));
+            return std::optional<Lease>(std::move(leases.front()));
         });
 }
 

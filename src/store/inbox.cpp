@@ -104,7 +104,7 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                 st->bind(7, static_cast<std::int64_t>(now));
                 st->exec();
             }
-            add_event(request.task_id, now, "inbox:deposited",
+            add_event(m.message_id, now, "inbox:deposited",
                       nlohmann::json{{"nid", request.nid},
                                      {"message_id", m.message_id},
                                      {"priority", m.priority},
@@ -147,21 +147,19 @@ Result<void> SqliteStore::ack(const std::string& nid, std::int64_t message_id)
         [&]() -> Result<void> {
             const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
-            std::string task_id;
             {
                 // An expired message is gone for npsd too (it purges on access).
                 auto st = use(ack_,
                               "UPDATE messages SET state = 'done' WHERE message_id = ?1 AND nid = ?2 "
-                              "AND state = 'queued' AND expires_at > ?3 RETURNING task_id");
+                              "AND state = 'queued' AND expires_at > ?3 RETURNING message_id");
                 st->bind(1, static_cast<std::int64_t>(message_id));
                 st->bindNoCopy(2, nid);
                 st->bind(3, static_cast<std::int64_t>(now));
                 if (!st->executeStep())
                     return protocol_error("NWP-INBOX-MESSAGE-NOT-FOUND",
                                           "Message " + std::to_string(message_id) + " is not in inbox '" + nid + "'");
-                task_id = st->getColumn(0).getString();
             }
-            add_event(task_id, now, "inbox:acked", nlohmann::json{{"message_id", message_id}}.dump());
+            add_event(message_id, now, "inbox:acked", nlohmann::json{{"message_id", message_id}}.dump());
             txn.commit();
             return {};
         });
@@ -201,15 +199,15 @@ Result<std::int64_t> SqliteStore::sweep_expired()
             WriteTransaction txn(*this);
             // Only never-claimed messages can match: a claim sets expires_at
             // to INT64_MAX. Collect first, then change the rows the scan reads.
-            std::vector<std::pair<std::int64_t, std::string>> expired;
+            std::vector<std::int64_t> expired;
             {
                 auto st = use(sweep_find_,
-                              "SELECT message_id, task_id FROM messages WHERE state = 'queued' AND expires_at <= ?1");
+                              "SELECT message_id FROM messages WHERE state = 'queued' AND expires_at <= ?1");
                 st->bind(1, static_cast<std::int64_t>(now));
                 while (st->executeStep())
-                    expired.emplace_back(st->getColumn(0).getInt64(), st->getColumn(1).getString());
+                    expired.push_back(st->getColumn(0).getInt64());
             }
-            for (const auto& [message_id, task_id] : expired) {
+            for (const std::int64_t message_id : expired) {
                 {
                     auto st = use(sweep_message_, "UPDATE messages SET state = 'done' WHERE message_id = ?1");
                     st->bind(1, static_cast<std::int64_t>(message_id));
@@ -224,7 +222,7 @@ Result<std::int64_t> SqliteStore::sweep_expired()
                     st->bind(2, static_cast<std::int64_t>(now));
                     st->exec();
                 }
-                add_event(task_id, now, "inbox:expired", nlohmann::json{{"message_id", message_id}}.dump());
+                add_event(message_id, now, "inbox:expired", nlohmann::json{{"message_id", message_id}}.dump());
             }
             txn.commit();
             return static_cast<std::int64_t>(expired.size());

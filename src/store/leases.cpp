@@ -2,6 +2,8 @@
 // Living leases: renew, release and complete, each fenced by the live lease
 // (owner = runner_nid AND lease_expiry > now) inside the UPDATE itself, so a
 // runner whose lease expired — and maybe was reclaimed — can change nothing.
+#include <unordered_set>
+
 #include <nlohmann/json.hpp>
 
 #include "nps/base/time_format.hpp"
@@ -20,17 +22,37 @@ const char* completion_event(const std::string& state)
     return "task:cancelled";
 }
 
-// Fenced by the live lease of ?2; ends it and takes the message out of the inbox.
+// For the tasks in ?1 (a JSON array of task_ids) whose live lease ?2 holds:
+// ends the lease and takes the message out of the inbox. The rows it does not
+// return were not fenced.
 constexpr const char* kCompleteMessageSql =
     "UPDATE messages SET state = 'done', lease_owner = NULL, lease_expiry = 0 "
-    "WHERE message_id = (SELECT message_id FROM tasks WHERE task_id = ?1) "
-    "AND lease_owner = ?2 AND lease_expiry > ?3 RETURNING message_id";
+    "WHERE message_id IN (SELECT t.message_id FROM tasks t WHERE t.task_id IN (SELECT value FROM json_each(?1))) "
+    "AND lease_owner = ?2 AND lease_expiry > ?3 RETURNING message_id, task_id";
+// ?1 = JSON array of message ids.
+constexpr const char* kCompleteTaskSql =
+    "UPDATE tasks SET state = ?2, error_code = ?3, error_message = ?4, aggregate = ?5, lease_owner = NULL, "
+    "lease_expiry = 0, updated_at = ?6 WHERE message_id IN (SELECT value FROM json_each(?1))";
+constexpr const char* kCompleteEventsSql =
+    "INSERT INTO events (message_id, seq, at, name, detail) "
+    "SELECT j.value, (SELECT coalesce(max(e.seq), 0) + 1 FROM events e WHERE e.message_id = j.value), ?2, ?3, ?4 "
+    "FROM json_each(?1) j";
 
 }  // namespace
 
 const char* complete_message_sql()
 {
     return kCompleteMessageSql;
+}
+
+const char* complete_task_sql()
+{
+    return kCompleteTaskSql;
+}
+
+const char* complete_events_sql()
+{
+    return kCompleteEventsSql;
 }
 
 Error SqliteStore::lease_error(std::int64_t now, const std::string& task_id, const std::string& runner_nid)
@@ -124,33 +146,39 @@ Result<void> SqliteStore::release(const std::string& task_id, const std::string&
                 st->bind(2, static_cast<std::int64_t>(now));
                 st->exec();
             }
-            add_event(task_id, now, "lease:released", nlohmann::json{{"runner_nid", runner_nid}}.dump());
+            add_event(message_id, now, "lease:released", nlohmann::json{{"runner_nid", runner_nid}}.dump());
             txn.commit();
             return {};
         });
 }
 
-Result<void> SqliteStore::complete_locked(std::int64_t now, const std::string& task_id, const std::string& runner_nid,
-                                          const TaskOutcome& outcome)
+Result<void> SqliteStore::complete_locked(std::int64_t now, const std::vector<std::string>& task_ids,
+                                          const std::string& runner_nid, const TaskOutcome& outcome)
 {
     if (!is_terminal_task_state(outcome.state))
-        return internal_error("Failed to complete task '" + task_id + "': '" + outcome.state +
+        return internal_error("Failed to complete task '" + task_ids.front() + "': '" + outcome.state +
                               "' is not a terminal task state");
-    std::int64_t message_id = 0;
+    const std::string task_list = nlohmann::json(task_ids).dump();
+    std::vector<std::int64_t> message_ids;
+    std::unordered_set<std::string> fenced;
     {
         auto st = use(complete_message_, kCompleteMessageSql);
-        st->bindNoCopy(1, task_id);
+        st->bindNoCopy(1, task_list);
         st->bindNoCopy(2, runner_nid);
         st->bind(3, static_cast<std::int64_t>(now));
-        if (!st->executeStep())
-            return lease_error(now, task_id, runner_nid);
-        message_id = st->getColumn(0).getInt64();
+        while (st->executeStep()) {
+            message_ids.push_back(st->getColumn(0).getInt64());
+            fenced.insert(st->getColumn(1).getString());
+        }
     }
+    for (const auto& task_id : task_ids)
+        if (!fenced.count(task_id))
+            return lease_error(now, task_id, runner_nid);  // the caller rolls back
+
+    const std::string id_list = json_id_list(message_ids);
     {
-        auto st = use(complete_task_,
-                      "UPDATE tasks SET state = ?2, error_code = ?3, error_message = ?4, aggregate = ?5, "
-                      "lease_owner = NULL, lease_expiry = 0, updated_at = ?6 WHERE message_id = ?1");
-        st->bind(1, static_cast<std::int64_t>(message_id));
+        auto st = use(complete_task_, kCompleteTaskSql);
+        st->bindNoCopy(1, id_list);
         st->bindNoCopy(2, outcome.state);
         bind_optional(*st, 3, outcome.error_code);
         bind_optional(*st, 4, outcome.error_message);
@@ -161,7 +189,15 @@ Result<void> SqliteStore::complete_locked(std::int64_t now, const std::string& t
     nlohmann::json detail{{"runner_nid", runner_nid}};
     if (outcome.error_code)
         detail["error_code"] = *outcome.error_code;
-    add_event(task_id, now, completion_event(outcome.state), detail.dump());
+    const std::string detail_text = detail.dump();
+    {
+        auto st = use(complete_events_, kCompleteEventsSql);
+        st->bindNoCopy(1, id_list);
+        st->bind(2, static_cast<std::int64_t>(now));
+        st->bindNoCopy(3, completion_event(outcome.state));
+        st->bindNoCopy(4, detail_text);
+        st->exec();
+    }
     return {};
 }
 
@@ -173,7 +209,7 @@ Result<void> SqliteStore::complete(const std::string& task_id, const std::string
         [&]() -> Result<void> {
             const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
-            NPS_TRY_VOID(complete_locked(now, task_id, runner_nid, outcome));
+            NPS_TRY_VOID(complete_locked(now, {task_id}, runner_nid, outcome));
             txn.commit();
             return {};
         });
@@ -190,8 +226,7 @@ Result<void> SqliteStore::complete_batch(const std::vector<std::string>& task_id
             const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
             // All or nothing: one task not fenced rolls the batch back.
-            for (const auto& task_id : task_ids)
-                NPS_TRY_VOID(complete_locked(now, task_id, runner_nid, outcome));
+            NPS_TRY_VOID(complete_locked(now, task_ids, runner_nid, outcome));
             txn.commit();
             return {};
         });

@@ -31,6 +31,10 @@ constexpr int kApplicationId = 0x4E505352;
 //  - tasks is 1:1 with messages and keyed by the same integer (rowid), so the
 //    lease mirror in the claim transaction is a rowid update. Newest first is
 //    ORDER BY message_id DESC, with no extra index.
+//  - events are keyed by the task's integer key (message_id), not by the
+//    task_id text: tasks claimed or completed together have neighbouring
+//    keys, so a batch appends to a few B-tree pages instead of one page per
+//    task scattered by task_id order.
 //  - frames holds the deposited payload once and is never updated: lease
 //    updates rewrite small rows, never a TaskFrame of up to 256 KiB.
 //  - messages_claim covers every column the claim predicate reads, so
@@ -97,12 +101,12 @@ CREATE TABLE node_results (
 CREATE INDEX node_results_dedup ON node_results (dedup_key, node_id);
 
 CREATE TABLE events (
-    task_id TEXT    NOT NULL REFERENCES tasks (task_id),
-    seq     INTEGER NOT NULL,
-    at      INTEGER NOT NULL,
-    name    TEXT    NOT NULL,
-    detail  TEXT    NOT NULL,
-    PRIMARY KEY (task_id, seq)
+    message_id INTEGER NOT NULL REFERENCES tasks (message_id),
+    seq        INTEGER NOT NULL,
+    at         INTEGER NOT NULL,
+    name       TEXT    NOT NULL,
+    detail     TEXT    NOT NULL,
+    PRIMARY KEY (message_id, seq)
 ) WITHOUT ROWID;
 
 CREATE TABLE announces (

@@ -91,15 +91,14 @@ StatementUse SqliteStore::use(CachedStatement& slot, const char* sql)
     return StatementUse(*slot.stmt);
 }
 
-void SqliteStore::add_event(const std::string& task_id, std::int64_t at_ms, const char* name,
+void SqliteStore::add_event(std::int64_t message_id, std::int64_t at_ms, const char* name,
                             const std::string& detail)
 {
-    if (getenv("NPS_NO_EVENTS")) return;
-    // seq = the task's last seq + 1: a seek on the (task_id, seq) primary key.
+    // seq = the task's last seq + 1: a seek on the (message_id, seq) primary key.
     auto st = use(event_insert_,
-                  "INSERT INTO events (task_id, seq, at, name, detail) VALUES "
-                  "(?1, (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE task_id = ?1), ?2, ?3, ?4)");
-    st->bindNoCopy(1, task_id);
+                  "INSERT INTO events (message_id, seq, at, name, detail) VALUES "
+                  "(?1, (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE message_id = ?1), ?2, ?3, ?4)");
+    st->bind(1, static_cast<std::int64_t>(message_id));
     st->bind(2, static_cast<std::int64_t>(at_ms));
     st->bindNoCopy(3, name);
     st->bindNoCopy(4, detail);

@@ -40,11 +40,17 @@ int latest_schema_version();
 // file) when the file's version is newer or it belongs to another application.
 Result<int> migrate(SQLite::Database& db, const std::string& path);
 
-// The SQL of the claim path, for tests that check its query plan and for
-// bench-claim's raw-SQLite baseline (which must run the very same text).
+// The SQL of the claim path, for tests that check query plans and for
+// bench-claim's raw-SQLite baselines (which must run the very same text).
+// The claim and complete_message statements are the protocol; mirror and
+// events are the bookkeeping that follows them in the same transaction.
 const char* claim_head_sql();
 const char* claim_batch_sql();
-const char* complete_message_sql();
+const char* claim_mirror_sql();      // ?1 message ids (JSON), ?2 runner, ?3 expiry, ?4 now
+const char* claim_events_sql();      // ?1 message ids (JSON), ?2 now
+const char* complete_message_sql();  // ?1 task ids (JSON), ?2 runner, ?3 now
+const char* complete_task_sql();     // ?1 message ids (JSON), ?2 state, ?3–?5 error/aggregate, ?6 now
+const char* complete_events_sql();   // ?1 message ids (JSON), ?2 now, ?3 name, ?4 detail
 
 struct CachedStatement {
     std::unique_ptr<SQLite::Statement> stmt;
@@ -103,6 +109,17 @@ Message read_message(const SQLite::Statement& stmt, int first);
     "t.task_id, t.nid, t.state, t.error_code, t.error_message, t.aggregate, t.dag_hash, "           \
     "t.dedup_key, t.lease_owner, t.lease_expiry, t.claims, t.created_at, t.updated_at, f.payload"
 TaskRecord read_task(const SQLite::Statement& stmt, int first);
+
+// One row returned by a claim UPDATE (claims.cpp).
+struct ClaimedRow {
+    Message message;
+    bool reclaimed = false;  // prev_owner was set: an expired lease was taken over
+    std::uint32_t claims = 0;
+};
+
+// "[1,2,3]": a list of ids for `IN (SELECT value FROM json_each(?))`, so one
+// prepared statement serves any batch size.
+std::string json_id_list(const std::vector<std::int64_t>& ids);
 
 std::optional<std::string> optional_text(const SQLite::Statement& stmt, int column);
 void bind_optional(SQLite::Statement& stmt, int index, const std::optional<std::string>& value);
@@ -184,18 +201,20 @@ private:
         }
     }
 
-    // Appends an event inside the caller's transaction.
-    void add_event(const std::string& task_id, std::int64_t at_ms, const char* name, const std::string& detail);
+    // Appends an event to the task of message_id inside the caller's transaction.
+    void add_event(std::int64_t message_id, std::int64_t at_ms, const char* name, const std::string& detail);
     // Inside a write transaction: the head claims (see claims.cpp).
     std::vector<Lease> claim_head_locked(const std::string& nid, const std::string& runner_nid,
                                          std::uint32_t lease_seconds, std::uint32_t max_count);
-    Lease finish_claim(std::int64_t now, std::int64_t message_id, const std::string& runner_nid,
-                                      std::int64_t expiry, bool reclaimed, std::uint32_t claims,
-                                      Message message);
-    // Inside a write transaction: ends runner_nid's live lease on task_id and
-    // records the outcome; an Error when not fenced.
-    Result<void> complete_locked(std::int64_t now, const std::string& task_id, const std::string& runner_nid,
-                                 const TaskOutcome& outcome);
+    // Inside the claim transaction: mirrors the claimed leases on their tasks
+    // and logs lease:granted / lease:reclaimed; returns the leases in claim order.
+    std::vector<Lease> finish_claims(std::int64_t now, const std::string& runner_nid, std::int64_t expiry,
+                                     std::vector<ClaimedRow>& claimed);
+    // Inside a write transaction: ends runner_nid's live leases on task_ids and
+    // records the outcome; an Error (naming the first task not fenced) when
+    // any of them is not leased by runner_nid.
+    Result<void> complete_locked(std::int64_t now, const std::vector<std::string>& task_ids,
+                                 const std::string& runner_nid, const TaskOutcome& outcome);
     Result<TaskRecord> task_locked(const std::string& task_id);
     // Why runner_nid holds no live lease on task_id: NOP-TASK-NOT-FOUND or
     // NOP-CLAIM-CONFLICT with an explanation.
@@ -208,14 +227,15 @@ private:
 
     // Statement slots, grouped by the file that owns their SQL.
     CachedStatement begin_, commit_, rollback_;
-    CachedStatement event_insert_, event_list_, task_exists_;
+    CachedStatement event_insert_;                       // sqlite_store.cpp
+    CachedStatement event_list_, task_exists_;           // tasks.cpp
     // inbox.cpp
     CachedStatement deposit_find_, deposit_depth_, deposit_message_, deposit_frame_, deposit_task_;
     CachedStatement peek_, ack_, depth_, last_id_, sweep_find_, sweep_message_, sweep_task_;
     // claims.cpp, leases.cpp
-    CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_, claim_mirror_, claim_payload_;
+    CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_, claim_mirror_, claim_events_;
     CachedStatement lease_state_, renew_, renew_mirror_, release_, release_mirror_;
-    CachedStatement complete_message_, complete_task_;
+    CachedStatement complete_message_, complete_task_, complete_events_;
     // results.cpp
     CachedStatement result_task_, result_find_, result_upsert_, result_list_, result_terminal_;
     // tasks.cpp

@@ -84,7 +84,7 @@ Result<TaskRecord> SqliteStore::cancel(const std::string& task_id)
                 st->bind(1, static_cast<std::int64_t>(message_id));
                 st->exec();
             }
-            add_event(task_id, now, "task:cancelled", "{}");
+            add_event(message_id, now, "task:cancelled", "{}");
             auto record = task_locked(task_id);
             if (record)
                 txn.commit();
@@ -106,13 +106,15 @@ Result<void> SqliteStore::append_event(const std::string& task_id, const std::st
         [&]() -> Result<void> {
             const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
+            std::int64_t message_id = 0;
             {
-                auto st = use(task_exists_, "SELECT 1 FROM tasks WHERE task_id = ?1");
+                auto st = use(task_exists_, "SELECT message_id FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, task_id);
                 if (!st->executeStep())
                     return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+                message_id = st->getColumn(0).getInt64();
             }
-            add_event(task_id, now, name.c_str(), detail);
+            add_event(message_id, now, name.c_str(), detail);
             txn.commit();
             return {};
         });
@@ -123,7 +125,9 @@ Result<std::vector<TaskEvent>> SqliteStore::events(const std::string& task_id)
     return guarded<std::vector<TaskEvent>>(
         [&] { return "Failed to read the events of task '" + task_id + "'"; },
         [&]() -> Result<std::vector<TaskEvent>> {
-            auto st = use(event_list_, "SELECT seq, at, name, detail FROM events WHERE task_id = ?1 ORDER BY seq");
+            auto st = use(event_list_,
+                          "SELECT e.seq, e.at, e.name, e.detail FROM tasks t "
+                          "JOIN events e ON e.message_id = t.message_id WHERE t.task_id = ?1 ORDER BY e.seq");
             st->bindNoCopy(1, task_id);
             std::vector<TaskEvent> out;
             while (st->executeStep()) {

@@ -21,6 +21,7 @@ inline constexpr std::size_t kMaxIdChars = 128;                // task_id, node 
 inline constexpr std::size_t kMaxNidChars = 256;               // NIDs (ours)
 inline constexpr std::size_t kMaxUrlChars = 2048;              // action, callback_url (ours)
 inline constexpr std::size_t kMaxJsonDepth = 32;               // nesting of any accepted JSON (ours)
+inline constexpr std::size_t kMaxRetryOnCodes = 64;            // retry_policy.retry_on entries (ours)
 
 // --- Leases (NPS-5 §8.1 / CR-0007 §4.1) ---
 inline constexpr std::uint32_t kMinLeaseSeconds = 10;

@@ -107,7 +107,7 @@ Result<TaskFrame> decode_task_frame(std::string_view json_text);
 bool is_valid_identifier(std::string_view id);
 
 // NID syntax check (NIP §3, loosened for npsd's sub-NIDs): "urn:nps:" then
-// 1..248 further characters of [A-Za-z0-9._:@-]. Runner NIDs in claims and
+// 1..248 further characters of [A-Za-z0-9._:@-] (underscore included). Runner NIDs in claims and
 // inbox path segments use the same rule.
 bool is_valid_nid(std::string_view nid);
 

@@ -58,16 +58,20 @@ public:
     // --- inbox -----------------------------------------------------------------
     // Stores the message and creates the task (state PENDING, event
     // "inbox:deposited"). A second deposit of the same task_id with the same
-    // frame_hash and nid returns the original message with duplicate=true; a
-    // different frame_hash or nid → NWP-TASK-ID-CONFLICT. Depth at max_depth →
-    // NWP-RATE-LIMIT-INBOX-FULL.
+    // frame_hash and nid returns the original message with duplicate=true
+    // (even when the inbox is full or the task has finished); a different
+    // frame_hash or nid → NWP-TASK-ID-CONFLICT. Depth at max_depth →
+    // NWP-RATE-LIMIT-INBOX-FULL. ttl_seconds ≤ 0 means the default
+    // (limits::kDefaultInboxTtlSeconds); larger than kMaxInboxTtlSeconds is
+    // clamped. Checking the depth counts the inbox: O(depth).
     virtual Result<DepositResult> deposit(const DepositRequest& request) = 0;
 
     // npsd-compatible peek: up to `batch` visible messages (queued, not under a
     // live lease, TTL not passed), in claim order. Does not change anything.
     virtual Result<std::vector<Message>> peek(const std::string& nid, std::uint32_t batch) = 0;
     // npsd-compatible ack: removes the message from the inbox (the task record
-    // stays). Unknown or already-acked id → NWP-INBOX-MESSAGE-NOT-FOUND.
+    // stays, with event "inbox:acked"; a lease on it is not ended). Unknown,
+    // already-acked, another nid's or expired id → NWP-INBOX-MESSAGE-NOT-FOUND.
     virtual Result<void> ack(const std::string& nid, std::int64_t message_id) = 0;
     // Messages still queued for nid (leased or not), TTL not passed.
     virtual Result<std::int64_t> depth(const std::string& nid) = 0;
@@ -79,26 +83,32 @@ public:
     // claimable. With task_id: claims that task; a live lease (any owner,
     // including the caller) → NOP-CLAIM-CONFLICT; a terminal task →
     // NOP-TASK-ALREADY-COMPLETED; unknown (or another nid's) → NOP-TASK-NOT-FOUND;
-    // dedup_key given and different → NOP-CLAIM-CONFLICT. Outcome `reclaimed`
+    // dedup_key given and different → NOP-CLAIM-CONFLICT; a task whose message
+    // was acked or expired unclaimed → NOP-TASK-NOT-FOUND. Outcome `reclaimed`
     // when a previous lease existed and expired, else `granted`. The task goes
-    // RUNNING and gets event "lease:granted" / "lease:reclaimed".
+    // RUNNING and gets event "lease:granted" / "lease:reclaimed" with detail
+    // {"runner_nid", "lease_expiry"}.
     virtual Result<std::optional<Lease>> claim(const ClaimRequest& request) = 0;
     // Up to max_count head claims in one transaction (max ≤ limits::kMaxClaimBatch).
     virtual Result<std::vector<Lease>> claim_batch(const std::string& nid, const std::string& runner_nid,
                                                    std::uint32_t lease_seconds, std::uint32_t max_count) = 0;
     // Extends a live lease held by runner_nid; returns the new expiry.
-    // Not owner, expired, released or reclaimed → NOP-CLAIM-CONFLICT.
+    // Not owner, expired, released or reclaimed → NOP-CLAIM-CONFLICT; unknown
+    // task → NOP-TASK-NOT-FOUND (so for release and complete).
     virtual Result<std::int64_t> renew(const std::string& task_id, const std::string& runner_nid,
                                        std::uint32_t lease_seconds) = 0;
     // Gives a live lease back: the message becomes claimable at once (outcome
-    // `granted` for the next claimant). Not the live owner → NOP-CLAIM-CONFLICT.
+    // `granted` for the next claimant), the task goes back to PENDING, event
+    // "lease:released". Not the live owner → NOP-CLAIM-CONFLICT.
     virtual Result<void> release(const std::string& task_id, const std::string& runner_nid) = 0;
     // Records the task's terminal outcome, fenced by the live lease of
     // runner_nid (else NOP-CLAIM-CONFLICT), removes its message from the inbox
     // and ends the lease, in one transaction.
     virtual Result<void> complete(const std::string& task_id, const std::string& runner_nid,
                                   const TaskOutcome& outcome) = 0;
-    // Completes several leased tasks in one transaction (bench and batch runners).
+    // Completes several leased tasks in one transaction (bench and batch
+    // runners). All or nothing: one task not fenced fails the whole batch with
+    // that task's error and changes nothing.
     virtual Result<void> complete_batch(const std::vector<std::string>& task_ids, const std::string& runner_nid,
                                         const TaskOutcome& outcome) = 0;
 
@@ -106,7 +116,10 @@ public:
     // dedup_key must be the task's (else NOP-CLAIM-CONFLICT); runner_nid, when
     // set, must hold the live lease. An existing terminal record with the same
     // state, error_code and result → duplicate; with a different one →
-    // NOP-TASK-ALREADY-COMPLETED. A non-terminal record may be overwritten.
+    // NOP-TASK-ALREADY-COMPLETED (result_json is compared byte for byte). A
+    // non-terminal record may be overwritten. Unknown task →
+    // NOP-TASK-NOT-FOUND; a state that is not a node state or a result over
+    // limits::kMaxNodeResultBytes → NWP-HTTP-PARAM-INVALID.
     virtual Result<RecordOutcome> record_node_result(const NodeResult& result) = 0;
     virtual Result<std::vector<NodeResult>> node_results(const std::string& task_id) = 0;
     // True iff a terminal record exists for (dedup_key, node_id) (vector nop.lease.002).
@@ -114,12 +127,17 @@ public:
 
     // --- tasks and events ------------------------------------------------------------
     virtual Result<TaskRecord> task(const std::string& task_id) = 0;  // NOP-TASK-NOT-FOUND
-    virtual Result<std::vector<TaskRecord>> list_tasks(const TaskListFilter& filter) = 0;  // newest first
+    // Newest deposit first; limit 0 → kDefaultTaskListLimit, clamped to
+    // kMaxTaskListLimit. The records' payload is left empty (fetch task()).
+    virtual Result<std::vector<TaskRecord>> list_tasks(const TaskListFilter& filter) = 0;
     // Non-terminal → CANCELLED (error NOP-TASK-CANCELLED), message removed, lease
     // ended, event "task:cancelled". Terminal → NOP-TASK-ALREADY-COMPLETED.
     virtual Result<TaskRecord> cancel(const std::string& task_id) = 0;
+    // detail_json must be a JSON text ("" means "{}"); seq is the task's
+    // last seq + 1. Unknown task → NOP-TASK-NOT-FOUND.
     virtual Result<void> append_event(const std::string& task_id, const std::string& name,
                                       const std::string& detail_json) = 0;
+    // In seq order; empty for an unknown task.
     virtual Result<std::vector<TaskEvent>> events(const std::string& task_id) = 0;
 
     // --- local NDP registry ----------------------------------------------------------
@@ -127,6 +145,7 @@ public:
     // NDP-RESOLVE-NOT-FOUND when absent or offline (ttl 0); NDP-RESOLVE-STALE
     // when announced_at + ttl <= now.
     virtual Result<Announce> resolve_announce(const std::string& nid) = 0;
+    // Every stored announce, stale and offline ones included, by nid.
     virtual Result<std::vector<Announce>> list_announces() = 0;
 
     // --- housekeeping ----------------------------------------------------------------

@@ -105,9 +105,9 @@ TEST_CASE("JCS: RFC 8785 Appendix B number serialization")
         {0xbecbf647612f3696, "-0.0000033333333333333333"},
         {0x43143ff3c1cb0959, "1424953923781206.2"},
     };
-    for (const auto& [bits, expected] : cases) {
-        CAPTURE(bits);
-        CHECK(jcs_format_number(std::bit_cast<double>(bits)) == expected);
+    for (const auto& c : cases) {
+        CAPTURE(c.first);
+        CHECK(jcs_format_number(std::bit_cast<double>(c.first)) == c.second);
     }
 }
 

@@ -240,7 +240,7 @@ TEST_CASE("identifiers and NIDs")
     CHECK_FALSE(is_valid_identifier(std::string(129, 'a')));
 
     for (const char* nid : {"urn:nps:agent:ca.example.com:fetcher", "urn:nps:host:0123456789abcdef:agent:runner-1",
-                            "urn:nps:node:a@b"})
+                            "urn:nps:node:a@b", "urn:nps:agent:example.com:my_agent"})
         CHECK_MESSAGE(is_valid_nid(nid), nid);
     for (const char* nid : {"urn:nps:", "agent:x", "URN:NPS:agent:x", "urn:nps:agent x", "urn:nps:a/b"})
         CHECK_FALSE_MESSAGE(is_valid_nid(nid), nid);

@@ -254,6 +254,21 @@ TEST_CASE_FIXTURE(StoreFixture, "claim_batch takes up to k in claim order; compl
     CHECK(store->complete_batch({}, kRunnerA, completed()));
 }
 
+TEST_CASE_FIXTURE(StoreFixture, "a head claim never takes a message under a live lease")
+{
+    deposit("task-1");
+    claim_head(kRunnerA, 10);
+    clock.advance_ms(9'999);
+    for (const char* runner : {kRunnerA, kRunnerB}) {
+        auto none = store->claim({.nid = kNid, .runner_nid = runner, .lease_seconds = 30});
+        REQUIRE(none);
+        CHECK_FALSE(none->has_value());
+        CHECK(store->claim_batch(kNid, runner, 30, 10)->empty());
+    }
+    clock.advance_ms(1);
+    CHECK(claim_head(kRunnerB, 10).outcome == ClaimOutcome::reclaimed);
+}
+
 TEST_CASE_FIXTURE(StoreFixture, "an expired lease is reclaimed from the head by another runner")
 {
     deposit("task-1");

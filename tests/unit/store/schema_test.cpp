@@ -28,6 +28,16 @@ bool any_contains(const std::vector<std::string>& lines, const std::string& need
     return false;
 }
 
+// True if the plan reads every row of `table` (or of the alias).
+bool scans(const std::vector<std::string>& lines, const std::string& table)
+{
+    const std::string scan = "SCAN " + table;
+    for (const auto& l : lines)
+        if (l == scan || l.rfind(scan + " ", 0) == 0)
+            return true;
+    return false;
+}
+
 std::string joined(const std::vector<std::string>& lines)
 {
     std::string out;
@@ -104,20 +114,33 @@ TEST_CASE("open refuses a file whose schema is newer, and a foreign SQLite file"
     CHECK(refused.error().message.find("not an nps-runner schema") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "the claim statements use the partial index and need no sort")
+TEST_CASE_FIXTURE(StoreFixture, "the claim path uses the partial index and never scans a table")
 {
     for (int i = 0; i < 20; ++i)
         deposit("t" + std::to_string(i), i % 3);
     SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
+    namespace d = nps::store::detail;
     const auto check_plans = [&raw] {
-        for (const char* sql : {nps::store::detail::claim_head_sql(), nps::store::detail::claim_batch_sql()}) {
+        for (const char* sql : {d::claim_head_sql(), d::claim_batch_sql()}) {
             const auto plan = query_plan(raw, sql);
             INFO(joined(plan));
             CHECK(any_contains(plan, "SEARCH messages USING COVERING INDEX messages_claim (nid=?)"));
             CHECK(any_contains(plan, "SEARCH messages USING INTEGER PRIMARY KEY (rowid=?)"));
-            CHECK_FALSE(any_contains(plan, "TEMP B-TREE"));
-            CHECK_FALSE(any_contains(plan, "SCAN messages"));
+            CHECK(any_contains(plan, "SEARCH f USING INTEGER PRIMARY KEY (rowid=?)"));  // the payload
         }
+        for (const char* sql : {d::claim_head_sql(), d::claim_batch_sql(), d::claim_mirror_sql(),
+                                d::claim_events_sql(), d::complete_message_sql(), d::complete_task_sql(),
+                                d::complete_events_sql()}) {
+            const auto plan = query_plan(raw, sql);
+            INFO(sql);
+            INFO(joined(plan));
+            CHECK_FALSE(any_contains(plan, "TEMP B-TREE"));
+            for (const char* table : {"messages", "tasks", "events", "frames", "m", "t", "e", "f"})
+                CHECK_FALSE(scans(plan, table));
+        }
+        const auto complete = query_plan(raw, d::complete_message_sql());
+        INFO(joined(complete));
+        CHECK(any_contains(complete, "USING COVERING INDEX sqlite_autoindex_tasks_1 (task_id=?)"));
     };
     SUBCASE("as the store runs it: no statistics") { check_plans(); }
     SUBCASE("with statistics of a big inbox (after ANALYZE)")
@@ -127,6 +150,11 @@ TEST_CASE_FIXTURE(StoreFixture, "the claim statements use the partial index and 
                  "INSERT INTO messages (nid, task_id, content_type, priority, enqueued_at, expires_at, state) "
                  "SELECT 'nid-' || (x % 7), 'bulk-' || x, 'application/json', x % 5, 0, 9e15, "
                  "CASE WHEN x % 4 = 0 THEN 'done' ELSE 'queued' END FROM c");
+        raw.exec("INSERT INTO tasks (message_id, task_id, nid, state, dag_hash, dedup_key, frame_hash, created_at, "
+                 "updated_at) SELECT message_id, task_id, nid, 'PENDING', 'd', 'k', 'h', 0, 0 FROM messages "
+                 "WHERE task_id LIKE 'bulk-%'");
+        raw.exec("INSERT INTO events (message_id, seq, at, name, detail) "
+                 "SELECT message_id, 1, 0, 'inbox:deposited', '{}' FROM tasks WHERE task_id LIKE 'bulk-%'");
         raw.exec("COMMIT");
         raw.exec("ANALYZE");
         check_plans();
