@@ -105,11 +105,10 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                 st->exec();
             }
             add_event(m.message_id, now, "inbox:deposited",
-                      nlohmann::json{{"nid", request.nid},
-                                     {"message_id", m.message_id},
-                                     {"priority", m.priority},
-                                     {"expires_at", m.expires_at_ms}}
-                          .dump());
+                      json_text({{"nid", request.nid},
+                                 {"message_id", m.message_id},
+                                 {"priority", m.priority},
+                                 {"expires_at", m.expires_at_ms}}));
             txn.commit();
             m.payload = request.payload;
             return out;
@@ -159,7 +158,7 @@ Result<void> SqliteStore::ack(const std::string& nid, std::int64_t message_id)
                     return protocol_error("NWP-INBOX-MESSAGE-NOT-FOUND",
                                           "Message " + std::to_string(message_id) + " is not in inbox '" + nid + "'");
             }
-            add_event(message_id, now, "inbox:acked", nlohmann::json{{"message_id", message_id}}.dump());
+            add_event(message_id, now, "inbox:acked", json_text({{"message_id", message_id}}));
             txn.commit();
             return {};
         });
@@ -222,7 +221,7 @@ Result<std::int64_t> SqliteStore::sweep_expired()
                     st->bind(2, static_cast<std::int64_t>(now));
                     st->exec();
                 }
-                add_event(message_id, now, "inbox:expired", nlohmann::json{{"message_id", message_id}}.dump());
+                add_event(message_id, now, "inbox:expired", json_text({{"message_id", message_id}}));
             }
             txn.commit();
             return static_cast<std::int64_t>(expired.size());

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Living leases: renew, release and complete, each fenced by the live lease
+// Live leases: renew, release and complete, each fenced by the live lease
 // (owner = runner_nid AND lease_expiry > now) inside the UPDATE itself, so a
 // runner whose lease expired — and maybe was reclaimed — can change nothing.
 #include <unordered_set>
@@ -146,7 +146,7 @@ Result<void> SqliteStore::release(const std::string& task_id, const std::string&
                 st->bind(2, static_cast<std::int64_t>(now));
                 st->exec();
             }
-            add_event(message_id, now, "lease:released", nlohmann::json{{"runner_nid", runner_nid}}.dump());
+            add_event(message_id, now, "lease:released", json_text({{"runner_nid", runner_nid}}));
             txn.commit();
             return {};
         });
@@ -158,7 +158,7 @@ Result<void> SqliteStore::complete_locked(std::int64_t now, const std::vector<st
     if (!is_terminal_task_state(outcome.state))
         return internal_error("Failed to complete task '" + task_ids.front() + "': '" + outcome.state +
                               "' is not a terminal task state");
-    const std::string task_list = nlohmann::json(task_ids).dump();
+    const std::string task_list = json_text(task_ids);
     std::vector<std::int64_t> message_ids;
     std::unordered_set<std::string> fenced;
     {
@@ -189,7 +189,7 @@ Result<void> SqliteStore::complete_locked(std::int64_t now, const std::vector<st
     nlohmann::json detail{{"runner_nid", runner_nid}};
     if (outcome.error_code)
         detail["error_code"] = *outcome.error_code;
-    const std::string detail_text = detail.dump();
+    const std::string detail_text = json_text(detail);
     {
         auto st = use(complete_events_, kCompleteEventsSql);
         st->bindNoCopy(1, id_list);

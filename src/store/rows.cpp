@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reading records out of result rows (column lists in sqlite_store.hpp).
+// Reading records out of result rows (column lists in sqlite_store.hpp), and
+// the JSON text the store writes.
+#include <nlohmann/json.hpp>
+
 #include "sqlite_store.hpp"
 
 namespace nps::store::detail {
+
+std::string json_text(const nlohmann::json& value)
+{
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 std::optional<std::string> optional_text(const SQLite::Statement& stmt, int column)
 {

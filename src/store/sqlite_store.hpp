@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include <nlohmann/json_fwd.hpp>
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
@@ -120,6 +121,10 @@ struct ClaimedRow {
 // "[1,2,3]": a list of ids for `IN (SELECT value FROM json_each(?))`, so one
 // prepared statement serves any batch size.
 std::string json_id_list(const std::vector<std::int64_t>& ids);
+
+// Compact JSON text; invalid UTF-8 in a string is replaced (U+FFFD) rather
+// than thrown on, so an odd runner NID cannot make an event fail.
+std::string json_text(const nlohmann::json& value);
 
 std::optional<std::string> optional_text(const SQLite::Statement& stmt, int column);
 void bind_optional(SQLite::Statement& stmt, int index, const std::optional<std::string>& value);

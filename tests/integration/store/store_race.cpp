@@ -40,7 +40,7 @@ constexpr const char* kInbox = "urn:nps:agent:race:inbox";
 
 struct RunnerConfig {
     std::uint32_t lease_seconds;
-    int crash_every;  // 0: never crash; else skip completing every n-th claim
+    int crash_every;  // 0: never crash; else skip completing the 10th claim and every n-th after it
     std::uint32_t batch;
 };
 
@@ -112,7 +112,9 @@ void run_runner(int index, const std::string& db_path, const std::string& log_pa
             ++claimed;
             log << "C " << lease.task_id << ' ' << lease.lease_expiry_ms << ' ' << lease_ms << ' '
                 << to_string(lease.outcome) << ' ' << lease.claims << '\n';
-            if (cfg.crash_every && claimed % cfg.crash_every == 0) {
+            // The first crash comes early (claim 10), so even a runner that
+            // the others starve crashes at least once.
+            if (cfg.crash_every && claimed >= 10 && (claimed - 10) % cfg.crash_every == 0) {
                 log << "X " << lease.task_id << '\n';
                 continue;
             }

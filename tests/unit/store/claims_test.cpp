@@ -293,3 +293,16 @@ TEST_CASE_FIXTURE(StoreFixture, "a second Store on the same file sees the lease 
     REQUIRE(empty);
     CHECK_FALSE(empty->has_value());
 }
+
+TEST_CASE_FIXTURE(StoreFixture, "a runner NID that is not valid UTF-8 does not break claims or events")
+{
+    deposit("task-1");
+    deposit("task-2");
+    const std::string odd = "runner-\xff\xfe";
+    claim_head(odd, 30);
+    REQUIRE(store->complete("task-1", odd, {.state = kTaskFailed, .error_code = "NOP-RUNTIME-IDLE-TIMEOUT"}));
+    claim_head(odd, 30);
+    REQUIRE(store->release("task-2", odd));
+    CHECK(store->events("task-1")->back().name == "task:failed");
+    CHECK(store->events("task-2")->back().name == "lease:released");
+}
