@@ -114,8 +114,10 @@ net::HttpResponse Api::handle(const net::HttpRequest& request)
             response = error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit");
         else if (request.path != "/healthz" && !authorized(request))
             response = error_response("NWP-HTTP-UNAUTHENTICATED", "Missing or wrong bearer token");
+        else if (auto routed = route(request))
+            response = std::move(*routed);
         else
-            response = route(request);
+            response = error_response(routed.error());
     } catch (const std::exception& e) {
         response = error_response("NPS-SERVER-INTERNAL", "Internal error");
         std::fprintf(stderr, "nps-runner: %s %s failed: %s\n", request.method.c_str(), request.path.c_str(), e.what());
@@ -126,7 +128,7 @@ net::HttpResponse Api::handle(const net::HttpRequest& request)
     return response;
 }
 
-net::HttpResponse Api::route(const net::HttpRequest& r)
+Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
 {
     const auto s = split_path(r.path);
     const std::string& m = r.method;
@@ -176,15 +178,15 @@ net::HttpResponse Api::route(const net::HttpRequest& r)
     return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
 }
 
-net::HttpResponse Api::healthz()
+Result<net::HttpResponse> Api::healthz()
 {
     auto store = stores_.acquire();
     if (!store)
-        return error_response("NPS-SERVER-UNAVAILABLE", store.error().describe());
+        return protocol_error("NPS-SERVER-UNAVAILABLE", store.error().describe());
     return json_response(200, {{"status", "ok"}, {"schema_version", (*store)->schema_version()}});
 }
 
-net::HttpResponse Api::render_metrics()
+Result<net::HttpResponse> Api::render_metrics()
 {
     std::string gauges;
     if (auto store = stores_.acquire()) {

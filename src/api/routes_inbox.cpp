@@ -2,6 +2,7 @@
 // npsd-compatible inbox routes: deposit, peek (long-poll), ack, depth.
 #include <algorithm>
 #include <charconv>
+#include <limits>
 
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
@@ -74,93 +75,67 @@ Json message_json(const store::Message& m)
 
 }  // namespace
 
-net::HttpResponse Api::deposit(const net::HttpRequest& request, const std::string& nid)
+Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const std::string& nid)
 {
-    if (auto ok = check_inbox_nid(nid); !ok)
-        return error_response(ok.error());
+    NPS_TRY_VOID(check_inbox_nid(nid));
     if (request.body.size() > config_.max_message_bytes)
-        return error_response("NWP-HTTP-BODY-TOO-LARGE", "TaskFrame of " + std::to_string(request.body.size()) +
+        return protocol_error("NWP-HTTP-BODY-TOO-LARGE", "TaskFrame of " + std::to_string(request.body.size()) +
                                                              " bytes exceeds inbox.max_message_bytes (" +
                                                              std::to_string(config_.max_message_bytes) + ")");
     const std::string& content_type = request.header("content-type");
     if (!acceptable_content_type(content_type))
-        return error_response("NWP-HTTP-CONTENT-TYPE-UNSUPPORTED",
+        return protocol_error("NWP-HTTP-CONTENT-TYPE-UNSUPPORTED",
                               "Content-Type '" + content_type + "' is not a JSON TaskFrame type");
-    auto frame = proto::decode_task_frame(request.body);
-    if (!frame)
-        return error_response(frame.error());
-    auto priority = bounded_integer(request.header("x-nps-inbox-priority"), "X-Nps-Inbox-Priority",
-                                    default_priority(frame->priority), limits::kMinInboxPriority,
-                                    limits::kMaxInboxPriority);
-    if (!priority)
-        return error_response(priority.error());
-    auto ttl = bounded_integer(request.header("x-nps-inbox-ttl-seconds"), "X-Nps-Inbox-Ttl-Seconds",
-                               config_.default_ttl_seconds, 1, limits::kMaxInboxTtlSeconds);
-    if (!ttl)
-        return error_response(ttl.error());
+    auto frame = NPS_TRY(proto::decode_task_frame(request.body));
+    auto priority = NPS_TRY(bounded_integer(request.header("x-nps-inbox-priority"), "X-Nps-Inbox-Priority",
+                                            default_priority(frame.priority), limits::kMinInboxPriority,
+                                            limits::kMaxInboxPriority));
+    auto ttl = NPS_TRY(bounded_integer(request.header("x-nps-inbox-ttl-seconds"), "X-Nps-Inbox-Ttl-Seconds",
+                                       config_.default_ttl_seconds, 1, limits::kMaxInboxTtlSeconds));
 
-    store::DepositRequest deposit{
+    auto store = NPS_TRY(stores_.acquire());
+    auto result = NPS_TRY(store->deposit({
         .nid = nid,
-        .task_id = frame->task_id,
+        .task_id = frame.task_id,
         .payload = request.body,
         .content_type = content_type.empty() ? "application/json" : content_type,
-        .frame_hash = frame->canonical_frame_hash,
-        .dag_hash = frame->dag_hash,
-        .dedup_key = frame->dedup_key,
-        .priority = static_cast<int>(*priority),
-        .ttl_seconds = *ttl,
+        .frame_hash = frame.canonical_frame_hash,
+        .dag_hash = frame.dag_hash,
+        .dedup_key = frame.dedup_key,
+        .priority = static_cast<int>(priority),
+        .ttl_seconds = ttl,
         .max_depth = config_.max_depth,
-    };
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto result = (*store)->deposit(deposit);
-    if (!result)
-        return error_response(result.error());
-    const auto& m = result->message;
-    if (result->duplicate) {
+    }));
+    if (result.duplicate) {
         ++metrics_.deposits_duplicate;
     } else {
         ++metrics_.deposits;
         deposits_.notify();
     }
-    Json body = message_json(m);
+    Json body = message_json(result.message);
     body.erase("payload_b64");
-    body["nid"] = m.nid;
-    body["dedup_key"] = frame->dedup_key;
-    body["duplicate"] = result->duplicate;
-    return json_response(result->duplicate ? 200 : 201, body);
+    body["nid"] = result.message.nid;
+    body["dedup_key"] = frame.dedup_key;
+    body["duplicate"] = result.duplicate;
+    return json_response(result.duplicate ? 200 : 201, body);
 }
 
-net::HttpResponse Api::peek(const net::HttpRequest& request, const std::string& nid)
+Result<net::HttpResponse> Api::peek(const net::HttpRequest& request, const std::string& nid)
 {
-    if (auto ok = check_inbox_nid(nid); !ok)
-        return error_response(ok.error());
+    NPS_TRY_VOID(check_inbox_nid(nid));
     // npsd clamps rather than rejects out-of-range wait/batch; so do we, but
     // text that is not a number is still an error.
-    auto wait = bounded_integer(query_value(request, "wait"), "wait", 0, INT64_MIN, INT64_MAX);
-    if (!wait)
-        return error_response(wait.error());
-    auto batch = bounded_integer(query_value(request, "batch"), "batch", limits::kDefaultPeekBatch, INT64_MIN,
-                                 INT64_MAX);
-    if (!batch)
-        return error_response(batch.error());
-    std::int64_t wait_s = std::clamp<std::int64_t>(*wait, 0, limits::kMaxPeekWaitSeconds);
-    auto batch_n = static_cast<std::uint32_t>(std::clamp<std::int64_t>(*batch, 1, limits::kMaxPeekBatch));
+    constexpr auto kAny = std::numeric_limits<std::int64_t>::max();
+    auto wait = NPS_TRY(bounded_integer(query_value(request, "wait"), "wait", 0, -kAny, kAny));
+    auto batch = NPS_TRY(bounded_integer(query_value(request, "batch"), "batch", limits::kDefaultPeekBatch, -kAny, kAny));
+    const std::int64_t wait_s = std::clamp<std::int64_t>(wait, 0, limits::kMaxPeekWaitSeconds);
+    const auto batch_n = static_cast<std::uint32_t>(std::clamp<std::int64_t>(batch, 1, limits::kMaxPeekBatch));
 
     const std::int64_t deadline = clock_.now_ms() + wait_s * 1000;
     std::uint64_t seen = deposits_.generation();
     for (;;) {
-        std::vector<store::Message> messages;
-        {
-            auto store = stores_.acquire();
-            if (!store)
-                return error_response(store.error());
-            auto peeked = (*store)->peek(nid, batch_n);
-            if (!peeked)
-                return error_response(peeked.error());
-            messages = std::move(*peeked);
-        }
+        // The store connection is given back while waiting.
+        auto messages = NPS_TRY(NPS_TRY(stores_.acquire())->peek(nid, batch_n));
         std::int64_t left = deadline - clock_.now_ms();
         if (!messages.empty() || left <= 0 || deposits_.closed()) {
             Json list = Json::array();
@@ -174,33 +149,22 @@ net::HttpResponse Api::peek(const net::HttpRequest& request, const std::string& 
     }
 }
 
-net::HttpResponse Api::ack(const std::string& nid, const std::string& message_id)
+Result<net::HttpResponse> Api::ack(const std::string& nid, const std::string& message_id)
 {
-    if (auto ok = check_inbox_nid(nid); !ok)
-        return error_response(ok.error());
+    NPS_TRY_VOID(check_inbox_nid(nid));
     std::int64_t id = 0;
     auto [end, ec] = std::from_chars(message_id.data(), message_id.data() + message_id.size(), id);
     if (ec != std::errc() || end != message_id.data() + message_id.size() || id <= 0)
-        return error_response("NWP-HTTP-PARAM-INVALID", "message_id '" + message_id + "' is not a positive integer");
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    if (auto r = (*store)->ack(nid, id); !r)
-        return error_response(r.error());
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "message_id '" + message_id + "' is not a positive integer");
+    NPS_TRY_VOID(NPS_TRY(stores_.acquire())->ack(nid, id));
     return empty_response(204);
 }
 
-net::HttpResponse Api::depth(const std::string& nid)
+Result<net::HttpResponse> Api::depth(const std::string& nid)
 {
-    if (auto ok = check_inbox_nid(nid); !ok)
-        return error_response(ok.error());
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto d = (*store)->depth(nid);
-    if (!d)
-        return error_response(d.error());
-    return json_response(200, {{"nid", nid}, {"depth", *d}});
+    NPS_TRY_VOID(check_inbox_nid(nid));
+    auto depth = NPS_TRY(NPS_TRY(stores_.acquire())->depth(nid));
+    return json_response(200, {{"nid", nid}, {"depth", depth}});
 }
 
 }  // namespace nps::api

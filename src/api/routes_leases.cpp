@@ -11,6 +11,12 @@ namespace nps::api {
 
 namespace {
 
+// The {runner_nid, lease_seconds} pair every lease request carries.
+struct LeaseRequest {
+    std::string runner_nid;
+    std::uint32_t lease_seconds = 0;
+};
+
 Result<std::string> runner_nid_field(const Json& body)
 {
     auto nid = NPS_TRY(required_string(body, "runner_nid", limits::kMaxNidChars));
@@ -19,12 +25,14 @@ Result<std::string> runner_nid_field(const Json& body)
     return nid;
 }
 
-Result<std::uint32_t> lease_seconds_field(const Json& body)
+Result<LeaseRequest> lease_request(const Json& body)
 {
-    auto seconds = NPS_TRY(required_uint32(body, "lease_seconds"));
-    if (seconds == 0)
+    LeaseRequest request;
+    request.runner_nid = NPS_TRY(runner_nid_field(body));
+    request.lease_seconds = NPS_TRY(required_uint32(body, "lease_seconds"));
+    if (request.lease_seconds == 0)
         return protocol_error("NWP-HTTP-PARAM-INVALID", "Field 'lease_seconds' must be positive");
-    return seconds;
+    return request;
 }
 
 // The deposited frame as a JSON value for the claim response.
@@ -36,146 +44,95 @@ Json task_json(const std::string& payload)
 
 }  // namespace
 
-net::HttpResponse Api::claim(const net::HttpRequest& request, const std::string& nid)
+Result<net::HttpResponse> Api::claim(const net::HttpRequest& request, const std::string& nid)
 {
-    if (auto ok = check_inbox_nid(nid); !ok)
-        return error_response(ok.error());
-    auto body = parse_json_object(request.body);
-    if (!body)
-        return error_response(body.error());
-    auto runner = runner_nid_field(*body);
-    if (!runner)
-        return error_response(runner.error());
-    auto seconds = lease_seconds_field(*body);
-    if (!seconds)
-        return error_response(seconds.error());
-    auto task_id = optional_string(*body, "task_id", limits::kMaxIdChars);
-    if (!task_id)
-        return error_response(task_id.error());
-    auto dedup_key = optional_string(*body, "dedup_key", 64);
-    if (!dedup_key)
-        return error_response(dedup_key.error());
+    NPS_TRY_VOID(check_inbox_nid(nid));
+    auto body = NPS_TRY(parse_json_object(request.body));
+    auto lease_req = NPS_TRY(lease_request(body));
+    auto task_id = NPS_TRY(optional_string(body, "task_id", limits::kMaxIdChars));
+    auto dedup_key = NPS_TRY(optional_string(body, "dedup_key", 64));
 
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto lease = (*store)->claim({.nid = nid,
-                                  .runner_nid = *runner,
-                                  .lease_seconds = *seconds,
-                                  .task_id = *task_id,
-                                  .dedup_key = *dedup_key});
+    auto store = NPS_TRY(stores_.acquire());
+    auto claimed = store->claim({.nid = nid,
+                                 .runner_nid = lease_req.runner_nid,
+                                 .lease_seconds = lease_req.lease_seconds,
+                                 .task_id = task_id,
+                                 .dedup_key = dedup_key});
+    if (!claimed && claimed.error().code == "NOP-CLAIM-CONFLICT")
+        ++metrics_.claims_conflict;
+    auto lease = NPS_TRY(std::move(claimed));
     if (!lease) {
-        if (lease.error().code == "NOP-CLAIM-CONFLICT")
-            ++metrics_.claims_conflict;
-        return error_response(lease.error());
-    }
-    if (!*lease) {
         ++metrics_.claims_empty;
         return empty_response(204);
     }
-    const store::Lease& l = **lease;
-    ++(l.outcome == store::ClaimOutcome::reclaimed ? metrics_.claims_reclaimed : metrics_.claims_granted);
+    ++(lease->outcome == store::ClaimOutcome::reclaimed ? metrics_.claims_reclaimed : metrics_.claims_granted);
 
     // A reclaiming runner resumes at the first non-terminal node (CR-0007
     // §4.3): tell it which nodes are already terminal under this dedup_key.
     Json terminal = Json::object();
-    if (auto results = (*store)->node_results(l.task_id)) {
-        for (const auto& r : *results)
-            if (r.dedup_key == l.dedup_key && store::is_terminal_node_state(r.state))
-                terminal[r.node_id] = r.state;
-    } else {
-        return error_response(results.error());
-    }
+    for (const auto& r : NPS_TRY(store->node_results(lease->task_id)))
+        if (r.dedup_key == lease->dedup_key && store::is_terminal_node_state(r.state))
+            terminal[r.node_id] = r.state;
     return json_response(200, {
-                                  {"outcome", store::to_string(l.outcome)},
-                                  {"task_id", l.task_id},
+                                  {"outcome", store::to_string(lease->outcome)},
+                                  {"task_id", lease->task_id},
                                   {"nid", nid},
-                                  {"runner_nid", l.runner_nid},
-                                  {"dedup_key", l.dedup_key},
-                                  {"dag_hash", l.dag_hash},
-                                  {"lease_expiry", format_rfc3339_ms(l.lease_expiry_ms)},
-                                  {"lease_seconds", store::clamp_lease_seconds(*seconds)},
-                                  {"claims", l.claims},
-                                  {"message_id", std::to_string(l.message.message_id)},
+                                  {"runner_nid", lease->runner_nid},
+                                  {"dedup_key", lease->dedup_key},
+                                  {"dag_hash", lease->dag_hash},
+                                  {"lease_expiry", format_rfc3339_ms(lease->lease_expiry_ms)},
+                                  {"lease_seconds", store::clamp_lease_seconds(lease_req.lease_seconds)},
+                                  {"claims", lease->claims},
+                                  {"message_id", std::to_string(lease->message.message_id)},
                                   {"terminal_nodes", std::move(terminal)},
-                                  {"task", task_json(l.message.payload)},
+                                  {"task", task_json(lease->message.payload)},
                               });
 }
 
-net::HttpResponse Api::renew(const net::HttpRequest& request, const std::string& task_id)
+Result<net::HttpResponse> Api::renew(const net::HttpRequest& request, const std::string& task_id)
 {
-    auto body = parse_json_object(request.body);
-    if (!body)
-        return error_response(body.error());
-    auto runner = runner_nid_field(*body);
-    if (!runner)
-        return error_response(runner.error());
-    auto seconds = lease_seconds_field(*body);
-    if (!seconds)
-        return error_response(seconds.error());
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto expiry = (*store)->renew(task_id, *runner, *seconds);
-    if (!expiry) {
-        if (expiry.error().code == "NOP-CLAIM-CONFLICT")
-            ++metrics_.renewals_conflict;
-        return error_response(expiry.error());
-    }
-    ++metrics_.renewals;
+    auto lease_req = NPS_TRY(lease_request(NPS_TRY(parse_json_object(request.body))));
+    auto store = NPS_TRY(stores_.acquire());
+    auto renewed = store->renew(task_id, lease_req.runner_nid, lease_req.lease_seconds);
+    if (renewed)
+        ++metrics_.renewals;
+    else if (renewed.error().code == "NOP-CLAIM-CONFLICT")
+        ++metrics_.renewals_conflict;
+    auto expiry = NPS_TRY(std::move(renewed));
     return json_response(200, {{"task_id", task_id},
-                               {"lease_expiry", format_rfc3339_ms(*expiry)},
-                               {"lease_seconds", store::clamp_lease_seconds(*seconds)}});
+                               {"lease_expiry", format_rfc3339_ms(expiry)},
+                               {"lease_seconds", store::clamp_lease_seconds(lease_req.lease_seconds)}});
 }
 
-net::HttpResponse Api::release(const net::HttpRequest& request, const std::string& task_id)
+Result<net::HttpResponse> Api::release(const net::HttpRequest& request, const std::string& task_id)
 {
     auto it = request.query.find("runner_nid");
     if (it == request.query.end() || !proto::is_valid_nid(it->second))
-        return error_response("NWP-HTTP-PARAM-INVALID", "Query parameter 'runner_nid' must be the lease owner's NID");
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    if (auto r = (*store)->release(task_id, it->second); !r)
-        return error_response(r.error());
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "Query parameter 'runner_nid' must be the lease owner's NID");
+    auto store = NPS_TRY(stores_.acquire());
+    NPS_TRY_VOID(store->release(task_id, it->second));
     return empty_response(204);
 }
 
 // Ends a task as its live lease owner: the terminal state and aggregate are
 // recorded and the message leaves the inbox (what a remote runner calls after
 // reporting its nodes).
-net::HttpResponse Api::complete(const net::HttpRequest& request, const std::string& task_id)
+Result<net::HttpResponse> Api::complete(const net::HttpRequest& request, const std::string& task_id)
 {
-    auto body = parse_json_object(request.body);
-    if (!body)
-        return error_response(body.error());
-    auto runner = runner_nid_field(*body);
-    if (!runner)
-        return error_response(runner.error());
-    auto state = required_string(*body, "state", 16);
-    if (!state)
-        return error_response(state.error());
-    if (*state != store::kTaskCompleted && *state != store::kTaskFailed)
-        return error_response("NWP-HTTP-PARAM-INVALID", "Field 'state' must be COMPLETED or FAILED");
-    store::TaskOutcome outcome{.state = *state};
-    auto code = optional_string(*body, "error_code", 64);
-    if (!code)
-        return error_response(code.error());
-    auto message = optional_string(*body, "error_message", 4096);
-    if (!message)
-        return error_response(message.error());
-    if (*state == store::kTaskFailed && !*code)
-        return error_response("NWP-HTTP-PARAM-INVALID", "A FAILED task needs 'error_code'");
-    outcome.error_code = *code;
-    outcome.error_message = *message;
-    if (auto it = body->find("aggregate"); it != body->end() && !it->is_null())
+    auto body = NPS_TRY(parse_json_object(request.body));
+    auto runner = NPS_TRY(runner_nid_field(body));
+    store::TaskOutcome outcome{.state = NPS_TRY(required_string(body, "state", 16))};
+    if (outcome.state != store::kTaskCompleted && outcome.state != store::kTaskFailed)
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "Field 'state' must be COMPLETED or FAILED");
+    outcome.error_code = NPS_TRY(optional_string(body, "error_code", 64));
+    outcome.error_message = NPS_TRY(optional_string(body, "error_message", 4096));
+    if (outcome.state == store::kTaskFailed && !outcome.error_code)
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "A FAILED task needs 'error_code'");
+    if (auto it = body.find("aggregate"); it != body.end() && !it->is_null())
         outcome.aggregate_json = it->dump();
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    if (auto r = (*store)->complete(task_id, *runner, outcome); !r)
-        return error_response(r.error());
-    return json_response(200, {{"task_id", task_id}, {"state", *state}});
+    auto store = NPS_TRY(stores_.acquire());
+    NPS_TRY_VOID(store->complete(task_id, runner, outcome));
+    return json_response(200, {{"task_id", task_id}, {"state", outcome.state}});
 }
 
 }  // namespace nps::api

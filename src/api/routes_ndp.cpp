@@ -24,79 +24,60 @@ Json announce_json(const store::Announce& a)
 
 }  // namespace
 
-net::HttpResponse Api::put_announce(const net::HttpRequest& request, const std::string& nid)
+Result<net::HttpResponse> Api::put_announce(const net::HttpRequest& request, const std::string& nid)
 {
+    // Any defect in an announce is NDP-ANNOUNCE-INVALID, with the reader's message.
+    auto invalid = [](const Error& e) { return protocol_error("NDP-ANNOUNCE-INVALID", e.message); };
     if (!proto::is_valid_nid(nid))
-        return error_response("NDP-ANNOUNCE-INVALID", "'" + nid + "' is not a NID (urn:nps:…)");
-    auto body = parse_json_object(request.body);
-    if (!body)
-        return error_response(body.error());
-    auto invalid = [](const Error& e) { return error_response("NDP-ANNOUNCE-INVALID", e.message); };
-
-    auto body_nid = optional_string(*body, "nid", limits::kMaxNidChars);
-    if (!body_nid)
-        return invalid(body_nid.error());
+        return protocol_error("NDP-ANNOUNCE-INVALID", "'" + nid + "' is not a NID (urn:nps:…)");
+    auto body = NPS_TRY(parse_json_object(request.body));
+    auto body_nid = optional_string(body, "nid", limits::kMaxNidChars);
+    auto mode = optional_string(body, "activation_mode", 16);
+    auto ref = optional_string(body, "spawn_spec_ref", limits::kMaxSpawnSpecRefChars);
+    auto ttl = optional_uint32(body, "ttl");
+    for (const Error* e : {body_nid ? nullptr : &body_nid.error(), mode ? nullptr : &mode.error(),
+                           ref ? nullptr : &ref.error(), ttl ? nullptr : &ttl.error()})
+        if (e)
+            return invalid(*e);
     if (*body_nid && **body_nid != nid)
-        return error_response("NDP-ANNOUNCE-INVALID", "Field 'nid' ('" + **body_nid + "') differs from the path NID");
-    auto mode = optional_string(*body, "activation_mode", 16);
-    if (!mode)
-        return invalid(mode.error());
+        return protocol_error("NDP-ANNOUNCE-INVALID", "Field 'nid' ('" + **body_nid + "') differs from the path NID");
     std::string activation = mode->value_or("ephemeral");  // NDP §3.1: absent means ephemeral
     if (activation != "ephemeral" && activation != "resident" && activation != "hybrid")
-        return error_response("NDP-ANNOUNCE-INVALID",
+        return protocol_error("NDP-ANNOUNCE-INVALID",
                               "activation_mode '" + activation + "' is not ephemeral, resident or hybrid");
-    auto ref = optional_string(*body, "spawn_spec_ref", limits::kMaxSpawnSpecRefChars);
-    if (!ref)
-        return invalid(ref.error());
     if (!*ref && activation != "resident")
-        return error_response("NDP-ANNOUNCE-INVALID",
+        return protocol_error("NDP-ANNOUNCE-INVALID",
                               "Field 'spawn_spec_ref' is required for an " + activation + " agent");
-    auto ttl = optional_uint32(*body, "ttl");
-    if (!ttl)
-        return invalid(ttl.error());
 
-    store::Announce announce{
+    NPS_TRY_VOID(NPS_TRY(stores_.acquire())->put_announce({
         .nid = nid,
         .activation_mode = activation,
         .spawn_spec_ref = ref->value_or(""),
         .ttl_seconds = *ttl,
         .announced_at_ms = 0,
-        .body_json = body->dump(),
-    };
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    if (auto r = (*store)->put_announce(announce); !r)
-        return error_response(r.error());
-    return json_response(200, {{"nid", nid}, {"status", (ttl->value_or(1) == 0) ? "offline" : "registered"}});
+        .body_json = body.dump(),
+    }));
+    return json_response(200, {{"nid", nid}, {"status", ttl->value_or(1) == 0 ? "offline" : "registered"}});
 }
 
-net::HttpResponse Api::list_announces()
+Result<net::HttpResponse> Api::list_announces()
 {
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto list = (*store)->list_announces();
-    if (!list)
-        return error_response(list.error());
+    auto store = NPS_TRY(stores_.acquire());
+    auto list = NPS_TRY(store->list_announces());
     Json out = Json::array();
-    for (const auto& a : *list)
+    for (const auto& a : list)
         out.push_back(announce_json(a));
     return json_response(200, {{"count", out.size()}, {"announces", std::move(out)}});
 }
 
-net::HttpResponse Api::resolve(const net::HttpRequest& request)
+Result<net::HttpResponse> Api::resolve(const net::HttpRequest& request)
 {
     auto it = request.query.find("nid");
     if (it == request.query.end() || !proto::is_valid_nid(it->second))
-        return error_response("NWP-HTTP-PARAM-INVALID", "Query parameter 'nid' must be a NID (urn:nps:…)");
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto announce = (*store)->resolve_announce(it->second);
-    if (!announce)
-        return error_response(announce.error());
-    return json_response(200, announce_json(*announce));
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "Query parameter 'nid' must be a NID (urn:nps:…)");
+    auto store = NPS_TRY(stores_.acquire());
+    auto announce = NPS_TRY(store->resolve_announce(it->second));
+    return json_response(200, announce_json(announce));
 }
 
 }  // namespace nps::api

@@ -43,34 +43,26 @@ const char* const kKilledReasons[] = {"idle_timeout", "max_runtime", "oom",     
 
 }  // namespace
 
-net::HttpResponse Api::get_task(const std::string& task_id)
+Result<net::HttpResponse> Api::get_task(const std::string& task_id)
 {
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto task = (*store)->task(task_id);
-    if (!task)
-        return error_response(task.error());
-    auto results = (*store)->node_results(task_id);
-    if (!results)
-        return error_response(results.error());
-    auto events = (*store)->events(task_id);
-    if (!events)
-        return error_response(events.error());
+    auto store = NPS_TRY(stores_.acquire());
+    auto task = NPS_TRY(store->task(task_id));
+    auto results = NPS_TRY(store->node_results(task_id));
+    auto events = NPS_TRY(store->events(task_id));
 
-    Json body = task_summary(*task);
-    body["error_message"] = optional_text(task->error_message);
-    body["aggregate"] = parse_or_null(task->aggregate_json);
-    body["dag_hash"] = task->dag_hash;
-    body["dedup_key"] = task->dedup_key;
-    body["claims"] = task->claims;
-    const bool leased = task->lease_owner && task->lease_expiry_ms > clock_.now_ms();
-    body["lease"] = leased ? Json{{"runner_nid", *task->lease_owner},
-                                  {"lease_expiry", format_rfc3339_ms(task->lease_expiry_ms)}}
+    Json body = task_summary(task);
+    body["error_message"] = optional_text(task.error_message);
+    body["aggregate"] = parse_or_null(task.aggregate_json);
+    body["dag_hash"] = task.dag_hash;
+    body["dedup_key"] = task.dedup_key;
+    body["claims"] = task.claims;
+    const bool leased = task.lease_owner && task.lease_expiry_ms > clock_.now_ms();
+    body["lease"] = leased ? Json{{"runner_nid", *task.lease_owner},
+                                  {"lease_expiry", format_rfc3339_ms(task.lease_expiry_ms)}}
                            : Json(nullptr);
     Json nodes = Json::object();
-    for (const auto& r : *results) {
-        if (r.dedup_key != task->dedup_key)
+    for (const auto& r : results) {
+        if (r.dedup_key != task.dedup_key)
             continue;
         nodes[r.node_id] = {
             {"state", r.state},
@@ -85,7 +77,7 @@ net::HttpResponse Api::get_task(const std::string& task_id)
     }
     body["nodes"] = std::move(nodes);
     Json event_list = Json::array();
-    for (const auto& e : *events) {
+    for (const auto& e : events) {
         Json detail = Json::parse(e.detail_json, nullptr, false);
         event_list.push_back({{"seq", e.seq},
                               {"at", format_rfc3339_ms(e.at_ms)},
@@ -96,7 +88,7 @@ net::HttpResponse Api::get_task(const std::string& task_id)
     return json_response(200, body);
 }
 
-net::HttpResponse Api::list_tasks(const net::HttpRequest& request)
+Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
 {
     store::TaskListFilter filter;
     filter.limit = limits::kDefaultTaskListLimit;
@@ -105,7 +97,7 @@ net::HttpResponse Api::list_tasks(const net::HttpRequest& request)
         for (auto& c : state)
             c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         if (std::find(std::begin(kTaskStates), std::end(kTaskStates), state) == std::end(kTaskStates))
-            return error_response("NWP-HTTP-PARAM-INVALID",
+            return protocol_error("NWP-HTTP-PARAM-INVALID",
                                   "state '" + it->second +
                                       "' is not one of PENDING, RUNNING, COMPLETED, FAILED, CANCELLED");
         filter.state = state;
@@ -116,107 +108,77 @@ net::HttpResponse Api::list_tasks(const net::HttpRequest& request)
         char* end = nullptr;
         long limit = std::strtol(it->second.c_str(), &end, 10);
         if (it->second.empty() || *end != '\0' || limit < 1)
-            return error_response("NWP-HTTP-PARAM-INVALID", "limit '" + it->second + "' is not a positive integer");
+            return protocol_error("NWP-HTTP-PARAM-INVALID", "limit '" + it->second + "' is not a positive integer");
         filter.limit = static_cast<std::uint32_t>(std::min<long>(limit, limits::kMaxTaskListLimit));
     }
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto tasks = (*store)->list_tasks(filter);
-    if (!tasks)
-        return error_response(tasks.error());
+    auto store = NPS_TRY(stores_.acquire());
+    auto tasks = NPS_TRY(store->list_tasks(filter));
     Json list = Json::array();
-    for (const auto& t : *tasks)
+    for (const auto& t : tasks)
         list.push_back(task_summary(t));
     return json_response(200, {{"count", list.size()}, {"tasks", std::move(list)}});
 }
 
-net::HttpResponse Api::report_node(const net::HttpRequest& request, const std::string& task_id,
-                                   const std::string& node_id)
-{
-    if (!proto::is_valid_identifier(node_id))
-        return error_response("NWP-HTTP-PARAM-INVALID", "node id '" + node_id + "' is not a valid identifier");
-    auto body = parse_json_object(request.body);
-    if (!body)
-        return error_response(body.error());
+namespace {
 
+// The node report body (DESIGN §3.2): {dedup_key, state, attempts?, runner_nid?,
+// result?, error?:{code, message} | error_code?, killed_reason?}.
+Result<store::NodeResult> parse_node_report(const Json& body)
+{
     store::NodeResult result;
-    result.task_id = task_id;
-    result.node_id = node_id;
-    auto fail = [](const Error& e) { return error_response(e); };
-    auto dedup = required_string(*body, "dedup_key", 64);
-    if (!dedup)
-        return fail(dedup.error());
-    result.dedup_key = *dedup;
-    auto state = required_string(*body, "state", 32);
-    if (!state)
-        return fail(state.error());
-    result.state = *state;
+    result.dedup_key = NPS_TRY(required_string(body, "dedup_key", 64));
+    result.state = NPS_TRY(required_string(body, "state", 32));
     for (auto& c : result.state)
         c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (!store::is_valid_node_state(result.state))
-        return error_response("NWP-HTTP-PARAM-INVALID", "state '" + *state + "' is not a NOP node state");
-    auto attempts = optional_uint32(*body, "attempts");
-    if (!attempts)
-        return fail(attempts.error());
-    result.attempts = attempts->value_or(0);
-    auto runner = optional_string(*body, "runner_nid", limits::kMaxNidChars);
-    if (!runner)
-        return fail(runner.error());
-    result.runner_nid = *runner;
-    auto killed = optional_string(*body, "killed_reason", 32);
-    if (!killed)
-        return fail(killed.error());
-    if (*killed && std::find(std::begin(kKilledReasons), std::end(kKilledReasons), **killed) == std::end(kKilledReasons))
-        return error_response("NWP-HTTP-PARAM-INVALID", "killed_reason '" + **killed + "' is not a known reason");
-    result.killed_reason = *killed;
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "state '" + result.state + "' is not a NOP node state");
+    result.attempts = NPS_TRY(optional_uint32(body, "attempts")).value_or(0);
+    result.runner_nid = NPS_TRY(optional_string(body, "runner_nid", limits::kMaxNidChars));
+    result.killed_reason = NPS_TRY(optional_string(body, "killed_reason", 32));
+    if (result.killed_reason &&
+        std::find(std::begin(kKilledReasons), std::end(kKilledReasons), *result.killed_reason) == std::end(kKilledReasons))
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "killed_reason '" + *result.killed_reason + "' is not a known reason");
     // The error travels as {"error":{"code","message"}} (AlignStream shape) or flat error_code.
-    if (auto it = body->find("error"); it != body->end() && !it->is_null()) {
+    if (auto it = body.find("error"); it != body.end() && !it->is_null()) {
         if (!it->is_object())
-            return error_response("NWP-HTTP-PARAM-INVALID", "Field 'error' must be an object {code, message}");
-        auto code = optional_string(*it, "code", 64);
-        if (!code)
-            return fail(code.error());
-        auto message = optional_string(*it, "message", 4096);
-        if (!message)
-            return fail(message.error());
-        result.error_code = *code;
-        result.error_message = *message;
+            return protocol_error("NWP-HTTP-PARAM-INVALID", "Field 'error' must be an object {code, message}");
+        result.error_code = NPS_TRY(optional_string(*it, "code", 64));
+        result.error_message = NPS_TRY(optional_string(*it, "message", 4096));
     }
-    auto code = optional_string(*body, "error_code", 64);
-    if (!code)
-        return fail(code.error());
-    if (*code)
-        result.error_code = *code;
-    if (auto it = body->find("result"); it != body->end() && !it->is_null()) {
+    if (auto code = NPS_TRY(optional_string(body, "error_code", 64)))
+        result.error_code = code;
+    if (auto it = body.find("result"); it != body.end() && !it->is_null()) {
         result.result_json = it->dump();
         if (result.result_json->size() > limits::kMaxNodeResultBytes)
-            return error_response("NWP-HTTP-BODY-TOO-LARGE", "Node result exceeds " +
-                                                                 std::to_string(limits::kMaxNodeResultBytes) + " bytes");
+            return protocol_error("NWP-HTTP-BODY-TOO-LARGE",
+                                  "Node result exceeds " + std::to_string(limits::kMaxNodeResultBytes) + " bytes");
     }
+    return result;
+}
 
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto outcome = (*store)->record_node_result(result);
-    if (!outcome)
-        return error_response(outcome.error());
+}  // namespace
+
+Result<net::HttpResponse> Api::report_node(const net::HttpRequest& request, const std::string& task_id,
+                                           const std::string& node_id)
+{
+    if (!proto::is_valid_identifier(node_id))
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "node id '" + node_id + "' is not a valid identifier");
+    auto result = NPS_TRY(parse_node_report(NPS_TRY(parse_json_object(request.body))));
+    result.task_id = task_id;
+    result.node_id = node_id;
+    auto outcome = NPS_TRY(NPS_TRY(stores_.acquire())->record_node_result(result));
     ++metrics_.node_results;
-    return json_response(200, {{"outcome", store::to_string(*outcome)},
+    return json_response(200, {{"outcome", store::to_string(outcome)},
                                {"task_id", task_id},
                                {"node_id", node_id},
                                {"state", result.state}});
 }
 
-net::HttpResponse Api::cancel_task(const std::string& task_id)
+Result<net::HttpResponse> Api::cancel_task(const std::string& task_id)
 {
-    auto store = stores_.acquire();
-    if (!store)
-        return error_response(store.error());
-    auto task = (*store)->cancel(task_id);
-    if (!task)
-        return error_response(task.error());
-    return json_response(200, task_summary(*task));
+    auto store = NPS_TRY(stores_.acquire());
+    auto task = NPS_TRY(store->cancel(task_id));
+    return json_response(200, task_summary(task));
 }
 
 }  // namespace nps::api

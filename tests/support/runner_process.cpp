@@ -152,6 +152,15 @@ Reply http(const std::string& method, const std::string& url, const std::optiona
     return reply;
 }
 
+void check_error(const Reply& reply, long status, const std::string& code)
+{
+    CHECK_MESSAGE(reply.status == status, reply.raw);
+    REQUIRE_MESSAGE(reply.body.is_object(), reply.raw);
+    CHECK(reply.body["error"] == code);
+    CHECK(reply.body["status"].is_string());
+    CHECK(reply.body["message"].is_string());
+}
+
 std::string task_frame(const std::string& task_id, int nodes)
 {
     nlohmann::json node_list = nlohmann::json::array();

@@ -85,6 +85,9 @@ Reply http(const std::string& method, const std::string& url, const std::optiona
            std::vector<std::pair<std::string, std::string>> headers = {},
            const std::optional<std::string>& unix_socket = std::nullopt);
 
+// Checks an API error reply: HTTP status, error code and the body shape.
+void check_error(const Reply& reply, long status, const std::string& code);
+
 // A minimal valid TaskFrame: a linear chain of `nodes` nodes.
 std::string task_frame(const std::string& task_id, int nodes = 3);
 

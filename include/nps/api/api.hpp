@@ -56,28 +56,29 @@ public:
     void begin_shutdown() { deposits_.close(); }
 
 private:
-    net::HttpResponse route(const net::HttpRequest& request);
+    Result<net::HttpResponse> route(const net::HttpRequest& request);
     bool authorized(const net::HttpRequest& request) const;
 
-    // Handlers, one per route (defined in the routes_*.cpp files).
-    net::HttpResponse deposit(const net::HttpRequest& request, const std::string& nid);
-    net::HttpResponse peek(const net::HttpRequest& request, const std::string& nid);
-    net::HttpResponse ack(const std::string& nid, const std::string& message_id);
-    net::HttpResponse depth(const std::string& nid);
-    net::HttpResponse claim(const net::HttpRequest& request, const std::string& nid);
-    net::HttpResponse renew(const net::HttpRequest& request, const std::string& task_id);
-    net::HttpResponse release(const net::HttpRequest& request, const std::string& task_id);
-    net::HttpResponse complete(const net::HttpRequest& request, const std::string& task_id);
-    net::HttpResponse get_task(const std::string& task_id);
-    net::HttpResponse list_tasks(const net::HttpRequest& request);
-    net::HttpResponse report_node(const net::HttpRequest& request, const std::string& task_id,
+    // Handlers, one per route (defined in the routes_*.cpp files). An error
+    // becomes the error body in handle().
+    Result<net::HttpResponse> deposit(const net::HttpRequest& request, const std::string& nid);
+    Result<net::HttpResponse> peek(const net::HttpRequest& request, const std::string& nid);
+    Result<net::HttpResponse> ack(const std::string& nid, const std::string& message_id);
+    Result<net::HttpResponse> depth(const std::string& nid);
+    Result<net::HttpResponse> claim(const net::HttpRequest& request, const std::string& nid);
+    Result<net::HttpResponse> renew(const net::HttpRequest& request, const std::string& task_id);
+    Result<net::HttpResponse> release(const net::HttpRequest& request, const std::string& task_id);
+    Result<net::HttpResponse> complete(const net::HttpRequest& request, const std::string& task_id);
+    Result<net::HttpResponse> get_task(const std::string& task_id);
+    Result<net::HttpResponse> list_tasks(const net::HttpRequest& request);
+    Result<net::HttpResponse> report_node(const net::HttpRequest& request, const std::string& task_id,
                                   const std::string& node_id);
-    net::HttpResponse cancel_task(const std::string& task_id);
-    net::HttpResponse put_announce(const net::HttpRequest& request, const std::string& nid);
-    net::HttpResponse list_announces();
-    net::HttpResponse resolve(const net::HttpRequest& request);
-    net::HttpResponse healthz();
-    net::HttpResponse render_metrics();
+    Result<net::HttpResponse> cancel_task(const std::string& task_id);
+    Result<net::HttpResponse> put_announce(const net::HttpRequest& request, const std::string& nid);
+    Result<net::HttpResponse> list_announces();
+    Result<net::HttpResponse> resolve(const net::HttpRequest& request);
+    Result<net::HttpResponse> healthz();
+    Result<net::HttpResponse> render_metrics();
 
     // NWP-INBOX-NOT-FOUND / NWP-HTTP-PARAM-INVALID for a NID this API does not host.
     Result<void> check_inbox_nid(const std::string& nid) const;

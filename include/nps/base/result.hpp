@@ -81,18 +81,24 @@ private:
 
 // NPS_TRY(expr): evaluate a Result; on error return the error from the
 // enclosing function, otherwise yield the value (GNU statement expression).
-#define NPS_TRY(expr)                                      \
-    __extension__({                                        \
-        auto nps_try_result_ = (expr);                     \
-        if (!nps_try_result_)                              \
-            return std::move(nps_try_result_).error();     \
-        std::move(nps_try_result_).value();                \
+// Each use gets its own variable name, so NPS_TRY calls may nest.
+#define NPS_TRY(expr) NPS_TRY_IMPL_(expr, NPS_CONCAT_(nps_try_result_, __COUNTER__))
+#define NPS_TRY_IMPL_(expr, var)                \
+    __extension__({                             \
+        auto var = (expr);                      \
+        if (!var)                               \
+            return std::move(var).error();      \
+        std::move(var).value();                 \
     })
 
 // NPS_TRY_VOID(expr): the same for Result<void>.
-#define NPS_TRY_VOID(expr)                                 \
-    do {                                                   \
-        auto nps_try_result_ = (expr);                     \
-        if (!nps_try_result_)                              \
-            return std::move(nps_try_result_).error();     \
+#define NPS_TRY_VOID(expr) NPS_TRY_VOID_IMPL_(expr, NPS_CONCAT_(nps_try_result_, __COUNTER__))
+#define NPS_TRY_VOID_IMPL_(expr, var)           \
+    do {                                        \
+        auto var = (expr);                      \
+        if (!var)                               \
+            return std::move(var).error();      \
     } while (0)
+
+#define NPS_CONCAT_(a, b) NPS_CONCAT_IMPL_(a, b)
+#define NPS_CONCAT_IMPL_(a, b) a##b

@@ -10,6 +10,7 @@
 #include "nps/base/digest.hpp"
 #include "runner_process.hpp"
 
+using nps::test::check_error;
 using nps::test::http;
 using nps::test::Reply;
 using nps::test::RunnerOptions;
@@ -27,15 +28,6 @@ const std::string kRunnerB = "urn:nps:node:example.test:runner-b";
 std::string inbox_url(const RunnerProcess& runner, const std::string& nid = kInbox)
 {
     return runner.url() + "/v1/inbox/" + nps::net::url_encode(nid);
-}
-
-void check_error(const Reply& reply, long status, const std::string& code)
-{
-    CHECK_MESSAGE(reply.status == status, reply.raw);
-    REQUIRE_MESSAGE(reply.body.is_object(), reply.raw);
-    CHECK(reply.body["error"] == code);
-    CHECK(reply.body["status"].is_string());
-    CHECK(reply.body["message"].is_string());
 }
 
 struct Daemon {
@@ -325,4 +317,16 @@ TEST_CASE("SIGTERM stops the daemon cleanly and data survives a restart")
     RunnerProcess runner(RunnerOptions{.state_dir = dir.path()});
     REQUIRE(runner.start());
     CHECK(http("GET", runner.url() + "/v1/tasks/t-restart").body["state"] == "PENDING");
+}
+
+TEST_CASE("the NID allowlist and the inbox depth cap")
+{
+    Daemon d("[api]\nallowed_nids = [\"" + kInbox + "\"]\n[inbox]\nmax_depth = 2\n");
+    auto other = d.runner.url() + "/v1/inbox/" + nps::net::url_encode("urn:nps:agent:example.test:other");
+    check_error(http("POST", other, task_frame("t-other")), 404, "NWP-INBOX-NOT-FOUND");
+    check_error(http("GET", other), 404, "NWP-INBOX-NOT-FOUND");
+    REQUIRE(http("POST", inbox_url(d.runner), task_frame("t-1")).status == 201);
+    REQUIRE(http("POST", inbox_url(d.runner), task_frame("t-2")).status == 201);
+    check_error(http("POST", inbox_url(d.runner), task_frame("t-3")), 429, "NWP-RATE-LIMIT-INBOX-FULL");
+    CHECK(http("GET", d.runner.url() + "/v1/tasks/t-3").status == 404);
 }
