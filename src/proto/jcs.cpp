@@ -107,9 +107,15 @@ private:
         if (e.get(obj) != simdjson::SUCCESS)
             return fail("unreadable object");
         std::vector<Member> members;
+        bool omitted = false;
         for (auto field : obj) {
-            if (!omit_member.empty() && field.key == omit_member)
+            if (!omit_member.empty() && field.key == omit_member) {
+                // Left out of the output, but still a key that must be unique.
+                if (omitted)
+                    return fail("duplicate object key " + quoted(field.key));
+                omitted = true;
                 continue;
+            }
             auto utf16 = utf8_to_utf16(field.key);
             if (!utf16)
                 return fail("object key is not valid UTF-8");

@@ -80,6 +80,8 @@ TEST_CASE("TaskFrame rejects: not a JSON object")
         {"[]", "TaskFrame: expected an object, got an array"},
         {"\"x\"", "TaskFrame: expected an object, got a string"},
         {R"({"task_id":"a","task_id":"b"})", "JSON document: duplicate object key 'task_id'"},
+        // `frame` is left out of the frame hash but must still be unique (found by the fuzzer).
+        {R"({"frame":"0x40","task_id":"a","frame":"urn:nps:x"})", "JSON document: duplicate object key 'frame'"},
     };
     for (const auto& c : cases) {
         CAPTURE(c.text);
