@@ -2,13 +2,12 @@
 // The task-claim protocol (NPS-5 §8.1, CR-0007 §4.1–4.2): head claims,
 // batch claims and claims of a named task.
 //
-// The claim itself is one UPDATE … RETURNING on the inbox row; everything
-// else in the transaction (task mirror, event log) only follows it. So
-// two runners can never both win a message, whatever process they live in:
-// SQLite serialises writers and the UPDATE re-reads lease_expiry under the
-// write lock.
+// The claim itself is one UPDATE … RETURNING on the task row: it takes the
+// lease, sets the task RUNNING and (through the tasks_transition trigger) logs
+// lease:granted / lease:reclaimed, all in one statement. So two runners can
+// never both win a message, whatever process they live in: SQLite serialises
+// writers and the UPDATE re-reads lease_expiry under the write lock.
 #include <algorithm>
-#include <unordered_map>
 
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
@@ -22,17 +21,18 @@ namespace {
 // the same statement: any consumer of a queue has to read what it claimed.
 #define NPS_STORE_CLAIM_RETURNING                                                                  \
     " RETURNING message_id, nid, task_id, content_type, priority, enqueued_at, expires_at, "       \
-    "prev_owner, claims, (SELECT payload FROM frames f WHERE f.message_id = messages.message_id)"
+    "prev_owner, claims, dedup_key, dag_hash, "                                                    \
+    "(SELECT payload FROM frames f WHERE f.message_id = tasks.message_id)"
 
 // SET right-hand sides see the old row: prev_owner gets the owner whose
 // lease (necessarily expired, by the WHERE) this claim replaces, or NULL.
 // The first claim also ends the TTL.
 #define NPS_STORE_CLAIM_SET                                                                        \
-    "UPDATE messages SET prev_owner = lease_owner, lease_owner = ?2, lease_expiry = ?3, "          \
-    "claims = claims + 1, expires_at = 9223372036854775807 "
+    "UPDATE tasks SET prev_owner = lease_owner, lease_owner = ?2, lease_expiry = ?3, "             \
+    "claims = claims + 1, expires_at = 9223372036854775807, state = 'RUNNING', updated_at = ?4 "
 
 #define NPS_STORE_CLAIMABLE_HEAD                                                                   \
-    "SELECT message_id FROM messages WHERE nid = ?1 AND state = 'queued' AND lease_expiry <= ?4 "  \
+    "SELECT message_id FROM tasks WHERE nid = ?1 AND queue = 'queued' AND lease_expiry <= ?4 "     \
     "AND expires_at > ?4 ORDER BY priority DESC, message_id"
 
 constexpr const char* kClaimHeadSql =
@@ -41,21 +41,8 @@ constexpr const char* kClaimBatchSql =
     NPS_STORE_CLAIM_SET "WHERE message_id IN (" NPS_STORE_CLAIMABLE_HEAD " LIMIT ?5)" NPS_STORE_CLAIM_RETURNING;
 // Claim of one named message: the same guard as the head claim.
 constexpr const char* kClaimTaskSql =
-    NPS_STORE_CLAIM_SET "WHERE message_id = ?1 AND state = 'queued' AND lease_expiry <= ?4 AND expires_at > ?4"
+    NPS_STORE_CLAIM_SET "WHERE message_id = ?1 AND queue = 'queued' AND lease_expiry <= ?4 AND expires_at > ?4"
     NPS_STORE_CLAIM_RETURNING;
-
-// The bookkeeping that follows a claim, one statement each for any number of
-// claimed messages (?1 = JSON array of message ids).
-constexpr const char* kClaimMirrorSql =
-    "UPDATE tasks SET state = 'RUNNING', lease_owner = ?2, lease_expiry = ?3, claims = claims + 1, "
-    "updated_at = ?4 WHERE message_id IN (SELECT value FROM json_each(?1)) "
-    "RETURNING message_id, dedup_key, dag_hash";
-constexpr const char* kClaimEventsSql =
-    "INSERT INTO events (message_id, seq, at, name, detail) "
-    "SELECT m.message_id, (SELECT coalesce(max(e.seq), 0) + 1 FROM events e WHERE e.message_id = m.message_id), "
-    "?2, CASE WHEN m.prev_owner IS NULL THEN 'lease:granted' ELSE 'lease:reclaimed' END, "
-    "json_object('runner_nid', m.lease_owner, 'lease_expiry', m.lease_expiry) "
-    "FROM messages m WHERE m.message_id IN (SELECT value FROM json_each(?1))";
 
 std::vector<ClaimedRow> read_claimed(SQLite::Statement& st)
 {
@@ -65,7 +52,9 @@ std::vector<ClaimedRow> read_claimed(SQLite::Statement& st)
         c.message = read_message(st, 0);
         c.reclaimed = !st.isColumnNull(kMessageColumnCount);
         c.claims = st.getColumn(kMessageColumnCount + 1).getUInt();
-        c.message.payload = st.getColumn(kMessageColumnCount + 2).getString();
+        c.dedup_key = st.getColumn(kMessageColumnCount + 2).getString();
+        c.dag_hash = st.getColumn(kMessageColumnCount + 3).getString();
+        c.message.payload = st.getColumn(kMessageColumnCount + 4).getString();
         out.push_back(std::move(c));
     }
     return out;
@@ -83,29 +72,7 @@ const char* claim_batch_sql()
     return kClaimBatchSql;
 }
 
-const char* claim_mirror_sql()
-{
-    return kClaimMirrorSql;
-}
-
-const char* claim_events_sql()
-{
-    return kClaimEventsSql;
-}
-
-std::string json_id_list(const std::vector<std::int64_t>& ids)
-{
-    std::string out = "[";
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (i)
-            out += ',';
-        out += std::to_string(ids[i]);
-    }
-    out += ']';
-    return out;
-}
-
-std::vector<Lease> SqliteStore::finish_claims(std::int64_t now, const std::string& runner_nid, std::int64_t expiry,
+std::vector<Lease> SqliteStore::finish_claims(const std::string& runner_nid, std::int64_t expiry,
                                               std::vector<ClaimedRow>& claimed)
 {
     // RETURNING order is unspecified: hand leases out in claim order.
@@ -114,45 +81,14 @@ std::vector<Lease> SqliteStore::finish_claims(std::int64_t now, const std::strin
             return a.message.priority > b.message.priority;
         return a.message.message_id < b.message.message_id;
     });
-    std::vector<std::int64_t> ids;
-    ids.reserve(claimed.size());
-    for (const auto& c : claimed)
-        ids.push_back(c.message.message_id);
-    const std::string id_list = json_id_list(ids);
-
     std::vector<Lease> leases(claimed.size());
-    {
-        auto st = use(claim_mirror_, kClaimMirrorSql);
-        st->bindNoCopy(1, id_list);
-        st->bindNoCopy(2, runner_nid);
-        st->bind(3, static_cast<std::int64_t>(expiry));
-        st->bind(4, static_cast<std::int64_t>(now));
-        std::unordered_map<std::int64_t, std::size_t> index;
-        for (std::size_t i = 0; i < ids.size(); ++i)
-            index.emplace(ids[i], i);
-        std::size_t mirrored = 0;
-        while (st->executeStep()) {
-            const auto it = index.find(st->getColumn(0).getInt64());
-            if (it == index.end())
-                continue;
-            leases[it->second].dedup_key = st->getColumn(1).getString();
-            leases[it->second].dag_hash = st->getColumn(2).getString();
-            ++mirrored;
-        }
-        if (mirrored != ids.size())
-            throw SQLite::Exception("claimed inbox messages without a task row");
-    }
-    {
-        auto st = use(claim_events_, kClaimEventsSql);
-        st->bindNoCopy(1, id_list);
-        st->bind(2, static_cast<std::int64_t>(now));
-        st->exec();
-    }
     for (std::size_t i = 0; i < claimed.size(); ++i) {
         Lease& lease = leases[i];
         lease.outcome = claimed[i].reclaimed ? ClaimOutcome::reclaimed : ClaimOutcome::granted;
         lease.task_id = claimed[i].message.task_id;
         lease.runner_nid = runner_nid;
+        lease.dedup_key = std::move(claimed[i].dedup_key);
+        lease.dag_hash = std::move(claimed[i].dag_hash);
         lease.lease_expiry_ms = expiry;
         lease.claims = claimed[i].claims;
         lease.message = std::move(claimed[i].message);
@@ -178,7 +114,7 @@ std::vector<Lease> SqliteStore::claim_head_locked(const std::string& nid, const 
     }
     if (claimed.empty())
         return {};
-    return finish_claims(now, runner_nid, expiry, claimed);
+    return finish_claims(runner_nid, expiry, claimed);
 }
 
 Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
@@ -205,9 +141,8 @@ Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
             std::int64_t lease_expiry = 0, expires_at = 0;
             {
                 auto st = use(claim_task_lookup_,
-                              "SELECT t.nid, t.state, t.dedup_key, t.message_id, m.state, m.lease_owner, "
-                              "m.lease_expiry, m.expires_at FROM tasks t JOIN messages m ON m.message_id = t.message_id "
-                              "WHERE t.task_id = ?1");
+                              "SELECT nid, state, dedup_key, message_id, queue, lease_owner, lease_expiry, "
+                              "expires_at FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, task_id);
                 if (!st->executeStep() || st->getColumn(0).getString() != request.nid)
                     return protocol_error("NOP-TASK-NOT-FOUND",
@@ -250,7 +185,7 @@ Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
                                                                     request.nid + "' unclaimed");
                 return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' is not claimable");
             }
-            auto leases = finish_claims(now, request.runner_nid, expiry, claimed);
+            auto leases = finish_claims(request.runner_nid, expiry, claimed);
             txn.commit();
             return std::optional<Lease>(std::move(leases.front()));
         });

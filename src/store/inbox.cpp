@@ -2,8 +2,6 @@
 // The per-NID inbox: deposit, npsd-compatible peek/ack/depth, TTL sweep.
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
 #include "nps/base/limits.hpp"
 #include "sqlite_store.hpp"
 
@@ -30,9 +28,8 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
 
             {
                 auto st = use(deposit_find_,
-                              "SELECT t.nid, t.frame_hash, " NPS_STORE_MESSAGE_COLUMNS ", f.payload "
-                              "FROM tasks t JOIN messages m ON m.message_id = t.message_id "
-                              "JOIN frames f ON f.message_id = t.message_id WHERE t.task_id = ?1");
+                              "SELECT m.nid, m.frame_hash, " NPS_STORE_MESSAGE_COLUMNS ", f.payload "
+                              "FROM tasks m JOIN frames f ON f.message_id = m.message_id WHERE m.task_id = ?1");
                 st->bindNoCopy(1, request.task_id);
                 if (st->executeStep()) {
                     const std::string nid = st->getColumn(0).getString();
@@ -52,8 +49,8 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
             if (request.max_depth > 0) {
                 // Counts entries of the partial index only (O(depth), index-only).
                 auto st = use(deposit_depth_,
-                              "SELECT count(*) FROM messages "
-                              "WHERE nid = ?1 AND state = 'queued' AND expires_at > ?2");
+                              "SELECT count(*) FROM tasks "
+                              "WHERE nid = ?1 AND queue = 'queued' AND expires_at > ?2");
                 st->bindNoCopy(1, request.nid);
                 st->bind(2, static_cast<std::int64_t>(now));
                 st->executeStep();
@@ -73,16 +70,23 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
             m.enqueued_at_ms = now;
             m.expires_at_ms = now + effective_ttl_seconds(request.ttl_seconds) * 1000;
             {
-                auto st = use(deposit_message_,
-                              "INSERT INTO messages (nid, task_id, content_type, priority, enqueued_at, expires_at, state) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued') RETURNING message_id");
-                st->bindNoCopy(1, request.nid);
-                st->bindNoCopy(2, request.task_id);
+                // The tasks_deposited trigger logs inbox:deposited.
+                auto st = use(deposit_task_,
+                              "INSERT INTO tasks (task_id, nid, content_type, priority, enqueued_at, expires_at, queue, "
+                              "state, dag_hash, dedup_key, frame_hash, created_at, updated_at) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', 'PENDING', ?7, ?8, ?9, ?5, ?5) "
+                              "RETURNING message_id");
+                st->bindNoCopy(1, request.task_id);
+                st->bindNoCopy(2, request.nid);
                 st->bindNoCopy(3, request.content_type);
                 st->bind(4, request.priority);
                 st->bind(5, static_cast<std::int64_t>(m.enqueued_at_ms));
                 st->bind(6, static_cast<std::int64_t>(m.expires_at_ms));
-                st->executeStep();
+                st->bindNoCopy(7, request.dag_hash);
+                st->bindNoCopy(8, request.dedup_key);
+                st->bindNoCopy(9, request.frame_hash);
+                if (!st->executeStep())
+                    throw SQLite::Exception("the task insert returned no row");
                 m.message_id = st->getColumn(0).getInt64();
             }
             {
@@ -91,24 +95,6 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                 st->bindNoCopy(2, request.payload.data(), static_cast<int>(request.payload.size()));
                 st->exec();
             }
-            {
-                auto st = use(deposit_task_,
-                              "INSERT INTO tasks (message_id, task_id, nid, state, dag_hash, dedup_key, frame_hash, "
-                              "created_at, updated_at) VALUES (?1, ?2, ?3, 'PENDING', ?4, ?5, ?6, ?7, ?7)");
-                st->bind(1, static_cast<std::int64_t>(m.message_id));
-                st->bindNoCopy(2, request.task_id);
-                st->bindNoCopy(3, request.nid);
-                st->bindNoCopy(4, request.dag_hash);
-                st->bindNoCopy(5, request.dedup_key);
-                st->bindNoCopy(6, request.frame_hash);
-                st->bind(7, static_cast<std::int64_t>(now));
-                st->exec();
-            }
-            add_event(m.message_id, now, "inbox:deposited",
-                      json_text({{"nid", request.nid},
-                                 {"message_id", m.message_id},
-                                 {"priority", m.priority},
-                                 {"expires_at", m.expires_at_ms}}));
             txn.commit();
             m.payload = request.payload;
             return out;
@@ -123,9 +109,9 @@ Result<std::vector<Message>> SqliteStore::peek(const std::string& nid, std::uint
         [&] { return "Failed to peek inbox '" + nid + "'"; },
         [&]() -> Result<std::vector<Message>> {
             auto st = use(peek_,
-                          "SELECT " NPS_STORE_MESSAGE_COLUMNS ", f.payload FROM messages m "
+                          "SELECT " NPS_STORE_MESSAGE_COLUMNS ", f.payload FROM tasks m "
                           "JOIN frames f ON f.message_id = m.message_id "
-                          "WHERE m.nid = ?1 AND m.state = 'queued' AND m.lease_expiry <= ?2 AND m.expires_at > ?2 "
+                          "WHERE m.nid = ?1 AND m.queue = 'queued' AND m.lease_expiry <= ?2 AND m.expires_at > ?2 "
                           "ORDER BY m.priority DESC, m.message_id LIMIT ?3");
             st->bindNoCopy(1, nid);
             st->bind(2, static_cast<std::int64_t>(now_ms()));
@@ -148,9 +134,10 @@ Result<void> SqliteStore::ack(const std::string& nid, std::int64_t message_id)
             WriteTransaction txn(*this);
             {
                 // An expired message is gone for npsd too (it purges on access).
+                // The tasks_transition trigger logs inbox:acked.
                 auto st = use(ack_,
-                              "UPDATE messages SET state = 'done' WHERE message_id = ?1 AND nid = ?2 "
-                              "AND state = 'queued' AND expires_at > ?3 RETURNING message_id");
+                              "UPDATE tasks SET queue = 'done', updated_at = ?3 WHERE message_id = ?1 AND nid = ?2 "
+                              "AND queue = 'queued' AND expires_at > ?3 RETURNING message_id");
                 st->bind(1, static_cast<std::int64_t>(message_id));
                 st->bindNoCopy(2, nid);
                 st->bind(3, static_cast<std::int64_t>(now));
@@ -158,7 +145,6 @@ Result<void> SqliteStore::ack(const std::string& nid, std::int64_t message_id)
                     return protocol_error("NWP-INBOX-MESSAGE-NOT-FOUND",
                                           "Message " + std::to_string(message_id) + " is not in inbox '" + nid + "'");
             }
-            add_event(message_id, now, "inbox:acked", json_text({{"message_id", message_id}}));
             txn.commit();
             return {};
         });
@@ -170,7 +156,7 @@ Result<std::int64_t> SqliteStore::depth(const std::string& nid)
         [&] { return "Failed to count inbox '" + nid + "'"; },
         [&]() -> Result<std::int64_t> {
             auto st = use(depth_,
-                          "SELECT count(*) FROM messages WHERE nid = ?1 AND state = 'queued' AND expires_at > ?2");
+                          "SELECT count(*) FROM tasks WHERE nid = ?1 AND queue = 'queued' AND expires_at > ?2");
             st->bindNoCopy(1, nid);
             st->bind(2, static_cast<std::int64_t>(now_ms()));
             st->executeStep();
@@ -183,7 +169,7 @@ Result<std::int64_t> SqliteStore::last_message_id()
     return guarded<std::int64_t>(
         [&] { return std::string("Failed to read the last message id"); },
         [&]() -> Result<std::int64_t> {
-            auto st = use(last_id_, "SELECT coalesce(max(message_id), 0) FROM messages");
+            auto st = use(last_id_, "SELECT coalesce(max(message_id), 0) FROM tasks");
             st->executeStep();
             return st->getColumn(0).getInt64();
         });
@@ -197,34 +183,20 @@ Result<std::int64_t> SqliteStore::sweep_expired()
             const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
             // Only never-claimed messages can match: a claim sets expires_at
-            // to INT64_MAX. Collect first, then change the rows the scan reads.
-            std::vector<std::int64_t> expired;
+            // to INT64_MAX, so these tasks are PENDING (a terminal task is never
+            // queued). The tasks_transition trigger logs inbox:expired.
+            std::int64_t expired = 0;
             {
-                auto st = use(sweep_find_,
-                              "SELECT message_id FROM messages WHERE state = 'queued' AND expires_at <= ?1");
+                auto st = use(sweep_,
+                              "UPDATE tasks SET queue = 'done', state = 'FAILED', error_code = 'NOP-TASK-TIMEOUT', "
+                              "error_message = 'not claimed before its inbox TTL expired', updated_at = ?1 "
+                              "WHERE queue = 'queued' AND expires_at <= ?1 RETURNING message_id");
                 st->bind(1, static_cast<std::int64_t>(now));
                 while (st->executeStep())
-                    expired.push_back(st->getColumn(0).getInt64());
-            }
-            for (const std::int64_t message_id : expired) {
-                {
-                    auto st = use(sweep_message_, "UPDATE messages SET state = 'done' WHERE message_id = ?1");
-                    st->bind(1, static_cast<std::int64_t>(message_id));
-                    st->exec();
-                }
-                {
-                    auto st = use(sweep_task_,
-                                  "UPDATE tasks SET state = 'FAILED', error_code = 'NOP-TASK-TIMEOUT', "
-                                  "error_message = 'not claimed before its inbox TTL expired', updated_at = ?2 "
-                                  "WHERE message_id = ?1 AND state NOT IN " NPS_STORE_TERMINAL_TASK_STATES);
-                    st->bind(1, static_cast<std::int64_t>(message_id));
-                    st->bind(2, static_cast<std::int64_t>(now));
-                    st->exec();
-                }
-                add_event(message_id, now, "inbox:expired", json_text({{"message_id", message_id}}));
+                    ++expired;
             }
             txn.commit();
-            return static_cast<std::int64_t>(expired.size());
+            return expired;
         });
 }
 

@@ -13,53 +13,28 @@ namespace nps::store::detail {
 
 namespace {
 
-const char* completion_event(const std::string& state)
-{
-    if (state == kTaskCompleted)
-        return "task:completed";
-    if (state == kTaskFailed)
-        return "task:failed";
-    return "task:cancelled";
-}
-
-// For the tasks in ?1 (a JSON array of task_ids) whose live lease ?2 holds:
-// ends the lease and takes the message out of the inbox. The rows it does not
-// return were not fenced.
-constexpr const char* kCompleteMessageSql =
-    "UPDATE messages SET state = 'done', lease_owner = NULL, lease_expiry = 0 "
-    "WHERE message_id IN (SELECT t.message_id FROM tasks t WHERE t.task_id IN (SELECT value FROM json_each(?1))) "
-    "AND lease_owner = ?2 AND lease_expiry > ?3 RETURNING message_id, task_id";
-// ?1 = JSON array of message ids.
-constexpr const char* kCompleteTaskSql =
-    "UPDATE tasks SET state = ?2, error_code = ?3, error_message = ?4, aggregate = ?5, lease_owner = NULL, "
-    "lease_expiry = 0, updated_at = ?6 WHERE message_id IN (SELECT value FROM json_each(?1))";
-constexpr const char* kCompleteEventsSql =
-    "INSERT INTO events (message_id, seq, at, name, detail) "
-    "SELECT j.value, (SELECT coalesce(max(e.seq), 0) + 1 FROM events e WHERE e.message_id = j.value), ?2, ?3, ?4 "
-    "FROM json_each(?1) j";
+// For the tasks in ?1 (a JSON array of task_ids) whose live lease ?2 holds
+// (?3 = now): records the outcome (?4 state, ?5–?7 error code, message and
+// aggregate), ends the lease and takes the message out of the inbox; the
+// tasks_transition trigger logs task:completed / task:failed / task:cancelled.
+// The rows it does not return were not fenced.
+constexpr const char* kCompleteSql =
+    "UPDATE tasks SET queue = 'done', state = ?4, error_code = ?5, error_message = ?6, aggregate = ?7, "
+    "lease_owner = NULL, lease_expiry = 0, updated_at = ?3 "
+    "WHERE task_id IN (SELECT value FROM json_each(?1)) AND lease_owner = ?2 AND lease_expiry > ?3 "
+    "RETURNING task_id";
 
 }  // namespace
 
-const char* complete_message_sql()
+const char* complete_sql()
 {
-    return kCompleteMessageSql;
-}
-
-const char* complete_task_sql()
-{
-    return kCompleteTaskSql;
-}
-
-const char* complete_events_sql()
-{
-    return kCompleteEventsSql;
+    return kCompleteSql;
 }
 
 Error SqliteStore::lease_error(std::int64_t now, const std::string& task_id, const std::string& runner_nid)
 {
     auto st = use(lease_state_,
-                  "SELECT t.state, m.lease_owner, m.lease_expiry FROM tasks t "
-                  "JOIN messages m ON m.message_id = t.message_id WHERE t.task_id = ?1");
+                  "SELECT state, lease_owner, lease_expiry FROM tasks WHERE task_id = ?1");
     st->bindNoCopy(1, task_id);
     if (!st->executeStep())
         return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
@@ -90,26 +65,16 @@ Result<std::int64_t> SqliteStore::renew(const std::string& task_id, const std::s
             // New expiry = now + clamped seconds (NPS-5 §8.1), not old expiry + seconds.
             const std::int64_t expiry = now + static_cast<std::int64_t>(clamp_lease_seconds(lease_seconds)) * 1000;
             WriteTransaction txn(*this);
-            std::int64_t message_id = 0;
             {
                 auto st = use(renew_,
-                              "UPDATE messages SET lease_expiry = ?3 "
-                              "WHERE message_id = (SELECT message_id FROM tasks WHERE task_id = ?1) "
-                              "AND lease_owner = ?2 AND lease_expiry > ?4 RETURNING message_id");
+                              "UPDATE tasks SET lease_expiry = ?3, updated_at = ?4 "
+                              "WHERE task_id = ?1 AND lease_owner = ?2 AND lease_expiry > ?4 RETURNING message_id");
                 st->bindNoCopy(1, task_id);
                 st->bindNoCopy(2, runner_nid);
                 st->bind(3, static_cast<std::int64_t>(expiry));
                 st->bind(4, static_cast<std::int64_t>(now));
                 if (!st->executeStep())
                     return lease_error(now, task_id, runner_nid);
-                message_id = st->getColumn(0).getInt64();
-            }
-            {
-                auto st = use(renew_mirror_, "UPDATE tasks SET lease_expiry = ?2, updated_at = ?3 WHERE message_id = ?1");
-                st->bind(1, static_cast<std::int64_t>(message_id));
-                st->bind(2, static_cast<std::int64_t>(expiry));
-                st->bind(3, static_cast<std::int64_t>(now));
-                st->exec();
             }
             txn.commit();
             return expiry;
@@ -123,30 +88,20 @@ Result<void> SqliteStore::release(const std::string& task_id, const std::string&
         [&]() -> Result<void> {
             const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
-            std::int64_t message_id = 0;
             {
                 // lease_owner NULL: the next claim is `granted`, not `reclaimed`;
-                // lease_expiry 0: visible at once.
+                // lease_expiry 0: visible at once. The tasks_transition trigger
+                // logs lease:released.
                 auto st = use(release_,
-                              "UPDATE messages SET lease_owner = NULL, lease_expiry = 0 "
-                              "WHERE message_id = (SELECT message_id FROM tasks WHERE task_id = ?1) "
-                              "AND lease_owner = ?2 AND lease_expiry > ?3 RETURNING message_id");
+                              "UPDATE tasks SET state = 'PENDING', lease_owner = NULL, lease_expiry = 0, "
+                              "updated_at = ?3 WHERE task_id = ?1 AND lease_owner = ?2 AND lease_expiry > ?3 "
+                              "RETURNING message_id");
                 st->bindNoCopy(1, task_id);
                 st->bindNoCopy(2, runner_nid);
                 st->bind(3, static_cast<std::int64_t>(now));
                 if (!st->executeStep())
                     return lease_error(now, task_id, runner_nid);
-                message_id = st->getColumn(0).getInt64();
             }
-            {
-                auto st = use(release_mirror_,
-                              "UPDATE tasks SET state = 'PENDING', lease_owner = NULL, lease_expiry = 0, "
-                              "updated_at = ?2 WHERE message_id = ?1");
-                st->bind(1, static_cast<std::int64_t>(message_id));
-                st->bind(2, static_cast<std::int64_t>(now));
-                st->exec();
-            }
-            add_event(message_id, now, "lease:released", json_text({{"runner_nid", runner_nid}}));
             txn.commit();
             return {};
         });
@@ -159,45 +114,23 @@ Result<void> SqliteStore::complete_locked(std::int64_t now, const std::vector<st
         return internal_error("Failed to complete task '" + task_ids.front() + "': '" + outcome.state +
                               "' is not a terminal task state");
     const std::string task_list = json_text(task_ids);
-    std::vector<std::int64_t> message_ids;
     std::unordered_set<std::string> fenced;
     {
-        auto st = use(complete_message_, kCompleteMessageSql);
+        auto st = use(complete_, kCompleteSql);
         st->bindNoCopy(1, task_list);
         st->bindNoCopy(2, runner_nid);
         st->bind(3, static_cast<std::int64_t>(now));
-        while (st->executeStep()) {
-            message_ids.push_back(st->getColumn(0).getInt64());
-            fenced.insert(st->getColumn(1).getString());
-        }
+        st->bindNoCopy(4, outcome.state);
+        bind_optional(*st, 5, outcome.error_code);
+        bind_optional(*st, 6, outcome.error_message);
+        bind_optional(*st, 7, outcome.aggregate_json);
+        while (st->executeStep())
+            fenced.insert(st->getColumn(0).getString());
     }
-    for (const auto& task_id : task_ids)
-        if (!fenced.count(task_id))
-            return lease_error(now, task_id, runner_nid);  // the caller rolls back
-
-    const std::string id_list = json_id_list(message_ids);
-    {
-        auto st = use(complete_task_, kCompleteTaskSql);
-        st->bindNoCopy(1, id_list);
-        st->bindNoCopy(2, outcome.state);
-        bind_optional(*st, 3, outcome.error_code);
-        bind_optional(*st, 4, outcome.error_message);
-        bind_optional(*st, 5, outcome.aggregate_json);
-        st->bind(6, static_cast<std::int64_t>(now));
-        st->exec();
-    }
-    nlohmann::json detail{{"runner_nid", runner_nid}};
-    if (outcome.error_code)
-        detail["error_code"] = *outcome.error_code;
-    const std::string detail_text = json_text(detail);
-    {
-        auto st = use(complete_events_, kCompleteEventsSql);
-        st->bindNoCopy(1, id_list);
-        st->bind(2, static_cast<std::int64_t>(now));
-        st->bindNoCopy(3, completion_event(outcome.state));
-        st->bindNoCopy(4, detail_text);
-        st->exec();
-    }
+    if (fenced.size() != task_ids.size())
+        for (const auto& task_id : task_ids)
+            if (!fenced.count(task_id))
+                return lease_error(now, task_id, runner_nid);  // the caller rolls back
     return {};
 }
 

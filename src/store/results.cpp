@@ -48,8 +48,7 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
             WriteTransaction txn(*this);
             {
                 auto st = use(result_task_,
-                              "SELECT t.dedup_key, m.lease_owner, m.lease_expiry FROM tasks t "
-                              "JOIN messages m ON m.message_id = t.message_id WHERE t.task_id = ?1");
+                              "SELECT dedup_key, lease_owner, lease_expiry FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, result.task_id);
                 if (!st->executeStep())
                     return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + result.task_id + "' does not exist");

@@ -19,69 +19,72 @@ namespace {
 constexpr int kApplicationId = 0x4E505352;
 
 // Schema notes (docs/durability.md has the full story):
-//  - The lease lives on the inbox row (messages): the claim is one
-//    `UPDATE messages … WHERE message_id = (SELECT … LIMIT 1) RETURNING …`
-//    on the partial index messages_claim. lease_expiry doubles as "visible
-//    at" (0 = never leased or released); expires_at is the TTL for the first
-//    claim and becomes INT64_MAX once claimed. prev_owner receives the old
-//    lease_owner in the claim's SET (right-hand sides see the old row), which
-//    tells granted (NULL: never leased or released) from reclaimed.
-//  - A message row is never deleted; state 'done' takes it out of the inbox
-//    (ack, complete, cancel, TTL expiry) and out of the partial index.
-//  - tasks is 1:1 with messages and keyed by the same integer (rowid), so the
-//    lease mirror in the claim transaction is a rowid update. Newest first is
-//    ORDER BY message_id DESC, with no extra index.
+//  - One row per task: `tasks` is both the inbox entry and the task record,
+//    keyed by message_id (INTEGER PRIMARY KEY AUTOINCREMENT = the inbox id;
+//    newest first is ORDER BY message_id DESC, with no extra index). The
+//    lease lives on that row, so a claim is one
+//    `UPDATE tasks … WHERE message_id = (SELECT … LIMIT 1) RETURNING …` on
+//    the partial index tasks_claim that also sets the task RUNNING, and a
+//    completion is one UPDATE fenced by the live lease: one row write per
+//    step, no mirror to keep in sync.
+//  - queue ('queued'|'done') is the inbox state; 'done' takes the row out of
+//    the inbox (ack, complete, cancel, TTL expiry) and out of the partial
+//    index. state is the task state (PENDING RUNNING COMPLETED FAILED
+//    CANCELLED). A row is never deleted.
+//  - lease_expiry doubles as "visible at" (0 = never leased or released);
+//    expires_at is the TTL for the first claim and becomes INT64_MAX once
+//    claimed. prev_owner receives the old lease_owner in the claim's SET
+//    (right-hand sides see the old row), which tells granted (NULL: never
+//    leased or released) from reclaimed.
+//  - The event log is written by the triggers below, never by the C++ state
+//    transitions, so it cannot disagree with the row it describes: deposit,
+//    claim (grant/reclaim), release, ack, completion/cancellation and TTL
+//    expiry each log their event in the statement that makes the change.
+//    Store::append_event inserts other events (DAG engine) directly. seq is
+//    the task's last seq + 1: a seek on the (message_id, seq) primary key.
+//    Details are built in the key order nlohmann::json dumps (sorted), except
+//    the lease events' {"runner_nid","lease_expiry"}.
 //  - events are keyed by the task's integer key (message_id), not by the
 //    task_id text: tasks claimed or completed together have neighbouring
-//    keys, so a batch appends to a few B-tree pages instead of one page per
-//    task scattered by task_id order.
+//    keys, so a batch appends to a few B-tree pages.
 //  - frames holds the deposited payload once and is never updated: lease
 //    updates rewrite small rows, never a TaskFrame of up to 256 KiB.
-//  - messages_claim covers every column the claim predicate reads, so
-//    finding the head never touches the table rows it skips (live leases).
-//    `state` is constant in the partial index but must be a column too:
-//    SQLite's covering-index check does not credit the index's WHERE.
+//  - tasks_claim covers every column the claim predicate reads, so finding
+//    the head never touches the table rows it skips (live leases). `queue`
+//    is constant in the partial index but must be a column too: SQLite's
+//    covering-index check does not credit the index's WHERE.
 constexpr std::array<const char*, 1> kMigrations = {
     // 1: initial schema
     R"sql(
-CREATE TABLE messages (
-    message_id   INTEGER PRIMARY KEY AUTOINCREMENT,
-    nid          TEXT    NOT NULL,
-    task_id      TEXT    NOT NULL,
-    content_type TEXT    NOT NULL,
-    priority     INTEGER NOT NULL,
-    enqueued_at  INTEGER NOT NULL,
-    expires_at   INTEGER NOT NULL,
-    state        TEXT    NOT NULL CHECK (state IN ('queued', 'done')),
-    lease_owner  TEXT,
-    prev_owner   TEXT,
-    lease_expiry INTEGER NOT NULL DEFAULT 0,
-    claims       INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX messages_claim ON messages (nid, priority DESC, message_id, lease_expiry, expires_at, state)
-    WHERE state = 'queued';
-
-CREATE TABLE frames (
-    message_id INTEGER PRIMARY KEY REFERENCES messages (message_id),
-    payload    BLOB NOT NULL
-);
-
 CREATE TABLE tasks (
-    message_id    INTEGER PRIMARY KEY REFERENCES messages (message_id),
+    message_id    INTEGER PRIMARY KEY AUTOINCREMENT,
     task_id       TEXT    NOT NULL UNIQUE,
     nid           TEXT    NOT NULL,
+    content_type  TEXT    NOT NULL,
+    priority      INTEGER NOT NULL,
+    enqueued_at   INTEGER NOT NULL,
+    expires_at    INTEGER NOT NULL,
+    queue         TEXT    NOT NULL CHECK (queue IN ('queued', 'done')),
     state         TEXT    NOT NULL,
+    lease_owner   TEXT,
+    prev_owner    TEXT,
+    lease_expiry  INTEGER NOT NULL DEFAULT 0,
+    claims        INTEGER NOT NULL DEFAULT 0,
     error_code    TEXT,
     error_message TEXT,
     aggregate     TEXT,
     dag_hash      TEXT    NOT NULL,
     dedup_key     TEXT    NOT NULL,
     frame_hash    TEXT    NOT NULL,
-    lease_owner   TEXT,
-    lease_expiry  INTEGER NOT NULL DEFAULT 0,
-    claims        INTEGER NOT NULL DEFAULT 0,
     created_at    INTEGER NOT NULL,
     updated_at    INTEGER NOT NULL
+);
+CREATE INDEX tasks_claim ON tasks (nid, priority DESC, message_id, lease_expiry, expires_at, queue)
+    WHERE queue = 'queued';
+
+CREATE TABLE frames (
+    message_id INTEGER PRIMARY KEY REFERENCES tasks (message_id),
+    payload    BLOB NOT NULL
 );
 
 CREATE TABLE node_results (
@@ -108,6 +111,70 @@ CREATE TABLE events (
     detail     TEXT    NOT NULL,
     PRIMARY KEY (message_id, seq)
 ) WITHOUT ROWID;
+
+-- The event log, maintained by the database: the statement that changes a
+-- task row also logs the change, whoever runs it.
+CREATE TRIGGER tasks_deposited AFTER INSERT ON tasks
+BEGIN
+    INSERT INTO events (message_id, seq, at, name, detail)
+    VALUES (NEW.message_id, 1, NEW.created_at, 'inbox:deposited',
+            json_object('expires_at', NEW.expires_at, 'message_id', NEW.message_id, 'nid', NEW.nid,
+                        'priority', NEW.priority));
+END;
+
+-- Every other transition, in one trigger, so an UPDATE runs one trigger
+-- program per row (SQLite evaluates a trigger's WHEN inside its program).
+-- No `IN (…)` list of more than two constants: SQLite builds an ephemeral
+-- index for one, once per program run, i.e. per row here (it tripled the
+-- trigger's cost); explicit ORs cost nothing like that.
+-- It fires only for UPDATEs that set a watched column (renewing a lease, a
+-- node result or an aggregate log nothing), and only for rows that make one
+-- of these transitions, each UPDATE of the store making at most one:
+--  - a claim increments claims; prev_owner (the owner of the expired lease it
+--    took over, or NULL) tells lease:reclaimed from lease:granted;
+--  - the task reaches COMPLETED/FAILED/CANCELLED: task:*, whose detail names
+--    the error code, if any, and the runner whose lease the transition ended,
+--    if any — except that a never-claimed task failing with NOP-TASK-TIMEOUT
+--    expired in the inbox (sweep_expired; a completion needs a lease, so it
+--    always has claims > 0): inbox:expired;
+--  - the owner is cleared and the task stays non-terminal: lease:released;
+--  - the message leaves the inbox and the task state stays (ack): inbox:acked.
+CREATE TRIGGER tasks_transition AFTER UPDATE OF claims, lease_owner, queue, state ON tasks
+WHEN NEW.claims > OLD.claims
+  OR ((NEW.state = 'COMPLETED' OR NEW.state = 'FAILED' OR NEW.state = 'CANCELLED')
+      AND OLD.state IN ('PENDING', 'RUNNING'))
+  OR (OLD.lease_owner IS NOT NULL AND NEW.lease_owner IS NULL)
+  OR (OLD.queue = 'queued' AND NEW.queue = 'done' AND NEW.state IS OLD.state)
+BEGIN
+    INSERT INTO events (message_id, seq, at, name, detail)
+    VALUES (NEW.message_id,
+            (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE message_id = NEW.message_id),
+            NEW.updated_at,
+            CASE WHEN NEW.claims > OLD.claims THEN
+                      CASE WHEN NEW.prev_owner IS NULL THEN 'lease:granted' ELSE 'lease:reclaimed' END
+                 WHEN (NEW.state = 'COMPLETED' OR NEW.state = 'FAILED' OR NEW.state = 'CANCELLED')
+                      AND OLD.state IN ('PENDING', 'RUNNING') THEN
+                      CASE WHEN OLD.claims = 0 AND NEW.state = 'FAILED' AND NEW.error_code IS 'NOP-TASK-TIMEOUT'
+                                THEN 'inbox:expired'
+                           WHEN NEW.state = 'COMPLETED' THEN 'task:completed'
+                           WHEN NEW.state = 'FAILED' THEN 'task:failed'
+                           ELSE 'task:cancelled' END
+                 WHEN OLD.lease_owner IS NOT NULL AND NEW.lease_owner IS NULL THEN 'lease:released'
+                 ELSE 'inbox:acked' END,
+            CASE WHEN NEW.claims > OLD.claims THEN
+                      json_object('runner_nid', NEW.lease_owner, 'lease_expiry', NEW.lease_expiry)
+                 WHEN (NEW.state = 'COMPLETED' OR NEW.state = 'FAILED' OR NEW.state = 'CANCELLED')
+                      AND OLD.state IN ('PENDING', 'RUNNING') THEN
+                      CASE WHEN OLD.claims = 0 AND NEW.state = 'FAILED' AND NEW.error_code IS 'NOP-TASK-TIMEOUT'
+                                THEN json_object('message_id', NEW.message_id)
+                           WHEN OLD.lease_owner IS NULL AND NEW.error_code IS NULL THEN '{}'
+                           WHEN OLD.lease_owner IS NULL THEN json_object('error_code', NEW.error_code)
+                           WHEN NEW.error_code IS NULL THEN json_object('runner_nid', OLD.lease_owner)
+                           ELSE json_object('error_code', NEW.error_code, 'runner_nid', OLD.lease_owner) END
+                 WHEN OLD.lease_owner IS NOT NULL AND NEW.lease_owner IS NULL THEN
+                      json_object('runner_nid', OLD.lease_owner)
+                 ELSE json_object('message_id', NEW.message_id) END);
+END;
 
 CREATE TABLE announces (
     nid             TEXT    PRIMARY KEY,

@@ -43,15 +43,12 @@ Result<int> migrate(SQLite::Database& db, const std::string& path);
 
 // The SQL of the claim path, for tests that check query plans and for
 // bench-claim's raw-SQLite baselines (which must run the very same text).
-// The claim and complete_message statements are the protocol; mirror and
-// events are the bookkeeping that follows them in the same transaction.
-const char* claim_head_sql();
-const char* claim_batch_sql();
-const char* claim_mirror_sql();      // ?1 message ids (JSON), ?2 runner, ?3 expiry, ?4 now
-const char* claim_events_sql();      // ?1 message ids (JSON), ?2 now
-const char* complete_message_sql();  // ?1 task ids (JSON), ?2 runner, ?3 now
-const char* complete_task_sql();     // ?1 message ids (JSON), ?2 state, ?3–?5 error/aggregate, ?6 now
-const char* complete_events_sql();   // ?1 message ids (JSON), ?2 now, ?3 name, ?4 detail
+// These two statements are the whole hot path: the claim takes the lease and
+// sets the task RUNNING, the completion records the outcome fenced by the
+// live lease; the schema's triggers append the events.
+const char* claim_head_sql();   // ?1 nid, ?2 runner, ?3 expiry, ?4 now
+const char* claim_batch_sql();  // the same, ?5 max count
+const char* complete_sql();     // ?1 task ids (JSON), ?2 runner, ?3 now, ?4 state, ?5–?7 error/aggregate
 
 struct CachedStatement {
     std::unique_ptr<SQLite::Statement> stmt;
@@ -101,6 +98,7 @@ private:
 
 // Column readers shared by several files (rows.cpp). Each reads the columns
 // of the matching *_COLUMNS list starting at column `first`.
+// Over `tasks m` (the inbox columns of the task row).
 #define NPS_STORE_MESSAGE_COLUMNS \
     "m.message_id, m.nid, m.task_id, m.content_type, m.priority, m.enqueued_at, m.expires_at"
 inline constexpr int kMessageColumnCount = 7;
@@ -116,11 +114,9 @@ struct ClaimedRow {
     Message message;
     bool reclaimed = false;  // prev_owner was set: an expired lease was taken over
     std::uint32_t claims = 0;
+    std::string dedup_key;
+    std::string dag_hash;
 };
-
-// "[1,2,3]": a list of ids for `IN (SELECT value FROM json_each(?))`, so one
-// prepared statement serves any batch size.
-std::string json_id_list(const std::vector<std::int64_t>& ids);
 
 // Compact JSON text; invalid UTF-8 in a string is replaced (U+FFFD) rather
 // than thrown on, so an odd runner NID cannot make an event fail.
@@ -206,15 +202,15 @@ private:
         }
     }
 
-    // Appends an event to the task of message_id inside the caller's transaction.
+    // Appends an explicit event (append_event) inside the caller's transaction;
+    // the state transitions' events are written by the schema's triggers.
     void add_event(std::int64_t message_id, std::int64_t at_ms, const char* name, const std::string& detail);
     // Inside a write transaction: the head claims (see claims.cpp).
     std::vector<Lease> claim_head_locked(const std::string& nid, const std::string& runner_nid,
                                          std::uint32_t lease_seconds, std::uint32_t max_count);
-    // Inside the claim transaction: mirrors the claimed leases on their tasks
-    // and logs lease:granted / lease:reclaimed; returns the leases in claim order.
-    std::vector<Lease> finish_claims(std::int64_t now, const std::string& runner_nid, std::int64_t expiry,
-                                     std::vector<ClaimedRow>& claimed);
+    // The leases for the rows a claim UPDATE returned, in claim order.
+    static std::vector<Lease> finish_claims(const std::string& runner_nid, std::int64_t expiry,
+                                            std::vector<ClaimedRow>& claimed);
     // Inside a write transaction: ends runner_nid's live leases on task_ids and
     // records the outcome; an Error (naming the first task not fenced) when
     // any of them is not leased by runner_nid.
@@ -235,16 +231,15 @@ private:
     CachedStatement event_insert_;                       // sqlite_store.cpp
     CachedStatement event_list_, task_exists_;           // tasks.cpp
     // inbox.cpp
-    CachedStatement deposit_find_, deposit_depth_, deposit_message_, deposit_frame_, deposit_task_;
-    CachedStatement peek_, ack_, depth_, last_id_, sweep_find_, sweep_message_, sweep_task_;
+    CachedStatement deposit_find_, deposit_depth_, deposit_task_, deposit_frame_;
+    CachedStatement peek_, ack_, depth_, last_id_, sweep_;
     // claims.cpp, leases.cpp
-    CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_, claim_mirror_, claim_events_;
-    CachedStatement lease_state_, renew_, renew_mirror_, release_, release_mirror_;
-    CachedStatement complete_message_, complete_task_, complete_events_;
+    CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_;
+    CachedStatement lease_state_, renew_, release_, complete_;
     // results.cpp
     CachedStatement result_task_, result_find_, result_upsert_, result_list_, result_terminal_;
     // tasks.cpp
-    CachedStatement task_get_, task_list_, cancel_task_, cancel_message_;
+    CachedStatement task_get_, task_list_, cancel_task_;
     // announces.cpp
     CachedStatement announce_put_, announce_get_, announce_list_;
 };

@@ -57,10 +57,12 @@ Result<TaskRecord> SqliteStore::cancel(const std::string& task_id)
         [&]() -> Result<TaskRecord> {
             const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
-            std::int64_t message_id = 0;
             {
+                // Ending the lease fences the runner that held it: its renew
+                // and complete now answer NOP-CLAIM-CONFLICT. The
+                // tasks_transition trigger logs task:cancelled.
                 auto st = use(cancel_task_,
-                              "UPDATE tasks SET state = 'CANCELLED', error_code = 'NOP-TASK-CANCELLED', "
+                              "UPDATE tasks SET queue = 'done', state = 'CANCELLED', error_code = 'NOP-TASK-CANCELLED', "
                               "error_message = 'cancelled on request', lease_owner = NULL, lease_expiry = 0, "
                               "updated_at = ?2 WHERE task_id = ?1 AND state NOT IN " NPS_STORE_TERMINAL_TASK_STATES
                               " RETURNING message_id");
@@ -73,18 +75,7 @@ Result<TaskRecord> SqliteStore::cancel(const std::string& task_id)
                     return protocol_error("NOP-TASK-ALREADY-COMPLETED",
                                           "Task '" + task_id + "' is already " + existing->state);
                 }
-                message_id = st->getColumn(0).getInt64();
             }
-            {
-                // Ending the lease fences the runner that held it: its renew
-                // and complete now answer NOP-CLAIM-CONFLICT.
-                auto st = use(cancel_message_,
-                              "UPDATE messages SET state = 'done', lease_owner = NULL, lease_expiry = 0 "
-                              "WHERE message_id = ?1");
-                st->bind(1, static_cast<std::int64_t>(message_id));
-                st->exec();
-            }
-            add_event(message_id, now, "task:cancelled", "{}");
             auto record = task_locked(task_id);
             if (record)
                 txn.commit();

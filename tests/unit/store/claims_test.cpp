@@ -39,7 +39,7 @@ TEST_CASE("state predicates")
         CHECK_FALSE(is_terminal_node_state(s));
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "a head claim grants a lease, mirrors it on the task and logs lease:granted")
+TEST_CASE_FIXTURE(StoreFixture, "a head claim grants a lease, sets the task RUNNING and logs lease:granted")
 {
     const auto m = deposit("task-1");
     const auto lease = claim_head(kRunnerA, 45);

@@ -124,41 +124,69 @@ TEST_CASE_FIXTURE(StoreFixture, "the claim path uses the partial index and never
         for (const char* sql : {d::claim_head_sql(), d::claim_batch_sql()}) {
             const auto plan = query_plan(raw, sql);
             INFO(joined(plan));
-            CHECK(any_contains(plan, "SEARCH messages USING COVERING INDEX messages_claim (nid=?)"));
-            CHECK(any_contains(plan, "SEARCH messages USING INTEGER PRIMARY KEY (rowid=?)"));
+            CHECK(any_contains(plan, "SEARCH tasks USING COVERING INDEX tasks_claim (nid=?)"));
+            CHECK(any_contains(plan, "SEARCH tasks USING INTEGER PRIMARY KEY (rowid=?)"));
             CHECK(any_contains(plan, "SEARCH f USING INTEGER PRIMARY KEY (rowid=?)"));  // the payload
         }
-        for (const char* sql : {d::claim_head_sql(), d::claim_batch_sql(), d::claim_mirror_sql(),
-                                d::claim_events_sql(), d::complete_message_sql(), d::complete_task_sql(),
-                                d::complete_events_sql()}) {
+        // The triggers' statements: seq is a seek on the events primary key.
+        const char* next_seq = "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE message_id = ?1";
+        for (const char* sql : {d::claim_head_sql(), d::claim_batch_sql(), d::complete_sql(), next_seq}) {
             const auto plan = query_plan(raw, sql);
             INFO(sql);
             INFO(joined(plan));
             CHECK_FALSE(any_contains(plan, "TEMP B-TREE"));
-            for (const char* table : {"messages", "tasks", "events", "frames", "m", "t", "e", "f"})
+            for (const char* table : {"tasks", "events", "frames", "m", "t", "e", "f"})
                 CHECK_FALSE(scans(plan, table));
         }
-        const auto complete = query_plan(raw, d::complete_message_sql());
+        const auto complete = query_plan(raw, d::complete_sql());
         INFO(joined(complete));
-        CHECK(any_contains(complete, "USING COVERING INDEX sqlite_autoindex_tasks_1 (task_id=?)"));
+        CHECK(any_contains(complete, "SEARCH tasks USING INDEX sqlite_autoindex_tasks_1 (task_id=?)"));
+        const auto seq = query_plan(raw, next_seq);
+        INFO(joined(seq));
+        CHECK(any_contains(seq, "SEARCH events USING PRIMARY KEY (message_id=?)"));
     };
     SUBCASE("as the store runs it: no statistics") { check_plans(); }
     SUBCASE("with statistics of a big inbox (after ANALYZE)")
     {
         raw.exec("BEGIN");
+        // The tasks_deposited trigger logs inbox:deposited for each of them.
         raw.exec("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000) "
-                 "INSERT INTO messages (nid, task_id, content_type, priority, enqueued_at, expires_at, state) "
-                 "SELECT 'nid-' || (x % 7), 'bulk-' || x, 'application/json', x % 5, 0, 9e15, "
-                 "CASE WHEN x % 4 = 0 THEN 'done' ELSE 'queued' END FROM c");
-        raw.exec("INSERT INTO tasks (message_id, task_id, nid, state, dag_hash, dedup_key, frame_hash, created_at, "
-                 "updated_at) SELECT message_id, task_id, nid, 'PENDING', 'd', 'k', 'h', 0, 0 FROM messages "
-                 "WHERE task_id LIKE 'bulk-%'");
-        raw.exec("INSERT INTO events (message_id, seq, at, name, detail) "
-                 "SELECT message_id, 1, 0, 'inbox:deposited', '{}' FROM tasks WHERE task_id LIKE 'bulk-%'");
+                 "INSERT INTO tasks (task_id, nid, content_type, priority, enqueued_at, expires_at, queue, state, "
+                 "dag_hash, dedup_key, frame_hash, created_at, updated_at) "
+                 "SELECT 'bulk-' || x, 'nid-' || (x % 7), 'application/json', x % 5, 0, 9e15, "
+                 "CASE WHEN x % 4 = 0 THEN 'done' ELSE 'queued' END, 'PENDING', 'd', 'k', 'h', 0, 0 FROM c");
         raw.exec("COMMIT");
         raw.exec("ANALYZE");
         check_plans();
     }
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "the event log is kept by triggers, so any write to a task row is logged")
+{
+    const auto m = deposit("task-1");
+    SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
+    // A transition made outside the store's C++ code (another tool, a future
+    // code path) still lands in the log, with the task's next seq.
+    raw.exec("UPDATE tasks SET prev_owner = lease_owner, lease_owner = 'r', lease_expiry = 99, claims = claims + 1, "
+             "state = 'RUNNING', updated_at = 7 WHERE message_id = " + std::to_string(m.message_id));
+    raw.exec("UPDATE tasks SET queue = 'done', state = 'COMPLETED', lease_owner = NULL, lease_expiry = 0, "
+             "updated_at = 8 WHERE message_id = " + std::to_string(m.message_id));
+    auto ev = store->events("task-1");
+    REQUIRE(ev);
+    REQUIRE(ev->size() == 3);
+    CHECK((*ev)[0].name == "inbox:deposited");
+    CHECK((*ev)[0].detail_json == R"({"expires_at":)" + std::to_string(m.expires_at_ms) + R"(,"message_id":)" +
+                                      std::to_string(m.message_id) + R"(,"nid":")" + kNid + R"(","priority":0})");
+    CHECK((*ev)[1].seq == 2);
+    CHECK((*ev)[1].at_ms == 7);
+    CHECK((*ev)[1].name == "lease:granted");
+    CHECK((*ev)[1].detail_json == R"({"runner_nid":"r","lease_expiry":99})");
+    CHECK((*ev)[2].seq == 3);
+    CHECK((*ev)[2].name == "task:completed");
+    CHECK((*ev)[2].detail_json == R"({"runner_nid":"r"})");
+    // Renewing a lease or writing a column no transition watches logs nothing.
+    raw.exec("UPDATE tasks SET aggregate = '{}', updated_at = 9 WHERE message_id = " + std::to_string(m.message_id));
+    CHECK(store->events("task-1")->size() == 3);
 }
 
 TEST_CASE_FIXTURE(StoreFixture, "SQLite failures become internal errors naming the operation")
@@ -176,4 +204,71 @@ TEST_CASE_FIXTURE(StoreFixture, "SQLite failures become internal errors naming t
     auto ok = (*busy)->claim({.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 30});
     REQUIRE(ok);
     CHECK(ok->has_value());
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "every transition of the store logs exactly one event, with its detail")
+{
+    const auto names = [this](const std::string& task_id) {
+        std::vector<std::string> out;
+        const auto events = store->events(task_id);
+        REQUIRE(events);
+        for (const auto& e : *events)
+            out.push_back(e.name + " " + e.detail_json);
+        return out;
+    };
+    const std::string a = std::string(R"({"runner_nid":")") + kRunnerA + "\"";
+    const std::string b = std::string(R"({"runner_nid":")") + kRunnerB + "\"";
+
+    deposit("t1");
+    const auto l1 = claim_head(kRunnerA, 10);
+    REQUIRE(store->renew("t1", kRunnerA, 20));  // no event
+    clock.advance_ms(20'000);
+    const auto l2 = claim_head(kRunnerB, 30);  // reclaims the expired lease
+    CHECK(l2.outcome == ClaimOutcome::reclaimed);
+    REQUIRE(store->release("t1", kRunnerB));
+    const auto l3 = claim_head(kRunnerA, 30);
+    CHECK(l3.outcome == ClaimOutcome::granted);
+    REQUIRE(store->complete("t1", kRunnerA, {.state = kTaskFailed, .error_code = "NOP-RUNTIME-OOM"}));
+    const auto e1 = names("t1");
+    REQUIRE(e1.size() == 6);
+    CHECK(e1[0].rfind("inbox:deposited {", 0) == 0);
+    CHECK(e1[1] == "lease:granted " + a + R"(,"lease_expiry":)" + std::to_string(l1.lease_expiry_ms) + "}");
+    CHECK(e1[2] == "lease:reclaimed " + b + R"(,"lease_expiry":)" + std::to_string(l2.lease_expiry_ms) + "}");
+    CHECK(e1[3] == "lease:released " + b + "}");
+    CHECK(e1[4] == "lease:granted " + a + R"(,"lease_expiry":)" + std::to_string(l3.lease_expiry_ms) + "}");
+    CHECK(e1[5] == std::string(R"(task:failed {"error_code":"NOP-RUNTIME-OOM","runner_nid":")") + kRunnerA + "\"}");
+    CHECK(store->task("t1")->claims == 3);
+
+    const auto m2 = deposit("t2");
+    REQUIRE(store->ack(kNid, m2.message_id));
+    REQUIRE(store->cancel("t2"));
+    const auto e2 = names("t2");
+    REQUIRE(e2.size() == 3);
+    CHECK(e2[1] == "inbox:acked {\"message_id\":" + std::to_string(m2.message_id) + "}");
+    CHECK(e2[2] == R"(task:cancelled {"error_code":"NOP-TASK-CANCELLED"})");
+
+    deposit("t3");
+    claim_head(kRunnerB, 30);
+    REQUIRE(store->cancel("t3"));  // names the runner whose lease it ended
+    CHECK(names("t3").back() == std::string(R"(task:cancelled {"error_code":"NOP-TASK-CANCELLED","runner_nid":")") +
+                                    kRunnerB + "\"}");
+
+    deposit("t4");
+    claim_head(kRunnerB, 30);
+    REQUIRE(store->complete("t4", kRunnerB, completed()));
+    CHECK(names("t4").back() == "task:completed " + b + "}");
+
+    const auto m5 = deposit("t5", 0, 1);
+    clock.advance_ms(1'000);
+    CHECK(*store->sweep_expired() == 1);
+    const auto e5 = names("t5");
+    REQUIRE(e5.size() == 2);
+    CHECK(e5[1] == "inbox:expired {\"message_id\":" + std::to_string(m5.message_id) + "}");
+    CHECK(store->task("t5")->state == kTaskFailed);
+
+    // Explicit events keep the task's seq going.
+    REQUIRE(store->append_event("t5", "note", R"({"x":1})"));
+    const auto ev = *store->events("t5");
+    CHECK(ev.back().seq == 3);
+    CHECK(ev.back().at_ms == clock.now_ms());
 }
