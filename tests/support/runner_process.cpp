@@ -16,20 +16,6 @@
 
 namespace nps::test {
 
-TempDir::TempDir()
-{
-    char pattern[] = "/tmp/nps-test-XXXXXX";
-    const char* made = ::mkdtemp(pattern);
-    REQUIRE(made != nullptr);
-    path_ = made;
-}
-
-TempDir::~TempDir()
-{
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
-
 void write_file(const std::string& path, const std::string& text)
 {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);

@@ -12,22 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/net/http_client.hpp"
+#include "temp_dir.hpp"
 
 namespace nps::test {
-
-// A fresh directory under /tmp, removed recursively on destruction.
-class TempDir {
-public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::string& path() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
 
 void write_file(const std::string& path, const std::string& text);
 std::string read_file(const std::string& path);

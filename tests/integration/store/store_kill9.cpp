@@ -124,7 +124,7 @@ std::set<std::string> burst(const std::string& db_path, int round, std::size_t k
 
 int main()
 {
-    store_it::TempDir dir("nps-store-kill9");
+    nps::test::TempDir dir("nps-store-kill9");
     const std::string db_path = dir.file("runner.db");
     int failures = 0;
     std::size_t total = 0;

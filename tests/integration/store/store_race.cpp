@@ -240,7 +240,7 @@ int check(const std::string& db_path, const std::vector<std::string>& logs)
 
 int main()
 {
-    store_it::TempDir dir("nps-store-race");
+    nps::test::TempDir dir("nps-store-race");
     const std::string db_path = dir.file("runner.db");
     const auto started = std::chrono::steady_clock::now();
     {

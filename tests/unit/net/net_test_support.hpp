@@ -14,32 +14,11 @@
 
 #include "nps/net/http_client.hpp"
 #include "nps/net/http_server.hpp"
+#include "temp_dir.hpp"
 
 namespace nps::net::test {
 
-class TempDir {
-public:
-    TempDir()
-    {
-        std::string templ = (std::filesystem::temp_directory_path() / "nps-net-test-XXXXXX").string();
-        if (::mkdtemp(templ.data()) == nullptr)
-            throw std::runtime_error("mkdtemp failed");
-        path_ = templ;
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    const std::string& path() const { return path_; }
-    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
+using nps::test::TempDir;
 
 // Echoes the request as JSON; status from ?status=, adds "X-Reply: yes".
 inline HttpResponse echo(const HttpRequest& request)

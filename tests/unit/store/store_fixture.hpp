@@ -17,35 +17,16 @@
 #include "nps/base/clock.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/store/store.hpp"
+#include "temp_dir.hpp"
 
 namespace store_test {
+
+using nps::test::TempDir;
 
 inline constexpr const char* kNid = "urn:nps:agent:example.com:inbox-a";
 inline constexpr const char* kOtherNid = "urn:nps:agent:example.com:inbox-b";
 inline constexpr const char* kRunnerA = "urn:nps:node:example.com:runner-a";
 inline constexpr const char* kRunnerB = "urn:nps:node:example.com:runner-b";
-
-class TempDir {
-public:
-    TempDir()
-    {
-        std::string tmpl = "/tmp/nps-store-test-XXXXXX";
-        REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-        path_ = tmpl;
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    ~TempDir()
-    {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    const std::string& path() const { return path_; }
-    std::string file(const std::string& name) const { return path_ + "/" + name; }
-
-private:
-    std::string path_;
-};
 
 inline std::string dedup_for(const std::string& task_id, const std::string& dag_hash)
 {

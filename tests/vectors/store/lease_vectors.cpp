@@ -23,36 +23,17 @@
 #include "nps/base/clock.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/store/store.hpp"
+#include "temp_dir.hpp"
 
 namespace {
+
+using nps::test::TempDir;
 
 using nlohmann::json;
 using namespace nps::store;
 
 constexpr int kSkip = 77;
 constexpr const char* kInbox = "urn:nps:agent:vectors:inbox";
-
-class TempDir {
-public:
-    TempDir()
-    {
-        std::string tmpl = "/tmp/nps-lease-vectors-XXXXXX";
-        if (mkdtemp(tmpl.data()) == nullptr)
-            throw std::runtime_error("mkdtemp failed");
-        path_ = tmpl;
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-};
 
 std::string dedup_key(const std::string& task_id, const std::string& dag_hash)
 {
