@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "nps/base/log.hpp"
-#include "nps/cli/args.hpp"
+#include "nps/cli/verb_runner.hpp"
 #include "nps/cli/verbs.hpp"
 #include "nps/config/config.hpp"
 #include "nps/daemon/daemon.hpp"
@@ -32,15 +32,9 @@ int serve(int argc, char** argv, int first)
         0,
         0,
     };
-    auto args = parse_args(spec, argc, argv, first);
-    if (!args) {
-        std::fprintf(stderr, "nps-runner: %s\n", args.error().message.c_str());
-        return kExitUsage;
-    }
-    if (args->help) {
-        std::fputs(help_text(spec).c_str(), stdout);
-        return kExitOk;
-    }
+    auto [args, exit_status] = start_verb(spec, argc, argv, first);
+    if (!args)
+        return exit_status;
     auto config_path = args->value("--config");
     auto config = config::load_config(config_path.value_or(config::kDefaultConfigPath), config_path.has_value());
     if (!config) {
