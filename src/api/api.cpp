@@ -4,10 +4,10 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <exception>
 
 #include "nps/api/json_io.hpp"
+#include "nps/base/log.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::api {
@@ -119,9 +119,13 @@ net::HttpResponse Api::handle(const net::HttpRequest& request)
         else
             response = error_response(routed.error());
     } catch (const std::exception& e) {
-        response = error_response("NPS-SERVER-INTERNAL", "Internal error");
-        std::fprintf(stderr, "nps-runner: %s %s failed: %s\n", request.method.c_str(), request.path.c_str(), e.what());
+        response = error_response("NPS-SERVER-INTERNAL", std::string("Internal error: ") + e.what());
     }
+    // The client sees every error; the operator's log gets the server's own
+    // failures (5xx), once each, here at the loop owner.
+    if (response.status >= 500)
+        log::error(request.method + " " + request.path + " failed: " +
+                   response.body.substr(0, response.body.find_last_not_of('\n') + 1));
     if (response.status == 401)
         response.headers.emplace_back("WWW-Authenticate", "Bearer");
     metrics_.count_response(response.status);
