@@ -60,6 +60,7 @@ WorkerCgroup::WorkerCgroup(WorkerCgroup&& o) noexcept
       cpuacct_dir_(std::move(o.cpuacct_dir_)),
       freezer_dir_(std::move(o.freezer_dir_)),
       memory_v2_(o.memory_v2_),
+      kill_method_(o.kill_method_),
       created_(std::exchange(o.created_, {})),
       unenforced_(std::move(o.unenforced_)),
       v2_fd_(std::move(o.v2_fd_))
@@ -80,6 +81,7 @@ WorkerCgroup& WorkerCgroup::operator=(WorkerCgroup&& o) noexcept
         cpuacct_dir_ = std::move(o.cpuacct_dir_);
         freezer_dir_ = std::move(o.freezer_dir_);
         memory_v2_ = o.memory_v2_;
+        kill_method_ = o.kill_method_;
         created_ = std::exchange(o.created_, {});
         unenforced_ = std::move(o.unenforced_);
         v2_fd_ = std::move(o.v2_fd_);
@@ -108,6 +110,7 @@ Result<WorkerCgroup> WorkerCgroup::create(const CgroupBase& base, const WorkerCg
     }
 
     WorkerCgroup g;  // its destructor removes whatever was created if we fail below
+    g.kill_method_ = options.kill_method;
     if (!base.unified_dir.empty()) {
         g.v2_dir_ = base.unified_dir + "/" + options.name;
         NPS_TRY_VOID(make_dir(g.v2_dir_));
@@ -156,7 +159,8 @@ Result<void> WorkerCgroup::kill_all()
 {
     if (created_.empty())
         return {};
-    if (!v2_dir_.empty() && file_exists(v2_dir_ + "/cgroup.kill"))
+    if (kill_method_ == KillMethod::automatic && !v2_dir_.empty() &&
+        file_exists(v2_dir_ + "/cgroup.kill"))
         return write_file(v2_dir_ + "/cgroup.kill", "1");
 
     // Freeze so nothing forks while we read and signal, kill, thaw so the

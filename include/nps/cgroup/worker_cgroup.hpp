@@ -37,10 +37,16 @@ enum class Enforcement {
     allow_unenforced,  // ... is skipped and listed in unenforced()
 };
 
+enum class KillMethod {
+    automatic,         // cgroup.kill where the kernel has it, else freeze–kill–thaw
+    freeze_kill_thaw,  // never cgroup.kill (older kernels' path, and its test)
+};
+
 struct WorkerCgroupOptions {
     std::string name;  // [A-Za-z0-9._-]{1,64}, not "." or ".."
     CgroupLimits limits;
     Enforcement enforcement = Enforcement::strict;
+    KillMethod kill_method = KillMethod::automatic;
 };
 
 class WorkerCgroup {
@@ -84,6 +90,7 @@ private:
     std::string v2_dir_;
     std::string memory_dir_, cpu_dir_, pids_dir_, cpuacct_dir_, freezer_dir_;
     bool memory_v2_ = false;
+    KillMethod kill_method_ = KillMethod::automatic;
     std::vector<std::string> created_;
     std::vector<std::string> unenforced_;
     UniqueFd v2_fd_;

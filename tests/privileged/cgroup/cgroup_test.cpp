@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -79,9 +81,9 @@ void drain(WorkerCgroup& group)
     }
 }
 
-WorkerCgroup make(CgroupLimits limits)
+WorkerCgroup make(CgroupLimits limits, KillMethod kill = KillMethod::automatic)
 {
-    auto g = WorkerCgroup::create(g_base, {.name = next_name(), .limits = limits});
+    auto g = WorkerCgroup::create(g_base, {.name = next_name(), .limits = limits, .kill_method = kill});
     REQUIRE_MESSAGE(static_cast<bool>(g), (g ? std::string() : g.error().describe()));
     return std::move(g).value();
 }
@@ -210,9 +212,11 @@ TEST_CASE("a CPU spinner is held near its quota")
     CHECK(::waitpid(child, &status, WNOHANG) <= 0);  // already reaped by drain
 }
 
-TEST_CASE("kill_all kills every process of the group")
+namespace {
+
+void check_kill_all(KillMethod method)
 {
-    auto g = make({.pids_max = 64});
+    auto g = make({.pids_max = 64}, method);
     pid_t child = spawn_in(g, [] {
         for (int i = 0; i < 5; ++i)
             if (::fork() == 0) {
@@ -233,6 +237,42 @@ TEST_CASE("kill_all kills every process of the group")
     CHECK(WIFSIGNALED(status));
     drain(g);
     CHECK(g.pids()->empty());
+    finish(g);
+}
+
+}  // namespace
+
+TEST_CASE("kill_all kills every process of the group (cgroup.kill)")
+{
+    check_kill_all(KillMethod::automatic);
+}
+
+TEST_CASE("kill_all kills every process of the group (freeze, kill, thaw)")
+{
+    check_kill_all(KillMethod::freeze_kill_thaw);
+}
+
+TEST_CASE("CLONE_INTO_CGROUP on dir_fd() starts the child in the v2 group")
+{
+    auto g = make({.pids_max = 8});
+    if (g.dir_fd() < 0) {
+        MESSAGE("no cgroup2 group in this mode; CLONE_INTO_CGROUP not applicable");
+        finish(g);
+        return;
+    }
+    clone_args args{};
+    args.flags = CLONE_INTO_CGROUP;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = static_cast<std::uint64_t>(g.dir_fd());
+    long pid = ::syscall(SYS_clone3, &args, sizeof args);
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    auto pids = g.pids();
+    REQUIRE(pids);
+    CHECK(*pids == std::vector<int>{static_cast<int>(pid)});
     finish(g);
 }
 
