@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "nps/base/limits.hpp"
 #include "nps/cgroup/cgroup_fs.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
 
@@ -10,7 +11,6 @@ namespace nps::cgroup {
 namespace {
 
 constexpr std::int64_t kCpuPeriodUsec = 100'000;
-constexpr std::int64_t kMinCpuMillicores = 10;  // quota ≥ 1000 µs per 100 ms period
 
 // Without swap accounting a memory limit still holds, but the worker could
 // page out past it; that only matters when the host has swap.
@@ -29,6 +29,24 @@ Error unenforceable(std::string_view what, std::string_view why)
 }
 
 }  // namespace
+
+Result<void> validate_limits(const CgroupLimits& limits)
+{
+    if (limits.cpu_millicores) {
+        auto m = *limits.cpu_millicores;
+        if (m < limits::kMinCpuMillicores)
+            return internal_error("CPU limit " + std::to_string(m) + "m is below the kernel's minimum of " +
+                                  std::to_string(limits::kMinCpuMillicores) + "m");
+        if (m > limits::kMaxCpuMillicores)
+            return internal_error("CPU limit " + std::to_string(m) + "m is out of range");
+    }
+    if (limits.memory_bytes && *limits.memory_bytes < limits::kMinMemoryBytes)
+        return internal_error("Memory limit of " + std::to_string(*limits.memory_bytes) +
+                              " bytes is below the minimum of " + std::to_string(limits::kMinMemoryBytes));
+    if (limits.pids_max && *limits.pids_max < 1)
+        return internal_error("pids limit " + std::to_string(*limits.pids_max) + " is below 1");
+    return {};
+}
 
 Result<void> WorkerCgroup::apply_limits(const CgroupBase& base, const WorkerCgroupOptions& options)
 {
@@ -60,9 +78,6 @@ Result<void> WorkerCgroup::apply_limits(const CgroupBase& base, const WorkerCgro
     }
 
     if (limits.cpu_millicores) {
-        if (*limits.cpu_millicores < kMinCpuMillicores)
-            return internal_error("CPU limit " + std::to_string(*limits.cpu_millicores) +
-                                  "m is below the kernel's minimum of 10m");
         // millicores / 1000 of a CPU per period, in µs.
         std::int64_t quota = *limits.cpu_millicores * kCpuPeriodUsec / 1000;
         if (base.unified_has("cpu")) {

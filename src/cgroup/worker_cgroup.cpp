@@ -101,6 +101,7 @@ Result<WorkerCgroup> WorkerCgroup::create(const CgroupBase& base, const WorkerCg
 {
     if (!valid_name(options.name))
         return internal_error("Invalid cgroup name '" + options.name + "'");
+    NPS_TRY_VOID(validate_limits(options.limits));
     if (base.mode == CgroupMode::none) {
         const auto& l = options.limits;
         bool any = l.memory_bytes || l.cpu_millicores || l.pids_max;

@@ -26,11 +26,15 @@
 
 namespace nps::cgroup {
 
+// Bounds in base/limits.hpp: memory ≥ kMinMemoryBytes, CPU within
+// [kMinCpuMillicores, kMaxCpuMillicores], pids ≥ 1; out of range fails create().
 struct CgroupLimits {
     std::optional<std::int64_t> memory_bytes;     // swap is always off
-    std::optional<std::int64_t> cpu_millicores;   // ≥ 10 (the kernel's 1 ms quota floor)
+    std::optional<std::int64_t> cpu_millicores;
     std::optional<std::int64_t> pids_max;
 };
+
+Result<void> validate_limits(const CgroupLimits& limits);
 
 enum class Enforcement {
     strict,            // a limit the host cannot enforce fails create()

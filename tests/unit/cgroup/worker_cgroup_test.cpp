@@ -81,4 +81,8 @@ TEST_CASE("a CPU quota below the kernel floor is refused")
     REQUIRE_FALSE(g);
     CHECK(g.error().describe() == "CPU limit 5m is below the kernel's minimum of 10m");
     CHECK_FALSE(std::filesystem::exists(dir / "w"));
+    CHECK_FALSE(validate_limits({.cpu_millicores = 1'000'000'001}));
+    CHECK_FALSE(validate_limits({.memory_bytes = 0}));
+    CHECK_FALSE(validate_limits({.pids_max = 0}));
+    CHECK(validate_limits({.memory_bytes = 64 << 20, .cpu_millicores = 10, .pids_max = 1}));
 }
