@@ -50,4 +50,9 @@ inline constexpr std::size_t kMaxSpawnSpecRefChars = 64 * 1024;
 inline constexpr unsigned kMaxHttpConnections = 256;
 inline constexpr unsigned kHttpConnectionTimeoutSeconds = 60;
 
+// --- Worker cgroups (ours; docs/cgroups.md) ---
+inline constexpr std::int64_t kMinCpuMillicores = 10;              // the kernel's 1 ms quota per 100 ms period
+inline constexpr std::int64_t kMaxCpuMillicores = 1'000'000'000;   // keeps quota arithmetic far from overflow
+inline constexpr std::int64_t kMinMemoryBytes = 1 << 20;           // below this nothing starts; refuse early
+
 }  // namespace nps::limits

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// WorkerCgroup::apply_limits: the v2 and v1 spellings of each limit.
+#include <algorithm>
+#include <string>
+
+#include "nps/base/limits.hpp"
+#include "nps/cgroup/cgroup_fs.hpp"
+#include "nps/cgroup/worker_cgroup.hpp"
+
+namespace nps::cgroup {
+namespace {
+
+constexpr std::int64_t kCpuPeriodUsec = 100'000;
+
+// Without swap accounting a memory limit still holds, but the worker could
+// page out past it; that only matters when the host has swap.
+bool host_has_swap()
+{
+    auto swaps = read_file("/proc/swaps");
+    if (!swaps)
+        return false;
+    return std::count(swaps->begin(), swaps->end(), '\n') > 1;
+}
+
+Error unenforceable(std::string_view what, std::string_view why)
+{
+    return internal_error("Cannot enforce the " + std::string(what) + " limit: " + std::string(why) +
+                          " (Enforcement::allow_unenforced runs without it)");
+}
+
+}  // namespace
+
+Result<void> validate_limits(const CgroupLimits& limits)
+{
+    if (limits.cpu_millicores) {
+        auto m = *limits.cpu_millicores;
+        if (m < limits::kMinCpuMillicores)
+            return internal_error("CPU limit " + std::to_string(m) + "m is below the kernel's minimum of " +
+                                  std::to_string(limits::kMinCpuMillicores) + "m");
+        if (m > limits::kMaxCpuMillicores)
+            return internal_error("CPU limit " + std::to_string(m) + "m is out of range");
+    }
+    if (limits.memory_bytes && *limits.memory_bytes < limits::kMinMemoryBytes)
+        return internal_error("Memory limit of " + std::to_string(*limits.memory_bytes) +
+                              " bytes is below the minimum of " + std::to_string(limits::kMinMemoryBytes));
+    if (limits.pids_max && *limits.pids_max < 1)
+        return internal_error("pids limit " + std::to_string(*limits.pids_max) + " is below 1");
+    return {};
+}
+
+Result<void> WorkerCgroup::apply_limits(const CgroupBase& base, const WorkerCgroupOptions& options)
+{
+    const CgroupLimits& limits = options.limits;
+    auto skip = [&](std::string_view what, std::string_view why) -> Result<void> {
+        if (options.enforcement == Enforcement::strict)
+            return unenforceable(what, why);
+        unenforced_.emplace_back(what);
+        return {};
+    };
+
+    if (limits.memory_bytes) {
+        std::string bytes = std::to_string(*limits.memory_bytes);
+        if (base.unified_has("memory")) {
+            NPS_TRY_VOID(write_file(v2_dir_ + "/memory.max", bytes));
+            if (file_exists(v2_dir_ + "/memory.swap.max"))
+                NPS_TRY_VOID(write_file(v2_dir_ + "/memory.swap.max", "0"));
+            else if (host_has_swap())
+                NPS_TRY_VOID(skip("swap", "the host has swap but no memory.swap.max"));
+        } else if (!memory_dir_.empty()) {
+            NPS_TRY_VOID(write_file(memory_dir_ + "/memory.limit_in_bytes", bytes));
+            if (file_exists(memory_dir_ + "/memory.memsw.limit_in_bytes"))
+                NPS_TRY_VOID(write_file(memory_dir_ + "/memory.memsw.limit_in_bytes", bytes));
+            else if (host_has_swap())
+                NPS_TRY_VOID(skip("swap", "the host has swap but no memory.memsw.limit_in_bytes"));
+        } else {
+            NPS_TRY_VOID(skip("memory", "no memory cgroup controller is available"));
+        }
+    }
+
+    if (limits.cpu_millicores) {
+        // millicores / 1000 of a CPU per period, in µs.
+        std::int64_t quota = *limits.cpu_millicores * kCpuPeriodUsec / 1000;
+        if (base.unified_has("cpu")) {
+            NPS_TRY_VOID(write_file(v2_dir_ + "/cpu.max",
+                                    std::to_string(quota) + " " + std::to_string(kCpuPeriodUsec)));
+        } else if (!cpu_dir_.empty()) {
+            NPS_TRY_VOID(write_file(cpu_dir_ + "/cpu.cfs_period_us", std::to_string(kCpuPeriodUsec)));
+            NPS_TRY_VOID(write_file(cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(quota)));
+        } else {
+            NPS_TRY_VOID(skip("cpu", "no cpu cgroup controller is available"));
+        }
+    }
+
+    if (limits.pids_max) {
+        std::string n = std::to_string(*limits.pids_max);
+        if (base.unified_has("pids"))
+            NPS_TRY_VOID(write_file(v2_dir_ + "/pids.max", n));
+        else if (!pids_dir_.empty())
+            NPS_TRY_VOID(write_file(pids_dir_ + "/pids.max", n));
+        else
+            NPS_TRY_VOID(skip("pids", "no pids cgroup controller is available"));
+    }
+    return {};
+}
+
+}  // namespace nps::cgroup
