@@ -229,3 +229,17 @@ TEST_CASE("spawn: a rootfs without /proc fails naming the mount step")
     CHECK(child.error().describe() ==
           "Failed to mount proc on '" + empty.path() + "/proc': No such file or directory");
 }
+
+TEST_CASE("network none: loopback is up")
+{
+    auto r = run_sh("ip link show lo");
+    REQUIRE(r.exit_status == 0);
+    CHECK(r.out.find("UP") != std::string::npos);
+}
+
+TEST_CASE("the environment is PATH and HOME plus --env")
+{
+    auto r = run_sh("echo \"$GREETING|$HOME|$PATH\"", {"--env", "GREETING=hi", "--env", "HOME=/root"});
+    REQUIRE(r.exit_status == 0);
+    CHECK(r.out == "hi|/root|/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
+}
