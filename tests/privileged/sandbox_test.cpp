@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -242,4 +243,24 @@ TEST_CASE("the environment is PATH and HOME plus --env")
     auto r = run_sh("echo \"$GREETING|$HOME|$PATH\"", {"--env", "GREETING=hi", "--env", "HOME=/root"});
     REQUIRE(r.exit_status == 0);
     CHECK(r.out == "hi|/root|/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
+}
+
+TEST_CASE("network host: the host's interfaces are visible")
+{
+    auto r = run_sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort", {"--network", "host"});
+    REQUIRE(r.exit_status == 0);
+    std::ifstream host("/proc/net/dev");
+    std::string line, names;
+    std::vector<std::string> sorted;
+    for (int i = 0; std::getline(host, line); ++i) {
+        if (i < 2)
+            continue;
+        auto colon = line.find(':');
+        auto first = line.find_first_not_of(' ');
+        sorted.push_back(line.substr(first, colon - first));
+    }
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& name : sorted)
+        names += name + "\n";
+    CHECK(r.out == names);
 }
