@@ -27,6 +27,7 @@ Verbs:
   announce NID --spawn-spec REF
                             register an agent NID in the local NDP registry
   announce ls               list registered agents
+  run --rootfs DIR -- CMD   run one command in a sandbox, attached
   version                   print the version
 
 Run 'nps-runner VERB --help' for a verb's options; 'man nps-runner' for more.
@@ -47,6 +48,7 @@ constexpr Verb kVerbs[] = {
     {"task", "cancel", task_cancel},
     {"announce", "ls", announce_ls},
     {"announce", nullptr, announce},
+    {"run", nullptr, run},
     {"version", nullptr, version},
 };
 

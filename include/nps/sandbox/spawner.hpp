@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// spawn(): start one process in a fresh sandbox (see docs/sandbox.md).
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "nps/base/result.hpp"
+#include "nps/sandbox/child.hpp"
+
+namespace nps::sandbox {
+
+enum class Network {
+    none,  // a new network namespace holding only loopback (up)
+    host,  // the caller's network namespace
+};
+
+enum class RootAccess {
+    read_only,
+    writable,
+};
+
+struct Rlimit {
+    int resource;  // RLIMIT_*
+    rlim_t soft;
+    rlim_t hard;
+};
+
+// Everything a sandbox needs. The rootfs must contain the directories
+// /proc, /dev and /tmp (mount points); /sys is left unmounted.
+struct SandboxSpec {
+    std::string rootfs;                  // host path, required
+    std::vector<std::string> argv;       // argv[0] is the program; searched in PATH (from env) when it has no '/'
+    std::vector<std::string> env;        // "K=V", the complete environment
+    std::string cwd = "/";               // inside the sandbox
+    std::string hostname = "nps-sandbox";
+    Network network = Network::none;
+    uid_t uid = 0;                       // all capabilities are dropped whatever the uid
+    gid_t gid = 0;
+    std::vector<Rlimit> rlimits;
+    RootAccess root = RootAccess::read_only;
+    int cgroup_fd = -1;                  // >= 0: CLONE_INTO_CGROUP this cgroup2 directory
+    int stdin_fd = 0;                    // become the sandbox's 0, 1, 2 (not consumed)
+    int stdout_fd = 1;
+    int stderr_fd = 2;
+};
+
+// Starts spec.argv in new pid, mount, uts, ipc and cgroup namespaces (and a
+// new net namespace for Network::none) behind pivot_root, with no
+// capabilities, no_new_privs and the default seccomp filter.
+//
+// Returns once the program has been executed. A failure in any setup step
+// before execve (including execve itself) is reported as an Error naming the
+// step and its object, e.g. "Failed to execute '/bin/x' in the sandbox: No
+// such file or directory"; the half-made child is reaped by then.
+Result<Child> spawn(const SandboxSpec& spec);
+
+}  // namespace nps::sandbox

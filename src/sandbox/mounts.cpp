@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sandbox's filesystem view: a bind of the rootfs (read-only by default)
+// with a fresh /proc whose sensitive files are masked, a minimal /dev on
+// tmpfs, a tmpfs /tmp, and no /sys. Runs in the cloned child: no allocation.
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "setup.hpp"
+
+namespace nps::sandbox::detail {
+
+namespace {
+
+// Files in /proc that leak host state or offer a way out; covered with
+// /dev/null as container runtimes do. Missing ones are skipped.
+constexpr const char* kMaskedProcFiles[] = {
+    "kcore", "keys", "timer_list", "sched_debug", "sysrq-trigger", "latency_stats", "kallsyms", "kmsg", "config.gz",
+};
+// Directories that stay visible but read-only.
+constexpr const char* kReadOnlyProcDirs[] = {"sys", "bus", "fs", "irq", "asound", "acpi", "scsi"};
+// Host device nodes bind-mounted into the sandbox's /dev.
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+constexpr unsigned long kReadOnlyRemount = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+
+// dir + "/" + name into the scratch buffer; false when it does not fit.
+bool join(const MountPlan& plan, const char* dir, const char* name)
+{
+    int n = ::snprintf(plan.scratch, plan.scratch_size, "%s/%s", dir, name);
+    return n > 0 && static_cast<std::size_t>(n) < plan.scratch_size;
+}
+
+Failure fail(Step step, int err = errno)
+{
+    return {step, err};
+}
+
+Failure setup_proc(const MountPlan& plan)
+{
+    if (::mount("proc", plan.proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0)
+        return fail(Step::mount_proc);
+    for (const char* name : kMaskedProcFiles) {
+        if (!join(plan, plan.proc, name))
+            return fail(Step::mask_proc, ENAMETOOLONG);
+        struct stat st {};
+        if (::lstat(plan.scratch, &st) < 0)
+            continue;
+        if (::mount("/dev/null", plan.scratch, nullptr, MS_BIND, nullptr) < 0)
+            return fail(Step::mask_proc);
+    }
+    for (const char* name : kReadOnlyProcDirs) {
+        if (!join(plan, plan.proc, name))
+            return fail(Step::read_only_proc, ENAMETOOLONG);
+        struct stat st {};
+        if (::lstat(plan.scratch, &st) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (::mount(plan.scratch, plan.scratch, nullptr, MS_BIND | MS_REC, nullptr) < 0 ||
+            ::mount(nullptr, plan.scratch, nullptr, kReadOnlyRemount, nullptr) < 0)
+            return fail(Step::read_only_proc);
+    }
+    return {};
+}
+
+Failure setup_dev(const MountPlan& plan)
+{
+    if (::mount("tmpfs", plan.dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=64k") < 0)
+        return fail(Step::mount_dev);
+    char host[32];
+    for (const char* name : kDevices) {
+        if (!join(plan, plan.dev, name))
+            return fail(Step::populate_dev, ENAMETOOLONG);
+        int fd = ::open(plan.scratch, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0)
+            return fail(Step::populate_dev);
+        ::close(fd);
+        ::snprintf(host, sizeof host, "/dev/%s", name);
+        if (::mount(host, plan.scratch, nullptr, MS_BIND, nullptr) < 0)
+            return fail(Step::populate_dev);
+    }
+    struct Link {
+        const char* name;
+        const char* target;
+    };
+    constexpr Link kLinks[] = {{"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
+                               {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
+                               {"ptmx", "pts/ptmx"},          {"core", "/proc/kcore"}};
+    for (const Link& link : kLinks) {
+        if (!join(plan, plan.dev, link.name) || ::symlink(link.target, plan.scratch) < 0)
+            return fail(Step::populate_dev);
+    }
+    if (!join(plan, plan.dev, "pts") || ::mkdir(plan.scratch, 0755) < 0)
+        return fail(Step::populate_dev);
+    if (::mount("devpts", plan.scratch, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+        return fail(Step::mount_devpts);
+    if (!join(plan, plan.dev, "shm") || ::mkdir(plan.scratch, 01777) < 0)
+        return fail(Step::populate_dev);
+    if (::mount("shm", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m") < 0)
+        return fail(Step::mount_shm);
+    return {};
+}
+
+}  // namespace
+
+Failure setup_mounts(const MountPlan& plan)
+{
+    // Nothing we mount may propagate back to the host.
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0)
+        return fail(Step::make_private);
+    // pivot_root needs the new root to be a mount point.
+    if (::mount(plan.rootfs, plan.rootfs, nullptr, MS_BIND | MS_REC, nullptr) < 0)
+        return fail(Step::bind_rootfs);
+    if (Failure f = setup_proc(plan); f.step != Step::none)
+        return f;
+    if (Failure f = setup_dev(plan); f.step != Step::none)
+        return f;
+    if (::mount("tmpfs", plan.tmp, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+        return fail(Step::mount_tmp);
+    // Only the root mount itself turns read-only; /proc, /dev and /tmp keep
+    // their own flags.
+    if (plan.read_only_root && ::mount(nullptr, plan.rootfs, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr) < 0)
+        return fail(Step::read_only_root);
+    // pivot_root(".", ".") stacks the old root on the new one, so no
+    // put_old directory is needed in a read-only rootfs; detaching "." then
+    // drops the old root.
+    if (::chdir(plan.rootfs) < 0 || ::syscall(SYS_pivot_root, ".", ".") < 0)
+        return fail(Step::pivot_root);
+    if (::umount2(".", MNT_DETACH) < 0 || ::chdir("/") < 0)
+        return fail(Step::detach_old_root);
+    return {};
+}
+
+}  // namespace nps::sandbox::detail

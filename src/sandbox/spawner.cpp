@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+// spawn(): clone3 into new namespaces, then the child sets itself up and
+// execs. The parent prepares every string, path and the seccomp program
+// before cloning, because the child of a multi-threaded process must not
+// allocate (another thread may have held the malloc lock at clone time).
+//
+// Protocol between the two: the child waits for one byte on a socketpair
+// (the parent's hook point for cgroup placement and id maps); a failure
+// before execve is written as a Failure{step, errno} to a CLOEXEC pipe,
+// whose EOF without data means execve succeeded.
+#include "nps/sandbox/spawner.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "setup.hpp"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+namespace nps::sandbox {
+
+namespace {
+
+using detail::Failure;
+using detail::Step;
+
+constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The kernel's struct clone_args, version 2 (with `cgroup`).
+struct CloneArgs {
+    std::uint64_t flags;
+    std::uint64_t pidfd;
+    std::uint64_t child_tid;
+    std::uint64_t parent_tid;
+    std::uint64_t exit_signal;
+    std::uint64_t stack;
+    std::uint64_t stack_size;
+    std::uint64_t tls;
+    std::uint64_t set_tid;
+    std::uint64_t set_tid_size;
+    std::uint64_t cgroup;
+};
+
+// Everything the child reads, prepared by the parent.
+struct ChildPlan {
+    detail::MountPlan mounts;
+    const SandboxSpec* spec;
+    char* const* argv;
+    char* const* envp;
+    const char* path;  // PATH for a bare argv[0]
+    const sock_fprog* seccomp;
+    cap_t empty_caps;
+    int sync_fd;
+    int sync_parent_fd;
+    int error_fd;
+    int error_read_fd;
+};
+
+[[noreturn]] void report(const ChildPlan& plan, Step step, int err)
+{
+    Failure failure{step, err};
+    (void)!::write(plan.error_fd, &failure, sizeof failure);
+    ::_exit(127);
+}
+
+void reset_signals()
+{
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Ignored signals stay ignored across execve: undo the parent's choices.
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig != SIGKILL && sig != SIGSTOP)
+            ::signal(sig, SIG_DFL);
+    }
+}
+
+int move_stdio(int from, int to)
+{
+    if (from == to)
+        return ::fcntl(to, F_SETFD, 0);
+    return ::dup2(from, to) < 0 ? -1 : 0;
+}
+
+// execve, searching PATH for a name without '/' (execvpe may allocate).
+int exec_program(const ChildPlan& plan)
+{
+    const char* file = plan.argv[0];
+    if (::strchr(file, '/')) {
+        ::execve(file, plan.argv, plan.envp);
+        return errno;
+    }
+    int result = ENOENT;
+    for (const char* dir = plan.path; *dir;) {
+        const char* end = ::strchrnul(dir, ':');
+        int n = ::snprintf(plan.mounts.scratch, plan.mounts.scratch_size, "%.*s/%s", static_cast<int>(end - dir),
+                           end == dir ? "." : dir, file);
+        if (n > 0 && static_cast<std::size_t>(n) < plan.mounts.scratch_size) {
+            ::execve(plan.mounts.scratch, plan.argv, plan.envp);
+            if (errno != ENOENT && errno != ENOTDIR)
+                result = errno;
+        }
+        dir = *end ? end + 1 : end;
+    }
+    return result;
+}
+
+[[noreturn]] void child_main(const ChildPlan& plan)
+{
+    ::close(plan.sync_parent_fd);
+    ::close(plan.error_read_fd);
+    reset_signals();
+    char go = 0;
+    if (::read(plan.sync_fd, &go, 1) != 1)
+        report(plan, Step::sync, errno ? errno : EPIPE);
+    ::close(plan.sync_fd);
+
+    const SandboxSpec& spec = *plan.spec;
+    if (Failure f = detail::setup_mounts(plan.mounts); f.step != Step::none)
+        report(plan, f.step, f.err);
+    if (::sethostname(spec.hostname.data(), spec.hostname.size()) < 0)
+        report(plan, Step::hostname, errno);
+    if (spec.network == Network::none) {
+        if (int rc = detail::bring_up_loopback(); rc < 0)
+            report(plan, Step::loopback, -rc);
+    }
+    for (const Rlimit& limit : spec.rlimits) {
+        rlimit value{limit.soft, limit.hard};
+        if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) < 0)
+            report(plan, Step::rlimit, errno);
+    }
+    if (::chdir(spec.cwd.c_str()) < 0)
+        report(plan, Step::cwd, errno);
+    if (move_stdio(spec.stdin_fd, 0) < 0 || move_stdio(spec.stdout_fd, 1) < 0 || move_stdio(spec.stderr_fd, 2) < 0)
+        report(plan, Step::stdio, errno);
+    if (Failure f = detail::drop_privileges(spec.uid, spec.gid, plan.empty_caps); f.step != Step::none)
+        report(plan, f.step, f.err);
+    if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, plan.seccomp, 0, 0) < 0)
+        report(plan, Step::seccomp, errno);
+    report(plan, Step::exec, exec_program(plan));
+}
+
+std::string quoted(const std::string& s)
+{
+    return "'" + s + "'";
+}
+
+// "Failed to <step> <object>": the object is what the parent knows the step
+// worked on.
+std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, Step step)
+{
+    std::string object;
+    switch (step) {
+    case Step::sync: return "Failed to synchronise with the sandbox child";
+    case Step::make_private: return "Failed to make the sandbox's mounts private";
+    case Step::bind_rootfs: return "Failed to bind-mount the rootfs " + quoted(rootfs);
+    case Step::mount_proc: return "Failed to mount proc on " + quoted(rootfs + "/proc");
+    case Step::mask_proc: return "Failed to mask files in " + quoted(rootfs + "/proc");
+    case Step::read_only_proc: return "Failed to make directories in " + quoted(rootfs + "/proc") + " read-only";
+    case Step::mount_dev: return "Failed to mount tmpfs on " + quoted(rootfs + "/dev");
+    case Step::populate_dev: return "Failed to populate " + quoted(rootfs + "/dev");
+    case Step::mount_devpts: return "Failed to mount devpts on " + quoted(rootfs + "/dev/pts");
+    case Step::mount_shm: return "Failed to mount tmpfs on " + quoted(rootfs + "/dev/shm");
+    case Step::mount_tmp: return "Failed to mount tmpfs on " + quoted(rootfs + "/tmp");
+    case Step::read_only_root: return "Failed to remount the rootfs " + quoted(rootfs) + " read-only";
+    case Step::pivot_root: return "Failed to pivot_root into " + quoted(rootfs);
+    case Step::detach_old_root: return "Failed to detach the old root from " + quoted(rootfs);
+    case Step::hostname: return "Failed to set the hostname " + quoted(spec.hostname);
+    case Step::loopback: return "Failed to bring up 'lo' in the sandbox's network namespace";
+    case Step::rlimit: return "Failed to set a resource limit in the sandbox";
+    case Step::cwd: return "Failed to change directory to " + quoted(spec.cwd) + " in the sandbox";
+    case Step::stdio: return "Failed to set up the sandbox's standard input/output";
+    case Step::drop_bounding: return "Failed to drop the capability bounding set";
+    case Step::clear_ambient: return "Failed to clear the ambient capabilities";
+    case Step::set_groups: return "Failed to clear the supplementary groups";
+    case Step::set_gid: return "Failed to set gid " + std::to_string(spec.gid);
+    case Step::set_uid: return "Failed to set uid " + std::to_string(spec.uid);
+    case Step::drop_caps: return "Failed to drop all capabilities";
+    case Step::no_new_privs: return "Failed to set no_new_privs";
+    case Step::seccomp: return "Failed to load the seccomp filter";
+    case Step::exec: return "Failed to execute " + quoted(spec.argv.front()) + " in the sandbox";
+    case Step::none: break;
+    }
+    return "Failed to set up the sandbox (unknown step " + std::to_string(static_cast<int>(step)) + ")";
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings)
+{
+    std::vector<char*> out;
+    out.reserve(strings.size() + 1);
+    for (auto& s : strings)
+        out.push_back(s.data());
+    out.push_back(nullptr);
+    return out;
+}
+
+struct CapFree {
+    void operator()(void* caps) const { ::cap_free(caps); }
+};
+
+}  // namespace
+
+Result<Child> spawn(const SandboxSpec& spec)
+{
+    if (spec.argv.empty() || spec.argv.front().empty())
+        return internal_error("Failed to spawn a sandbox: no program given");
+    if (spec.rootfs.empty())
+        return internal_error("Failed to spawn a sandbox: no rootfs given");
+    char resolved[PATH_MAX];
+    if (!::realpath(spec.rootfs.c_str(), resolved))
+        return system_error_errno("Failed to resolve the rootfs " + quoted(spec.rootfs));
+    const std::string rootfs = resolved;
+    std::string proc = rootfs + "/proc", dev = rootfs + "/dev", tmp = rootfs + "/tmp";
+    std::vector<char> scratch(PATH_MAX);
+
+    std::vector<std::string> argv_strings = spec.argv, env_strings = spec.env;
+    std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(env_strings);
+    const char* path = kDefaultPath;
+    for (const auto& entry : spec.env) {
+        if (entry.rfind("PATH=", 0) == 0)
+            path = entry.c_str() + 5;
+    }
+
+    const char* seccomp_error = nullptr;
+    int seccomp_err = 0;
+    const sock_fprog* seccomp = detail::default_seccomp_program(&seccomp_error, &seccomp_err);
+    if (!seccomp)
+        return system_error(std::string("Failed to ") + seccomp_error, seccomp_err);
+    std::unique_ptr<void, CapFree> empty_caps(::cap_init());
+    if (!empty_caps)
+        return system_error_errno("Failed to allocate an empty capability set");
+
+    int sync[2], error_pipe[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
+        return system_error_errno("Failed to create the sandbox sync socketpair");
+    UniqueFd sync_parent(sync[0]), sync_child(sync[1]);
+    if (::pipe2(error_pipe, O_CLOEXEC) < 0)
+        return system_error_errno("Failed to create the sandbox error pipe");
+    UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
+
+    ChildPlan plan{
+        .mounts = {.rootfs = rootfs.c_str(), .proc = proc.c_str(), .dev = dev.c_str(), .tmp = tmp.c_str(),
+                   .read_only_root = spec.root == RootAccess::read_only, .scratch = scratch.data(),
+                   .scratch_size = scratch.size()},
+        .spec = &spec,
+        .argv = argv.data(),
+        .envp = envp.data(),
+        .path = path,
+        .seccomp = seccomp,
+        .empty_caps = static_cast<cap_t>(empty_caps.get()),
+        .sync_fd = sync_child.get(),
+        .sync_parent_fd = sync_parent.get(),
+        .error_fd = error_write.get(),
+        .error_read_fd = error_read.get(),
+    };
+
+    int pidfd = -1;
+    CloneArgs args{};
+    args.flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
+    if (spec.network == Network::none)
+        args.flags |= CLONE_NEWNET;
+    if (spec.cgroup_fd >= 0) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = static_cast<std::uint64_t>(spec.cgroup_fd);
+    }
+    args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
+    args.exit_signal = SIGCHLD;
+    long pid = ::syscall(SYS_clone3, &args, sizeof args);
+    if (pid < 0)
+        return system_error_errno("Failed to clone3 the sandbox for " + quoted(rootfs));
+    if (pid == 0)
+        child_main(plan);
+
+    Child child(static_cast<pid_t>(pid), UniqueFd(pidfd));
+    sync_child.reset();
+    error_write.reset();
+    char go = 1;
+    // A child that already died shows up through the error pipe.
+    (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+
+    Failure failure;
+    ssize_t n;
+    do {
+        n = ::read(error_read.get(), &failure, sizeof failure);
+    } while (n < 0 && errno == EINTR);
+    if (n == 0)
+        return child;
+    int read_err = errno;
+    (void)child.wait();
+    if (n < 0)
+        return system_error("Failed to read the sandbox error pipe", read_err);
+    if (n != sizeof failure)
+        return internal_error("Failed to set up the sandbox: short report from the child");
+    return system_error(failure_message(spec, rootfs, failure.step), failure.err);
+}
+
+}  // namespace nps::sandbox

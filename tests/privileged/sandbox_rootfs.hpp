@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test support for the privileged suite: a busybox root filesystem, built
+// once per test binary, and a `nps-runner run` helper over it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runner_process.hpp"
+
+namespace nps::test {
+
+// Why the sandbox tests cannot run here (not root, no namespaces, no
+// busybox), or "" when they can.
+std::string sandbox_unavailable_reason();
+
+// The rootfs directory (bin/ with busybox and its applets, proc, dev, tmp, etc).
+const std::string& busybox_rootfs();
+
+// nps-runner run --rootfs <busybox> [extra...] -- /bin/sh -c <script>
+CommandResult run_sh(const std::string& script, const std::vector<std::string>& extra = {});
+
+}  // namespace nps::test
