@@ -149,6 +149,16 @@ Result<void> WorkerCgroup::add_pid(pid_t pid)
     return {};
 }
 
+Result<void> WorkerCgroup::add_pid_outside_clone(pid_t pid)
+{
+    for (const auto& dir : created_) {
+        if (v2_fd_ && dir == v2_dir_)
+            continue;
+        NPS_TRY_VOID(write_file(dir + "/cgroup.procs", std::to_string(pid)));
+    }
+    return {};
+}
+
 Result<std::vector<int>> WorkerCgroup::pids() const
 {
     if (created_.empty())

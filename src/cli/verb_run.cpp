@@ -1,74 +1,114 @@
 // SPDX-License-Identifier: Apache-2.0
-// `nps-runner run`: one sandboxed process attached to our stdio.
-#include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
-
+// `nps-runner run`: one sandboxed process attached to our stdio. This file
+// turns the command line into a RunRequest; run_session.cpp runs it.
 #include <cstdio>
 #include <string>
 
-#include "nps/base/unique_fd.hpp"
+#include "nps/base/limits.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/cli/verbs.hpp"
-#include "nps/sandbox/spawner.hpp"
+#include "nps/config/config.hpp"
+#include "nps/spawn/quantity.hpp"
+#include "run_session.hpp"
 
 namespace nps::cli {
 
 namespace {
 
-// As podman and docker: the runner itself failed, the command never ran.
-constexpr int kExitSandboxFailure = 125;
+constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 const VerbSpec kSpec{
     "run",
-    "--rootfs DIR [--network none|host] [--env K=V]... [--hostname H] -- CMD [ARGS...]",
+    "--rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--max-runtime S] [--idle-timeout S]\n"
+    "       [--network none|host] [--env K=V]... [--hostname H] [--config FILE] -- CMD [ARGS...]",
     "Run one command in a sandbox, attached to this terminal.",
     "The command runs as pid 1 of new pid, mount, uts, ipc and cgroup namespaces, in a\n"
     "read-only bind of DIR behind pivot_root with a fresh /proc, a minimal /dev and a tmpfs\n"
-    "/tmp, with no capabilities, no_new_privs and the default seccomp filter. DIR must\n"
-    "contain /proc, /dev and /tmp. The environment is PATH and HOME plus --env.\n\n"
-    "Exit status: the command's, or 128+N when signal N killed it; 125 when the sandbox\n"
-    "could not be set up or the command could not be executed. SIGINT, SIGTERM and\n"
-    "SIGHUP kill the sandbox.\n\n"
-    "Not yet available: --image, --memory, --cpu, --pids, --max-runtime, --idle-timeout.",
+    "/tmp, with no capabilities, no_new_privs and the seccomp filter (plus the config's\n"
+    "sandbox.seccomp_allow). DIR must contain /proc, /dev and /tmp. The environment is PATH\n"
+    "and HOME plus --env.\n\n"
+    "Limits: --memory (swap off), --cpu and --pids put the command in a cgroup beneath this\n"
+    "process's own (quantities as Kubernetes writes them: --memory 64Mi, --cpu 500m). A limit\n"
+    "this host cannot enforce is an error unless sandbox.allow_unenforced_limits is set.\n"
+    "--max-runtime S ends the command S seconds after it started; --idle-timeout S ends it\n"
+    "after S seconds without a byte on its stdout or stderr.\n\n"
+    "Exit status: the command's, or 128+N when signal N killed it (an OOM kill is 137 and is\n"
+    "reported); 124 when a time limit ended it; 125 when the sandbox could not be set up or\n"
+    "the command could not be executed. SIGINT, SIGTERM and SIGHUP kill the sandbox.\n\n"
+    "Not yet available: --image (use --rootfs with an unpacked image).",
     {
         {"--rootfs", "DIR", "root filesystem directory (required)"},
+        {"--memory", "Q", "memory limit, e.g. 64Mi or 1G (swap off)"},
+        {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2"},
+        {"--pids", "N", "maximum number of processes and threads"},
+        {"--max-runtime", "S", "end the command after S seconds"},
+        {"--idle-timeout", "S", "end the command after S seconds without output"},
         {"--network", "MODE", "'none' (default: only loopback) or 'host'"},
         {"--env", "K=V", "add or override an environment variable", true},
         {"--hostname", "NAME", "hostname inside the sandbox (default nps-sandbox)"},
+        {"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml; missing default is fine)"},
     },
     1,
     static_cast<std::size_t>(-1),
 };
 
-int wait_attached(sandbox::Child& child, int signal_fd)
+Result<std::optional<std::uint32_t>> seconds_option(const ParsedArgs& args, const char* name)
 {
-    pollfd fds[2] = {{child.pidfd(), POLLIN, 0}, {signal_fd, POLLIN, 0}};
-    for (;;) {
-        if (::poll(fds, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            std::perror("nps-runner run: poll");
-            return kExitSandboxFailure;
-        }
-        if (fds[1].revents & POLLIN) {
-            signalfd_siginfo info{};
-            if (::read(signal_fd, &info, sizeof info) == sizeof info) {
-                (void)child.kill(SIGKILL);
-                (void)child.wait();
-                return 128 + static_cast<int>(info.ssi_signo);
-            }
-        }
-        if (fds[0].revents & POLLIN)
-            break;
+    auto text = args.value(name);
+    if (!text)
+        return std::optional<std::uint32_t>{};
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long value = std::strtoull(text->c_str(), &end, 10);
+    if (text->empty() || *end || errno || value == 0 || value > limits::kMaxRunSeconds || (*text)[0] == '-')
+        return internal_error(std::string(name) + " takes whole seconds from 1 to " +
+                              std::to_string(limits::kMaxRunSeconds) + ", not '" + *text + "'");
+    return std::optional<std::uint32_t>{static_cast<std::uint32_t>(value)};
+}
+
+Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& config)
+{
+    RunRequest request;
+    request.sandbox.argv = args.positionals;
+    request.sandbox.env = {kDefaultPath, "HOME=/"};
+    auto rootfs = args.value("--rootfs");
+    if (!rootfs)
+        return internal_error("--rootfs DIR is required (--image is not available yet)");
+    request.sandbox.rootfs = *rootfs;
+    if (auto network = args.value("--network")) {
+        if (*network == "host")
+            request.sandbox.network = sandbox::Network::host;
+        else if (*network != "none")
+            return internal_error("--network must be 'none' or 'host', not '" + *network + "'");
     }
-    auto status = child.wait();
-    if (!status) {
-        std::fprintf(stderr, "nps-runner run: %s\n", status.error().describe().c_str());
-        return kExitSandboxFailure;
+    for (const auto& entry : args.values("--env")) {
+        auto eq = entry.find('=');
+        if (eq == 0 || eq == std::string::npos)
+            return internal_error("--env needs K=V, not '" + entry + "'");
+        std::string key = entry.substr(0, eq + 1);
+        std::erase_if(request.sandbox.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+        request.sandbox.env.push_back(entry);
     }
-    return status->shell_status();
+    if (auto hostname = args.value("--hostname"))
+        request.sandbox.hostname = *hostname;
+    if (auto memory = args.value("--memory"))
+        request.limits.memory_bytes = NPS_TRY(spawn::parse_memory_bytes(*memory));
+    if (auto cpu = args.value("--cpu"))
+        request.limits.cpu_millicores = NPS_TRY(spawn::parse_cpu_millicores(*cpu));
+    if (auto pids = args.value("--pids")) {
+        char* end = nullptr;
+        errno = 0;
+        long long value = std::strtoll(pids->c_str(), &end, 10);
+        if (pids->empty() || *end || errno || value < 1)
+            return internal_error("--pids takes a positive whole number, not '" + *pids + "'");
+        request.limits.pids_max = value;
+    }
+    NPS_TRY_VOID(cgroup::validate_limits(request.limits));
+    request.max_runtime_seconds = NPS_TRY(seconds_option(args, "--max-runtime"));
+    request.idle_timeout_seconds = NPS_TRY(seconds_option(args, "--idle-timeout"));
+    if (config.allow_unenforced_limits)
+        request.enforcement = cgroup::Enforcement::allow_unenforced;
+    return request;
 }
 
 }  // namespace
@@ -80,54 +120,28 @@ int run(int argc, char** argv, int first)
         return start.exit_status;
     const ParsedArgs& args = *start.args;
 
-    sandbox::SandboxSpec spec{.argv = args.positionals,
-                              .env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/"}};
-    auto rootfs = args.value("--rootfs");
-    if (!rootfs) {
-        std::fprintf(stderr, "nps-runner run: --rootfs DIR is required (--image is not available yet)\n");
+    auto config_path = args.value("--config");
+    auto config = config::load_config(config_path.value_or(config::kDefaultConfigPath), config_path.has_value());
+    if (!config) {
+        std::fprintf(stderr, "nps-runner run: %s\n", config.error().describe().c_str());
         return kExitUsage;
     }
-    spec.rootfs = *rootfs;
-    if (auto network = args.value("--network")) {
-        if (*network == "host")
-            spec.network = sandbox::Network::host;
-        else if (*network != "none") {
-            std::fprintf(stderr, "nps-runner run: --network must be 'none' or 'host', not '%s'\n", network->c_str());
+    auto request = build_request(args, *config);
+    if (!request) {
+        std::fprintf(stderr, "nps-runner run: %s\n", request.error().describe().c_str());
+        return kExitUsage;
+    }
+    std::shared_ptr<const sandbox::SeccompProgram> seccomp;
+    if (!config->seccomp_allow.empty()) {
+        auto compiled = sandbox::SeccompProgram::compile(config->seccomp_allow);
+        if (!compiled) {
+            std::fprintf(stderr, "nps-runner run: %s\n", compiled.error().describe().c_str());
             return kExitUsage;
         }
+        seccomp = *compiled;
+        request->sandbox.seccomp = seccomp.get();
     }
-    for (const auto& entry : args.values("--env")) {
-        auto eq = entry.find('=');
-        if (eq == 0 || eq == std::string::npos) {
-            std::fprintf(stderr, "nps-runner run: --env needs K=V, not '%s'\n", entry.c_str());
-            return kExitUsage;
-        }
-        std::string key = entry.substr(0, eq + 1);
-        std::erase_if(spec.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
-        spec.env.push_back(entry);
-    }
-    if (auto hostname = args.value("--hostname"))
-        spec.hostname = *hostname;
-
-    // Block the signals that end us before spawning, so none arrives between
-    // spawn and the signalfd; the sandbox child resets its mask.
-    sigset_t mask;
-    ::sigemptyset(&mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP})
-        ::sigaddset(&mask, sig);
-    ::sigprocmask(SIG_BLOCK, &mask, nullptr);
-    UniqueFd signal_fd(::signalfd(-1, &mask, SFD_CLOEXEC));
-    if (!signal_fd) {
-        std::perror("nps-runner run: signalfd");
-        return kExitSandboxFailure;
-    }
-
-    auto child = sandbox::spawn(spec);
-    if (!child) {
-        std::fprintf(stderr, "nps-runner run: %s\n", child.error().describe().c_str());
-        return kExitSandboxFailure;
-    }
-    return wait_attached(*child, signal_fd.get());
+    return run_attached(std::move(*request));
 }
 
 }  // namespace nps::cli

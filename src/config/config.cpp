@@ -185,6 +185,35 @@ Result<void> apply_store(const TableReader& t, Config& c)
     return {};
 }
 
+Result<std::optional<bool>> boolean(const toml::table* table, const std::string& key, const TableReader& t)
+{
+    const toml::node* node = table ? table->get(key) : nullptr;
+    if (!node)
+        return std::optional<bool>{};
+    if (auto v = node->value_exact<bool>())
+        return std::optional<bool>{*v};
+    return t.fail(key, "expected true or false");
+}
+
+Result<void> apply_sandbox(const toml::table* table, const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"allow_host_network", "allow_unenforced_limits", "seccomp_allow"}));
+    if (auto v = NPS_TRY(boolean(table, "allow_host_network", t)))
+        c.allow_host_network = *v;
+    if (auto v = NPS_TRY(boolean(table, "allow_unenforced_limits", t)))
+        c.allow_unenforced_limits = *v;
+    if (auto v = NPS_TRY(t.strings("seccomp_allow"))) {
+        for (const auto& name : *v) {
+            bool ok = !name.empty() && name.size() <= 64 &&
+                      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+            if (!ok)
+                return t.fail("seccomp_allow", "'" + name + "' is not a system call name");
+        }
+        c.seccomp_allow = *v;
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string default_runner_nid()
@@ -215,7 +244,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
         return internal_error(msg.str());
     }
     Config config;
-    static const std::set<std::string> sections = {"runner", "api", "inbox", "store"};
+    static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox"};
     for (const auto& [key, node] : root) {
         std::string name(key.str());
         if (!sections.count(name))
@@ -228,6 +257,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     NPS_TRY_VOID(apply_api(table("api"), config));
     NPS_TRY_VOID(apply_inbox(table("inbox"), config));
     NPS_TRY_VOID(apply_store(table("store"), config));
+    NPS_TRY_VOID(apply_sandbox(root["sandbox"].as_table(), table("sandbox"), config));
     if (config.runner_nid.empty())
         config.runner_nid = default_runner_nid();
     return config;

@@ -7,19 +7,20 @@
 // allowed only without namespace flags; clone3 fails with ENOSYS so libc
 // falls back to clone, whose flags the filter can inspect.
 //
-// The filter is compiled once in the parent and exported as classic BPF;
-// the child only hands the program to prctl().
+// The filter is compiled in the parent and exported as classic BPF; the
+// child only hands the program to prctl().
 #include <errno.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <mutex>
+#include <string>
 #include <vector>
 
 #include <seccomp.h>
 
-#include "setup.hpp"
+#include "nps/base/unique_fd.hpp"
+#include "nps/sandbox/seccomp.hpp"
 
 namespace nps::sandbox::detail {
 
@@ -68,84 +69,90 @@ constexpr const char* kAllowed[] = {
 constexpr scmp_datum_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
                                          CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
 
-struct Program {
-    std::vector<sock_filter> code;
-    sock_fprog fprog{};
-    const char* error = nullptr;
-    int err = 0;
+// Exports a filter as classic BPF (libseccomp writes it only to an fd).
+Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx)
+{
+    UniqueFd fd(::memfd_create("nps-seccomp", MFD_CLOEXEC));
+    if (!fd)
+        return system_error_errno("Failed to create a memfd for the seccomp filter");
+    if (int rc = ::seccomp_export_bpf(ctx, fd.get()); rc < 0)
+        return system_error("Failed to export the seccomp filter", -rc);
+    off_t size = ::lseek(fd.get(), 0, SEEK_END);
+    if (size <= 0 || size % static_cast<off_t>(sizeof(sock_filter)) != 0)
+        return internal_error("Failed to export the seccomp filter: odd size " + std::to_string(size));
+    std::vector<sock_filter> code(static_cast<std::size_t>(size) / sizeof(sock_filter));
+    ssize_t n = ::pread(fd.get(), code.data(), static_cast<std::size_t>(size), 0);
+    if (n != size)
+        return system_error("Failed to read back the seccomp filter", n < 0 ? errno : EIO);
+    return code;
+}
+
+struct FilterContext {
+    scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ERRNO(EPERM));
+    ~FilterContext()
+    {
+        if (ctx)
+            ::seccomp_release(ctx);
+    }
 };
 
-void build(Program& out)
+Result<std::vector<sock_filter>> build(const std::vector<std::string>& extra_allowed)
 {
-    scmp_filter_ctx ctx = ::seccomp_init(SCMP_ACT_ERRNO(EPERM));
-    if (!ctx) {
-        out.error = "create the seccomp filter";
-        out.err = ENOMEM;
-        return;
-    }
-    int rc = 0;
+    FilterContext filter;
+    if (!filter.ctx)
+        return system_error("Failed to create the seccomp filter", ENOMEM);
+    std::vector<int> allowed;
     for (const char* name : kAllowed) {
         int nr = ::seccomp_syscall_resolve_name(name);
+        if (nr != __NR_SCMP_ERROR)
+            allowed.push_back(nr);
+    }
+    for (const auto& name : extra_allowed) {
+        if (name == "clone" || name == "clone3")
+            return internal_error("Failed to extend the seccomp filter: '" + name +
+                                  "' keeps its built-in rule and cannot be allowed outright");
+        int nr = ::seccomp_syscall_resolve_name(name.c_str());
         if (nr == __NR_SCMP_ERROR)
-            continue;
-        if ((rc = ::seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) < 0)
-            break;
+            return internal_error("Failed to extend the seccomp filter: '" + name +
+                                  "' is not a system call on this architecture");
+        allowed.push_back(nr);
     }
-    if (rc == 0)
-        rc = ::seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-                                SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceFlags, 0));
-    if (rc == 0)
-        rc = ::seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
-    if (rc < 0) {
-        ::seccomp_release(ctx);
-        out.error = "add a seccomp rule";
-        out.err = -rc;
-        return;
+    for (int nr : allowed) {
+        // Adding a name twice (a default also listed by the operator) is harmless.
+        if (int rc = ::seccomp_rule_add(filter.ctx, SCMP_ACT_ALLOW, nr, 0); rc < 0 && rc != -EEXIST)
+            return system_error("Failed to add a seccomp rule for system call " + std::to_string(nr), -rc);
     }
-    // Export through a memfd: libseccomp only writes BPF to a file descriptor.
-    int fd = ::memfd_create("nps-seccomp", MFD_CLOEXEC);
-    if (fd < 0) {
-        ::seccomp_release(ctx);
-        out.error = "create a memfd for the seccomp filter";
-        out.err = errno;
-        return;
-    }
-    rc = ::seccomp_export_bpf(ctx, fd);
-    ::seccomp_release(ctx);
-    off_t size = rc < 0 ? -1 : ::lseek(fd, 0, SEEK_END);
-    if (rc < 0 || size <= 0 || size % static_cast<off_t>(sizeof(sock_filter)) != 0) {
-        ::close(fd);
-        out.error = "export the seccomp filter";
-        out.err = rc < 0 ? -rc : EINVAL;
-        return;
-    }
-    out.code.resize(static_cast<std::size_t>(size) / sizeof(sock_filter));
-    ssize_t n = ::pread(fd, out.code.data(), static_cast<std::size_t>(size), 0);
-    int read_err = errno;
-    ::close(fd);
-    if (n != size) {
-        out.error = "read back the seccomp filter";
-        out.err = n < 0 ? read_err : EIO;
-        out.code.clear();
-        return;
-    }
-    out.fprog.len = static_cast<unsigned short>(out.code.size());
-    out.fprog.filter = out.code.data();
+    if (int rc = ::seccomp_rule_add(filter.ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                    SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceFlags, 0));
+        rc < 0)
+        return system_error("Failed to add the seccomp rule for clone", -rc);
+    if (int rc = ::seccomp_rule_add(filter.ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0); rc < 0)
+        return system_error("Failed to add the seccomp rule for clone3", -rc);
+    return export_bpf(filter.ctx);
 }
 
 }  // namespace
 
-const sock_fprog* default_seccomp_program(const char** error, int* err)
+}  // namespace nps::sandbox::detail
+
+namespace nps::sandbox {
+
+Result<std::shared_ptr<const SeccompProgram>> SeccompProgram::compile(const std::vector<std::string>& extra_allowed)
 {
-    static Program program;
-    static std::once_flag once;
-    std::call_once(once, [] { build(program); });
-    if (program.error) {
-        *error = program.error;
-        *err = program.err;
-        return nullptr;
-    }
-    return &program.fprog;
+    std::shared_ptr<SeccompProgram> program(new SeccompProgram);
+    program->code_ = NPS_TRY(detail::build(extra_allowed));
+    if (program->code_.size() > BPF_MAXINSNS)
+        return internal_error("Failed to compile the seccomp filter: " + std::to_string(program->code_.size()) +
+                              " instructions exceed the kernel's " + std::to_string(BPF_MAXINSNS));
+    program->fprog_.len = static_cast<unsigned short>(program->code_.size());
+    program->fprog_.filter = program->code_.data();
+    return std::shared_ptr<const SeccompProgram>(std::move(program));
 }
 
-}  // namespace nps::sandbox::detail
+Result<std::shared_ptr<const SeccompProgram>> SeccompProgram::default_program()
+{
+    static const Result<std::shared_ptr<const SeccompProgram>> program = compile({});
+    return program;
+}
+
+}  // namespace nps::sandbox

@@ -5,7 +5,6 @@
 // a negative errno; `*step` names what failed.
 #pragma once
 
-#include <linux/filter.h>
 #include <sys/capability.h>
 
 #include <cstddef>
@@ -16,6 +15,7 @@ namespace nps::sandbox::detail {
 enum class Step : int {
     none = 0,
     sync,
+    cgroup_namespace,
     make_private,
     bind_rootfs,
     mount_proc,
@@ -75,9 +75,5 @@ int bring_up_loopback();
 // capability sets (to `empty_caps`, made by the parent with cap_init()),
 // then sets no_new_privs.
 Failure drop_privileges(unsigned uid, unsigned gid, cap_t empty_caps);
-
-// The default seccomp filter as a classic BPF program, built once per
-// process (thread-safe) in the parent; nullptr with `error` set on failure.
-const sock_fprog* default_seccomp_program(const char** error, int* err);
 
 }  // namespace nps::sandbox::detail

@@ -132,6 +132,10 @@ int exec_program(const ChildPlan& plan)
     if (::read(plan.sync_fd, &go, 1) != 1)
         report(plan, Step::sync, errno ? errno : EPIPE);
     ::close(plan.sync_fd);
+    // Only now, with the parent's placement done in every hierarchy, so the
+    // namespace's root is the worker's own cgroup in v1 hierarchies too.
+    if (::unshare(CLONE_NEWCGROUP) < 0)
+        report(plan, Step::cgroup_namespace, errno);
 
     const SandboxSpec& spec = *plan.spec;
     if (Failure f = detail::setup_mounts(plan.mounts); f.step != Step::none)
@@ -170,6 +174,7 @@ std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, 
     std::string object;
     switch (step) {
     case Step::sync: return "Failed to synchronise with the sandbox child";
+    case Step::cgroup_namespace: return "Failed to create the sandbox's cgroup namespace";
     case Step::make_private: return "Failed to make the sandbox's mounts private";
     case Step::bind_rootfs: return "Failed to bind-mount the rootfs " + quoted(rootfs);
     case Step::mount_proc: return "Failed to mount proc on " + quoted(rootfs + "/proc");
@@ -239,11 +244,12 @@ Result<Child> spawn(const SandboxSpec& spec)
             path = entry.c_str() + 5;
     }
 
-    const char* seccomp_error = nullptr;
-    int seccomp_err = 0;
-    const sock_fprog* seccomp = detail::default_seccomp_program(&seccomp_error, &seccomp_err);
-    if (!seccomp)
-        return system_error(std::string("Failed to ") + seccomp_error, seccomp_err);
+    std::shared_ptr<const SeccompProgram> default_seccomp;
+    const SeccompProgram* seccomp = spec.seccomp;
+    if (!seccomp) {
+        default_seccomp = NPS_TRY(SeccompProgram::default_program());
+        seccomp = default_seccomp.get();
+    }
     std::unique_ptr<void, CapFree> empty_caps(::cap_init());
     if (!empty_caps)
         return system_error_errno("Failed to allocate an empty capability set");
@@ -264,7 +270,7 @@ Result<Child> spawn(const SandboxSpec& spec)
         .argv = argv.data(),
         .envp = envp.data(),
         .path = path,
-        .seccomp = seccomp,
+        .seccomp = seccomp->program(),
         .empty_caps = static_cast<cap_t>(empty_caps.get()),
         .sync_fd = sync_child.get(),
         .sync_parent_fd = sync_parent.get(),
@@ -274,12 +280,12 @@ Result<Child> spawn(const SandboxSpec& spec)
 
     int pidfd = -1;
     CloneArgs args{};
-    args.flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
+    args.flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
     if (spec.network == Network::none)
         args.flags |= CLONE_NEWNET;
-    if (spec.cgroup_fd >= 0) {
+    if (spec.cgroup && spec.cgroup->dir_fd() >= 0) {
         args.flags |= CLONE_INTO_CGROUP;
-        args.cgroup = static_cast<std::uint64_t>(spec.cgroup_fd);
+        args.cgroup = static_cast<std::uint64_t>(spec.cgroup->dir_fd());
     }
     args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
@@ -292,6 +298,10 @@ Result<Child> spawn(const SandboxSpec& spec)
     Child child(static_cast<pid_t>(pid), UniqueFd(pidfd));
     sync_child.reset();
     error_write.reset();
+    if (spec.cgroup) {
+        if (auto placed = spec.cgroup->add_pid_outside_clone(child.pid()); !placed)
+            return placed.error();  // ~Child kills and reaps the waiting child
+    }
     char go = 1;
     // A child that already died shows up through the error pipe.
     (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);

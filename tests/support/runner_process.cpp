@@ -170,6 +170,14 @@ CommandResult run_command(const std::vector<std::string>& args, const std::strin
     TempDir io;
     std::string in = io.file("in"), out = io.file("out"), err = io.file("err");
     write_file(in, stdin_text);
+    // Everything that may fail a REQUIRE happens before fork: a child that
+    // threw would go on running the test suite.
+    std::vector<std::string> full = {runner_binary()};
+    full.insert(full.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : full)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
     pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -179,12 +187,6 @@ CommandResult run_command(const std::vector<std::string>& args, const std::strin
         ::dup2(i, 0);
         ::dup2(o, 1);
         ::dup2(e, 2);
-        std::vector<std::string> full = {runner_binary()};
-        full.insert(full.end(), args.begin(), args.end());
-        std::vector<char*> argv;
-        for (auto& a : full)
-            argv.push_back(a.data());
-        argv.push_back(nullptr);
         ::execv(argv[0], argv.data());
         ::_exit(127);
     }

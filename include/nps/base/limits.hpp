@@ -55,4 +55,7 @@ inline constexpr std::int64_t kMinCpuMillicores = 10;              // the kernel
 inline constexpr std::int64_t kMaxCpuMillicores = 1'000'000'000;   // keeps quota arithmetic far from overflow
 inline constexpr std::int64_t kMinMemoryBytes = 1 << 20;           // below this nothing starts; refuse early
 
+// --- Workers and `run` (ours) ---
+inline constexpr std::uint32_t kMaxRunSeconds = 7 * 24 * 3600;     // --max-runtime, --idle-timeout
+
 }  // namespace nps::limits

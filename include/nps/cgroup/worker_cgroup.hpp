@@ -73,6 +73,11 @@ public:
 
     // Writes `pid` to cgroup.procs in every hierarchy.
     Result<void> add_pid(pid_t pid);
+    // Completes the placement of a child cloned with CLONE_INTO_CGROUP on
+    // dir_fd(): writes `pid` to the hierarchies that clone did not cover (the
+    // v1 ones; all of them when dir_fd() is -1). Call before the child runs
+    // anything that the limits must hold.
+    Result<void> add_pid_outside_clone(pid_t pid);
     // The pids now in the group (from the placement hierarchy).
     Result<std::vector<int>> pids() const;
     // SIGKILLs every process in the group: cgroup.kill where present, else

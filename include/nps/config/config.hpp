@@ -43,6 +43,10 @@ struct Config {
 
     // [store]
     store::Synchronous synchronous = store::Synchronous::full;
+    // [sandbox]
+    bool allow_host_network = false;        // may workers use the host's network
+    bool allow_unenforced_limits = false;   // run with a limit the host cannot enforce (warned)
+    std::vector<std::string> seccomp_allow; // system calls allowed beyond the default filter
 
     std::string database_path() const { return state_dir + "/runner.db"; }
 };

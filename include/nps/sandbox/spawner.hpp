@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "nps/base/result.hpp"
+#include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/sandbox/child.hpp"
+#include "nps/sandbox/seccomp.hpp"
 
 namespace nps::sandbox {
 
@@ -42,7 +44,10 @@ struct SandboxSpec {
     gid_t gid = 0;
     std::vector<Rlimit> rlimits;
     RootAccess root = RootAccess::read_only;
-    int cgroup_fd = -1;                  // >= 0: CLONE_INTO_CGROUP this cgroup2 directory
+    // The worker's cgroup (not owned): the child is cloned into its v2 group
+    // (CLONE_INTO_CGROUP) and added to its v1 groups before it runs setup.
+    cgroup::WorkerCgroup* cgroup = nullptr;
+    const SeccompProgram* seccomp = nullptr;  // not owned; nullptr: the default program
     int stdin_fd = 0;                    // become the sandbox's 0, 1, 2 (not consumed)
     int stdout_fd = 1;
     int stderr_fd = 2;

@@ -88,3 +88,35 @@ TEST_CASE("a missing default file means defaults; a named one must exist")
     REQUIRE_FALSE(required);
     CHECK(required.error().describe().find("No such file") != std::string::npos);
 }
+
+TEST_CASE("[sandbox]: defaults fail closed; keys are checked")
+{
+    auto defaults = parse_config("", "test.toml");
+    REQUIRE(defaults);
+    CHECK_FALSE(defaults->allow_host_network);
+    CHECK_FALSE(defaults->allow_unenforced_limits);
+    CHECK(defaults->seccomp_allow.empty());
+
+    auto set = parse_config("[sandbox]\nallow_host_network = true\nallow_unenforced_limits = true\n"
+                            "seccomp_allow = [\"syslog\", \"acct\"]\n",
+                            "test.toml");
+    REQUIRE_MESSAGE(set.has_value(), (set ? std::string() : set.error().describe()));
+    CHECK(set->allow_host_network);
+    CHECK(set->allow_unenforced_limits);
+    CHECK(set->seccomp_allow == std::vector<std::string>{"syslog", "acct"});
+
+    struct Bad {
+        const char* toml;
+        const char* message;
+    } cases[] = {
+        {"[sandbox]\nallow_host_network = \"yes\"\n", "sandbox.allow_host_network: expected true or false"},
+        {"[sandbox]\nseccomp_allow = [\"../x\"]\n", "sandbox.seccomp_allow: '../x' is not a system call name"},
+        {"[sandbox]\nseccomp_allow = \"mount\"\n", "sandbox.seccomp_allow: expected an array of strings"},
+        {"[sandbox]\nnetwork = \"host\"\n", "sandbox.network: unknown key"},
+    };
+    for (const auto& c : cases) {
+        auto r = parse_config(c.toml, "test.toml");
+        REQUIRE_FALSE(r);
+        CHECK_MESSAGE(r.error().describe().find(c.message) != std::string::npos, r.error().describe());
+    }
+}
