@@ -16,6 +16,7 @@ namespace nps::sandbox::detail {
 enum class Step : int {
     none = 0,
     sync,
+    new_session,
     make_private,
     bind_rootfs,
     mount_proc,
