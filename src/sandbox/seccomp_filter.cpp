@@ -5,13 +5,15 @@
 // calls, bpf, the keyring calls, open_by_handle_at, perf_event_open, reboot,
 // swapon/swapoff, clock setting, io_uring and the new mount API. clone is
 // allowed only without namespace flags; clone3 fails with ENOSYS so libc
-// falls back to clone, whose flags the filter can inspect.
+// falls back to clone, whose flags the filter can inspect. socket is allowed
+// only for the address families a worker needs (kSocketFamilies).
 //
 // The filter is compiled in the parent and exported as classic BPF; the
 // child only hands the program to prctl().
 #include <errno.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
@@ -58,7 +60,7 @@ constexpr const char* kAllowed[] = {
     "sendto", "setfsgid", "setfsuid", "setgid", "setgroups", "setitimer", "setpgid", "setpriority", "setregid",
     "setresgid", "setresuid", "setreuid", "setrlimit", "set_robust_list", "setsid", "setsockopt",
     "set_thread_area", "set_tid_address", "setuid", "setxattr", "shmat", "shmctl", "shmdt", "shmget", "shutdown",
-    "sigaltstack", "signalfd", "signalfd4", "socket", "socketpair", "splice", "stat", "statfs", "statx",
+    "sigaltstack", "signalfd", "signalfd4", "socketpair", "splice", "stat", "statfs", "statx",
     "symlink", "symlinkat", "sync", "sync_file_range", "syncfs", "sysinfo", "tee", "tgkill", "time",
     "timer_create", "timer_delete", "timer_getoverrun", "timer_gettime", "timer_settime", "timerfd_create",
     "timerfd_gettime", "timerfd_settime", "times", "tkill", "truncate", "umask", "uname", "unlink", "unlinkat",
@@ -68,6 +70,22 @@ constexpr const char* kAllowed[] = {
 // Any of these in clone's flags would create or join a namespace.
 constexpr scmp_datum_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
                                          CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME;
+
+// The families socket() may create. Left out on purpose: AF_VSOCK, which no
+// network namespace confines (it reaches the hypervisor and other VMs even
+// under Network::none), and AF_ALG (kernel crypto, a recurrent source of
+// kernel bugs). Each is its own rule with an exact 64-bit comparison, so
+// that junk in the upper half of the register cannot slip a family past the
+// filter (the kernel reads only the lower half); a "not equal" rule could
+// not guarantee that. AF_PACKET stays: it needs CAP_NET_RAW anyway.
+constexpr scmp_datum_t kSocketFamilies[] = {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET};
+
+// System calls whose rules look at arguments; the operator cannot replace
+// them with an unconditional allow.
+bool has_builtin_rule(const std::string& name)
+{
+    return name == "clone" || name == "clone3" || name == "socket";
+}
 
 // Exports a filter as classic BPF (libseccomp writes it only to an fd).
 Result<std::vector<sock_filter>> export_bpf(scmp_filter_ctx ctx)
@@ -108,7 +126,7 @@ Result<std::vector<sock_filter>> build(const std::vector<std::string>& extra_all
             allowed.push_back(nr);
     }
     for (const auto& name : extra_allowed) {
-        if (name == "clone" || name == "clone3")
+        if (has_builtin_rule(name))
             return internal_error("Failed to extend the seccomp filter: '" + name +
                                   "' keeps its built-in rule and cannot be allowed outright");
         int nr = ::seccomp_syscall_resolve_name(name.c_str());
@@ -121,6 +139,11 @@ Result<std::vector<sock_filter>> build(const std::vector<std::string>& extra_all
         // Adding a name twice (a default also listed by the operator) is harmless.
         if (int rc = ::seccomp_rule_add(filter.ctx, SCMP_ACT_ALLOW, nr, 0); rc < 0 && rc != -EEXIST)
             return system_error("Failed to add a seccomp rule for system call " + std::to_string(nr), -rc);
+    }
+    for (scmp_datum_t family : kSocketFamilies) {
+        if (int rc = ::seccomp_rule_add(filter.ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, family));
+            rc < 0)
+            return system_error("Failed to add the seccomp rule for socket", -rc);
     }
     if (int rc = ::seccomp_rule_add(filter.ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
                                     SCMP_A0(SCMP_CMP_MASKED_EQ, kNamespaceFlags, 0));

@@ -15,6 +15,7 @@ namespace nps::sandbox::detail {
 enum class Step : int {
     none = 0,
     sync,
+    new_session,
     cgroup_namespace,
     make_private,
     bind_rootfs,

@@ -132,6 +132,10 @@ int exec_program(const ChildPlan& plan)
     if (::read(plan.sync_fd, &go, 1) != 1)
         report(plan, Step::sync, errno ? errno : EPIPE);
     ::close(plan.sync_fd);
+    // Leave the caller's session: sharing its controlling terminal would let
+    // TIOCSTI type into the caller's shell.
+    if (::setsid() < 0)
+        report(plan, Step::new_session, errno);
     // Only now, with the parent's placement done in every hierarchy, so the
     // namespace's root is the worker's own cgroup in v1 hierarchies too.
     if (::unshare(CLONE_NEWCGROUP) < 0)
@@ -174,6 +178,7 @@ std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, 
     std::string object;
     switch (step) {
     case Step::sync: return "Failed to synchronise with the sandbox child";
+    case Step::new_session: return "Failed to start a new session for the sandbox";
     case Step::cgroup_namespace: return "Failed to create the sandbox's cgroup namespace";
     case Step::make_private: return "Failed to make the sandbox's mounts private";
     case Step::bind_rootfs: return "Failed to bind-mount the rootfs " + quoted(rootfs);

@@ -79,6 +79,16 @@ const std::string& busybox_rootfs()
     return dir->path();
 }
 
+void install_in_rootfs(const std::string& source, const std::string& path, mode_t mode)
+{
+    namespace fs = std::filesystem;
+    std::string target = busybox_rootfs() + "/" + path;
+    fs::copy_file(source, target, fs::copy_options::overwrite_existing);
+    // chmod after chown: chown clears the setuid bit.
+    if (::chown(target.c_str(), 0, 0) != 0 || ::chmod(target.c_str(), mode) != 0)
+        throw std::runtime_error("chown/chmod of " + target + " failed");
+}
+
 CommandResult run_sh(const std::string& script, const std::vector<std::string>& extra)
 {
     std::vector<std::string> args = {"run", "--rootfs", busybox_rootfs()};

@@ -3,6 +3,8 @@
 // once per test binary, and a `nps-runner run` helper over it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -16,6 +18,11 @@ std::string sandbox_unavailable_reason();
 
 // The rootfs directory (bin/ with busybox and its applets, proc, dev, tmp, etc).
 const std::string& busybox_rootfs();
+
+// Copies the host file `source` to `path` (relative, e.g. "bin/probe")
+// inside busybox_rootfs(), owned by root with exactly `mode` (setuid bits
+// included). Replaces an existing file.
+void install_in_rootfs(const std::string& source, const std::string& path, mode_t mode);
 
 // nps-runner run --rootfs <busybox> [extra...] -- /bin/sh -c <script>
 CommandResult run_sh(const std::string& script, const std::vector<std::string>& extra = {});

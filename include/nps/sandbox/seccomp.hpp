@@ -4,9 +4,10 @@
 // The default is an allowlist in the spirit of the usual container default
 // (docs/sandbox.md lists what it refuses): anything not allowed fails with
 // EPERM; clone is allowed only without namespace flags; clone3 answers ENOSYS
-// so libc falls back to clone, whose flags a filter can inspect. The operator
-// may allow more system calls by name (config: sandbox.seccomp_allow); clone
-// and clone3 keep their rules whatever the configuration says.
+// so libc falls back to clone, whose flags a filter can inspect; socket is
+// allowed for unix, inet, inet6, netlink and packet only. The operator may
+// allow more system calls by name (config: sandbox.seccomp_allow); clone,
+// clone3 and socket keep their rules whatever the configuration says.
 #pragma once
 
 #include <linux/filter.h>
@@ -22,7 +23,7 @@ namespace nps::sandbox {
 class SeccompProgram {
 public:
     // Compiles the default allowlist plus `extra_allowed` (system call names
-    // for this architecture). An unknown name, or clone/clone3, is an error.
+    // for this architecture). An unknown name, or clone/clone3/socket, is an error.
     static Result<std::shared_ptr<const SeccompProgram>> compile(const std::vector<std::string>& extra_allowed);
 
     // The default program (no extras), compiled on first use; thread-safe.
