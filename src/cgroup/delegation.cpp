@@ -53,8 +53,13 @@ Result<std::vector<std::string>> delegate_unified(const CgroupLayout& layout)
     if (missing.empty())
         return enabled;
 
-    // The root cgroup is exempt from the no-internal-processes rule.
-    if (layout.unified_own_path != "/") {
+    // The root cgroup is exempt from the no-internal-processes rule. "/" in
+    // /proc/self/cgroup is not enough to know we are there: in a private
+    // cgroup namespace (a container's entrypoint) the namespace's root reads
+    // "/" too but is an ordinary cgroup. Only the real root lacks cgroup.type
+    // (kernel ≥ 4.14; on older kernels we trust the path).
+    bool real_root = layout.unified_own_path == "/" && !file_exists(own + "/cgroup.type");
+    if (!real_root) {
         std::string leaf = own + "/runner";
         if (::mkdir(leaf.c_str(), 0755) < 0 && errno != EEXIST)
             return system_error_errno("Failed to create cgroup '" + leaf + "'");

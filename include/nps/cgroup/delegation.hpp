@@ -9,8 +9,10 @@
 // cannot enable controllers for its children, so the runner moves itself
 // into the leaf `<own>/runner` and enables memory, cpu and pids (those the
 // parent hands down) in `<own>/cgroup.subtree_control`; workers become
-// siblings of `runner`. The leaf is the runner's home and outlives it, the
-// one cgroup we create and do not remove. When `<own>` already delegates the
+// siblings of `runner`. Only the real root cgroup, exempt from that rule,
+// enables them in place; the root of a private cgroup namespace (it reads
+// "/") is not it. The leaf is the runner's home and outlives it, the one
+// cgroup we create and do not remove. When `<own>` already delegates the
 // controllers (a restart), nothing moves. Another process sharing `<own>` is
 // not ours to move: enabling then fails and the error says so.
 //

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker cgroups on the real kernel, as root: limits hold, kill-all kills,
 // OOM is seen, and nothing is left beneath our own cgroup. Exits 77 (skip)
-// when not root or a needed controller is absent.
+// when not root or a needed controller is absent. With
+// NPS_EXPECT_CGROUP_MODE set (the pure v2 VM test, tests/vm/, sets
+// "unified") the detected mode must be that one.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -123,7 +125,40 @@ TEST_CASE("detection matches the mounts")
                        nps::cgroup::file_exists("/sys/fs/cgroup/memory/cgroup.procs");
     if (hybrid_host)
         CHECK(g_layout.mode == CgroupMode::hybrid);
-    MESSAGE("cgroup mode: " << to_string(g_layout.mode));
+    if (const char* expected = std::getenv("NPS_EXPECT_CGROUP_MODE"))
+        CHECK(to_string(g_layout.mode) == std::string_view(expected));
+    MESSAGE("cgroup mode: " << to_string(g_layout.mode) << ", own cgroup: " << g_layout.unified_own_path);
+}
+
+TEST_CASE("pure v2: the runner delegates from a leaf and limits land in the v2 files")
+{
+    if (g_layout.mode != CgroupMode::unified) {
+        MESSAGE("not pure cgroup v2 here");
+        return;
+    }
+    for (const char* c : {"memory", "cpu", "pids"})
+        CHECK(g_base.unified_has(c));
+    // Below the root a cgroup with processes cannot hand controllers down, so
+    // prepare_cgroup_base moved us into <own>/runner; the real root (no
+    // cgroup.type) is exempt, the root of a cgroup namespace is not.
+    const std::string& own = g_layout.unified_own_path;
+    bool real_root = own == "/" && !file_exists(g_base.unified_dir + "/cgroup.type");
+    std::string home = real_root ? "/" : (own == "/" ? "" : own) + "/runner";
+    CHECK(read_file("/proc/self/cgroup").value() == "0::" + home + "\n");
+    std::string subtree = read_file(g_base.unified_dir + "/cgroup.subtree_control").value();
+    for (const char* c : {"memory", "cpu", "pids"})
+        CHECK(subtree.find(c) != std::string::npos);
+
+    auto g = make({.memory_bytes = 64LL << 20, .cpu_millicores = 250, .pids_max = 20});
+    REQUIRE(g.dirs().size() == 1);
+    const std::string& dir = g.dirs().front();
+    CHECK(dir == g_base.unified_dir + "/" + dir.substr(dir.rfind('/') + 1));
+    CHECK(read_file(dir + "/memory.max").value() == "67108864\n");
+    if (file_exists(dir + "/memory.swap.max"))
+        CHECK(read_file(dir + "/memory.swap.max").value() == "0\n");
+    CHECK(read_file(dir + "/cpu.max").value() == "25000 100000\n");
+    CHECK(read_file(dir + "/pids.max").value() == "20\n");
+    finish(g);
 }
 
 TEST_CASE("an existing group is not adopted and a bad name is refused")

@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Runs test binaries inside a qemu VM (software emulation) whose only cgroup
+mount is cgroup2, and reports their results as one test.
+
+The VM boots Debian's kernel, cached by scripts/install-deps, with an
+initramfs built here from busybox, the test binaries (stripped copies) and
+their shared libraries, and tests/vm/init, which runs the plan and reports
+over the serial console. See docs/cgroups.md, "Pure v2 in a VM test".
+
+Exit status: 0 when every planned run exited 0 in the VM, 77 (skipped) when
+qemu or the cached kernel is missing, 1 otherwise (a failed run, a run that
+skipped inside the VM, a panic, a hang past --timeout, a bad kernel).
+"""
+
+import argparse
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_VM_DIR = "/var/cache/nps-runner-tests/vm"
+SKIP = 77
+HERE = Path(__file__).resolve().parent
+
+
+def say(msg):
+    print(f"vm-test: {msg}", flush=True)
+
+
+# --- initramfs (cpio "newc") -----------------------------------------------
+
+class Cpio:
+    """A newc archive written from a list of entries; no staging directory,
+    so device nodes need no privileges."""
+
+    def __init__(self):
+        self.entries = {}  # path -> (mode, data, (rdev major, minor))
+
+    def dir(self, path):
+        parts = Path(path).parts[1:]
+        for i in range(1, len(parts) + 1):
+            p = "/" + "/".join(parts[:i])
+            if p not in self.entries:
+                self.entries[p] = (0o040755, b"", (0, 0))
+
+    def file(self, path, data, mode=0o644):
+        self.dir(str(Path(path).parent))
+        self.entries[path] = (0o100000 | mode, data, (0, 0))
+
+    def chardev(self, path, major, minor, mode=0o600):
+        self.dir(str(Path(path).parent))
+        self.entries[path] = (0o020000 | mode, b"", (major, minor))
+
+    def bytes(self):
+        out = bytearray()
+
+        def add(ino, name, mode, data, rdev):
+            name_b = name.encode() + b"\0"
+            fields = [ino, mode, 0, 0, 2 if mode & 0o040000 else 1, 0, len(data),
+                      0, 0, rdev[0], rdev[1], len(name_b), 0]
+            out.extend(b"070701" + b"".join(b"%08X" % f for f in fields))
+            out.extend(name_b)
+            out.extend(b"\0" * (-len(out) % 4))
+            out.extend(data)
+            out.extend(b"\0" * (-len(out) % 4))
+
+        for ino, path in enumerate(sorted(self.entries), start=1):
+            mode, data, rdev = self.entries[path]
+            add(ino, path.lstrip("/"), mode, data, rdev)
+        add(0, "TRAILER!!!", 0, b"", (0, 0))
+        return bytes(out)
+
+
+def shared_libraries(binary):
+    """Absolute paths of the shared libraries (and loader) `binary` needs."""
+    r = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    if r.returncode != 0:
+        if "not a dynamic executable" in r.stdout + r.stderr:
+            return []
+        raise RuntimeError(f"ldd {binary} failed: {r.stderr.strip()}")
+    libs = []
+    for line in r.stdout.splitlines():
+        if "not found" in line:
+            raise RuntimeError(f"ldd {binary}: {line.strip()}")
+        m = re.search(r"(/\S+) \(0x", line)
+        if m:
+            libs.append(m.group(1))
+    return libs
+
+
+def stripped(binary, workdir):
+    """A copy of `binary` without symbols (smaller initramfs, faster boot)."""
+    out = Path(workdir) / ("stripped-" + Path(binary).name)
+    if shutil.which("strip"):
+        r = subprocess.run(["strip", "-o", str(out), binary], capture_output=True, text=True)
+        if r.returncode == 0:
+            return out.read_bytes()
+        say(f"strip {binary} failed ({r.stderr.strip()}); using it unstripped")
+    return Path(binary).read_bytes()
+
+
+def build_initramfs(args, plan, workdir):
+    cpio = Cpio()
+    for d in ("/bin", "/dev", "/proc", "/sys", "/tmp", "/etc", "/nps/bin"):
+        cpio.dir(d)
+    cpio.chardev("/dev/console", 5, 1)
+    cpio.chardev("/dev/null", 1, 3, 0o666)
+    cpio.file("/init", (HERE / "init").read_bytes(), 0o755)
+    cpio.file("/bin/busybox", Path(args.busybox).read_bytes(), 0o755)
+    cpio.file("/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+    libs = set()
+    for binary in args.binaries:
+        cpio.file("/nps/bin/" + Path(binary).name, stripped(binary, workdir), 0o755)
+        libs.update(shared_libraries(binary))
+    for lib in sorted(libs):
+        # The real file under the name the loader asks for (no symlinks).
+        cpio.file(lib, Path(lib).read_bytes(), 0o755)
+    overlay = Path(args.vm_dir) / "modules" / "overlay.ko"
+    if overlay.is_file():
+        cpio.file("/nps/overlay.ko", overlay.read_bytes())
+    cpio.file("/nps/plan", plan.encode())
+    data = cpio.bytes()
+    # Uncompressed: gunzip under software emulation cost the guest about 2 s
+    # for the 27 MiB of the whole plan.
+    path = Path(workdir) / "initramfs.cpio"
+    path.write_bytes(data)
+    return path
+
+
+# --- the run ---------------------------------------------------------------
+
+# Terminal control sequences (the firmware clears the screen) and carriage
+# returns from the serial line.
+CONTROL = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[^\[])|\r")
+
+
+def clean(raw):
+    return CONTROL.sub("", raw.decode("utf-8", "replace"))
+
+
+def make_plan(args):
+    env = "NPS_EXPECT_CGROUP_MODE=unified"
+    lines = []
+    if args.cgroup_test:
+        name = Path(args.cgroup_test).name
+        lines.append(f"cgroup-root root env {env} /nps/bin/{name} --no-colors")
+        lines.append(f"cgroup-delegated delegated env {env} /nps/bin/{name} --no-colors")
+        lines.append(f"cgroup-namespace cgroupns env {env} /nps/bin/{name} --no-colors")
+    if args.sandbox_test:
+        name = Path(args.sandbox_test).name
+        runner = Path(args.runner).name
+        lines.append(f"sandbox root env {env} NPS_RUNNER_BIN=/nps/bin/{runner} /nps/bin/{name} --no-colors")
+    return "".join(line + "\n" for line in lines)
+
+
+class Terminated(Exception):
+    pass
+
+
+def on_signal(signum, frame):
+    raise Terminated(signal.Signals(signum).name)
+
+
+def run_vm(args, initrd):
+    """Boots the VM, echoing its console; returns (lines, qemu's exit status,
+    timed out?, seconds to userspace or None, seconds in all)."""
+    cmd = [args.qemu, "-accel", "tcg", "-cpu", "max", "-smp", str(args.cpus), "-m", str(args.memory),
+           "-nodefaults", "-nographic", "-serial", "stdio", "-no-reboot", "-nic", "none",
+           "-kernel", args.kernel, "-initrd", str(initrd),
+           # panic=-1: reboot at once on a panic, which -no-reboot turns into an exit.
+           "-append", " ".join(["console=ttyS0 cgroup_no_v1=all panic=-1 quiet loglevel=4 rdinit=/init"] +
+                               args.append)]
+    say("starting: " + " ".join(cmd))
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines, pending = [], b""
+    timed_out = False
+    userspace_at = None
+
+    def take(raw):
+        nonlocal userspace_at
+        line = clean(raw)
+        print(line, flush=True)
+        lines.append(line)
+        if userspace_at is None and "NPS-VM-INIT" in line:
+            userspace_at = time.monotonic() - start
+
+    try:
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        deadline = start + args.timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            if not sel.select(timeout=min(left, 1.0)):
+                continue
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                break
+            pending += chunk
+            *complete, pending = pending.split(b"\n")
+            for raw in complete:
+                take(raw)
+        if pending:
+            take(pending)
+    finally:
+        if proc.poll() is None and (timed_out or sys.exc_info()[0] is not None):
+            proc.kill()
+        rc = proc.wait()
+    return lines, rc, timed_out, userspace_at, time.monotonic() - start
+
+
+def verdict(args, lines, rc, timed_out, expected):
+    """From the console lines: (all passed?, the problems, {name: exit status})."""
+    ended, begun, done = {}, [], False
+    for line in lines:
+        if m := re.search(r"NPS-VM-BEGIN (\S+)", line):
+            begun.append(m.group(1))
+        elif m := re.search(r"NPS-VM-END (\S+) status=(\d+)", line):
+            ended[m.group(1)] = int(m.group(2))
+        elif "NPS-VM-DONE" in line:
+            done = True
+    problems = []
+    if timed_out:
+        running = next((n for n in reversed(begun) if n not in ended), None)
+        where = f"while running '{running}'" if running else \
+            ("before userspace reported" if not any("NPS-VM-INIT" in l for l in lines)
+             else "outside any test")
+        problems.append(f"the VM did not finish within {args.timeout} s ({where}); killed it")
+    elif not done:
+        panic = next((l for l in lines if "Kernel panic" in l), None)
+        if panic:
+            problems.append("the kernel panicked: " + panic[panic.index("Kernel panic"):])
+        elif not any("NPS-VM-INIT" in l for l in lines):
+            problems.append(f"the VM stopped (qemu exit status {rc}) before userspace reported; "
+                            f"is '{args.kernel}' a bootable x86-64 kernel? (console output above)")
+        else:
+            problems.append(f"the VM stopped (qemu exit status {rc}) before the plan finished")
+    for name in expected:
+        if name not in ended:
+            if done:
+                problems.append(f"'{name}' did not report a result")
+        elif ended[name] == SKIP:
+            problems.append(f"'{name}' skipped inside the VM (exit 77): the VM is built to run it, "
+                            "so this is a failure")
+        elif ended[name] != 0:
+            problems.append(f"'{name}' failed in the VM (exit status {ended[name]})")
+    return not problems, problems, ended
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cgroup-test", help="the privileged-cgroup test binary")
+    p.add_argument("--sandbox-test", help="the privileged-sandbox test binary (needs --runner)")
+    p.add_argument("--runner", help="the nps-runner binary, for --sandbox-test")
+    p.add_argument("--vm-dir", default=os.environ.get("NPS_VM_DIR", DEFAULT_VM_DIR),
+                   help="where scripts/install-deps caches the kernel (default %(default)s, or $NPS_VM_DIR)")
+    p.add_argument("--kernel", help="kernel image (default <vm-dir>/vmlinux, else <vm-dir>/vmlinuz)")
+    p.add_argument("--qemu", default="qemu-system-x86_64")
+    p.add_argument("--busybox", default="/bin/busybox")
+    p.add_argument("--timeout", type=float, default=240, help="seconds for the whole VM run (%(default)s)")
+    p.add_argument("--memory", type=int, default=1024, help="MiB (%(default)s)")
+    p.add_argument("--cpus", type=int, default=2, help="(%(default)s)")
+    p.add_argument("--append", action="append", default=[], help="another kernel command-line argument")
+    p.add_argument("--keep", action="store_true", help="keep the work directory (initramfs)")
+    args = p.parse_args()
+
+    if not args.cgroup_test and not args.sandbox_test:
+        p.error("nothing to run: give --cgroup-test and/or --sandbox-test")
+    if args.sandbox_test and not args.runner:
+        p.error("--sandbox-test needs --runner")
+
+    # Missing tools or kernel: skip, saying what and how to get it. A kernel
+    # named explicitly that is not there is a mistake: fail.
+    install_hint = "scripts/install-deps (as root) installs it"
+    if not shutil.which(args.qemu):
+        say(f"SKIP: no '{args.qemu}' (Debian package qemu-system-x86); {install_hint}")
+        return SKIP
+    if args.kernel is None:
+        vm_dir = Path(args.vm_dir)
+        found = [k for k in (vm_dir / "vmlinux", vm_dir / "vmlinuz") if k.is_file()]
+        if not found:
+            say(f"SKIP: no VM kernel in '{vm_dir}' (vmlinux or vmlinuz from Debian's linux-image-amd64); "
+                f"{install_hint}")
+            return SKIP
+        args.kernel = str(found[0])
+    elif not Path(args.kernel).is_file():
+        say(f"FAIL: kernel '{args.kernel}' does not exist")
+        return 1
+    if not Path(args.busybox).is_file():
+        say(f"SKIP: no '{args.busybox}' (Debian package busybox-static); {install_hint}")
+        return SKIP
+    args.binaries = [b for b in (args.cgroup_test, args.sandbox_test, args.runner) if b]
+    if args.cgroup_test:
+        # util-linux's (essential on Debian): busybox's cannot make a cgroup namespace.
+        unshare = shutil.which("unshare")
+        if not unshare:
+            say("SKIP: no 'unshare' (Debian package util-linux)")
+            return SKIP
+        args.binaries.append(unshare)
+    for b in args.binaries:
+        if not os.access(b, os.X_OK):
+            say(f"FAIL: '{b}' is not an executable")
+            return 1
+
+    plan = make_plan(args)
+    expected = [line.split()[0] for line in plan.splitlines()]
+    version = Path(args.vm_dir) / "VERSION"
+    say(f"kernel {args.kernel}" + (f" ({version.read_text().strip()})" if version.is_file() else ""))
+
+    workdir = tempfile.mkdtemp(prefix="nps-vm-")
+    try:
+        t0 = time.monotonic()
+        try:
+            initrd = build_initramfs(args, plan, workdir)
+        except (OSError, RuntimeError) as e:
+            say(f"FAIL: cannot build the initramfs: {e}")
+            return 1
+        say(f"initramfs: {initrd.stat().st_size >> 20} MiB, built in {time.monotonic() - t0:.1f} s")
+        try:
+            lines, rc, timed_out, userspace_at, total = run_vm(args, initrd)
+        except Terminated as e:
+            say(f"FAIL: stopped by {e}; killed the VM")
+            return 1
+    finally:
+        if args.keep:
+            say(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    ok, problems, ended = verdict(args, lines, rc, timed_out, expected)
+    if userspace_at is not None:
+        uptime = next((m.group(1) for l in lines if (m := re.search(r"NPS-VM-INIT uptime=(\S+)", l))), "?")
+        say(f"userspace reached {userspace_at:.1f} s after qemu started (guest uptime {uptime} s)")
+    say(f"VM run took {total:.1f} s")
+    for name in expected:
+        status = ended.get(name)
+        say(f"  {name}: " + ("no result" if status is None else "passed" if status == 0 else f"exit {status}"))
+    for problem in problems:
+        say("FAIL: " + problem)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    sys.exit(main())
