@@ -49,8 +49,8 @@ std::uint64_t DepositSignal::generation()
     return generation_;
 }
 
-Api::Api(const config::Config& config, StorePool& stores, const Clock& clock)
-    : config_(config), stores_(stores), clock_(clock)
+Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, HostFacts host)
+    : config_(config), stores_(stores), clock_(clock), host_(std::move(host))
 {
 }
 
@@ -187,7 +187,13 @@ Result<net::HttpResponse> Api::healthz()
     auto store = stores_.acquire();
     if (!store)
         return protocol_error("NPS-SERVER-UNAVAILABLE", store.error().describe());
-    return json_response(200, {{"status", "ok"}, {"schema_version", (*store)->schema_version()}});
+    nlohmann::json limits = nlohmann::json::object();
+    for (const auto& [controller, by] : host_.limits_enforced_by)
+        limits[controller] = by.empty() ? nlohmann::json(nullptr) : nlohmann::json(by);
+    nlohmann::json cgroup = {{"mode", host_.cgroup_mode}, {"limits", limits}};
+    if (!host_.cgroup_problem.empty())
+        cgroup["problem"] = host_.cgroup_problem;
+    return json_response(200, {{"status", "ok"}, {"schema_version", (*store)->schema_version()}, {"cgroup", cgroup}});
 }
 
 Result<net::HttpResponse> Api::render_metrics()

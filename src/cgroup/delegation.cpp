@@ -85,6 +85,31 @@ const std::string* CgroupBase::v1_dir(std::string_view controller) const
     return nullptr;
 }
 
+std::string_view CgroupBase::enforced_by(std::string_view controller) const
+{
+    if (unified_has(controller))
+        return "v2";
+    if (v1_dir(controller))
+        return "v1";
+    return "";
+}
+
+std::string CgroupBase::summary() const
+{
+    std::string out(to_string(mode));
+    out += " (";
+    const char* separator = "";
+    for (const char* controller : {"memory", "cpu", "pids"}) {
+        std::string_view by = enforced_by(controller);
+        out += separator;
+        out += controller;
+        out += ": ";
+        out += by.empty() ? std::string_view("not enforceable") : by;
+        separator = ", ";
+    }
+    return out + ")";
+}
+
 Result<CgroupBase> prepare_cgroup_base(const CgroupLayout& layout)
 {
     CgroupBase base;

@@ -19,6 +19,8 @@
 #include "nps/base/clock.hpp"
 #include "nps/base/log.hpp"
 #include "nps/base/unique_fd.hpp"
+#include "nps/cgroup/delegation.hpp"
+#include "nps/cgroup/mode.hpp"
 #include "nps/net/http_server.hpp"
 
 namespace nps::daemon {
@@ -98,6 +100,31 @@ Result<UniqueFd> make_interval_timer(int interval_ms)
     return fd;
 }
 
+// Detects the cgroup layout and prepares the base for worker cgroups. A host
+// without usable cgroups still serves the API; the facts say why, and a
+// worker that asks for a limit is refused (unless the operator allowed
+// unenforced limits).
+api::HostFacts prepare_worker_cgroups(std::optional<cgroup::CgroupBase>& base)
+{
+    api::HostFacts facts;
+    auto layout = cgroup::detect_cgroup_layout();
+    auto prepared = layout ? cgroup::prepare_cgroup_base(*layout) : Result<cgroup::CgroupBase>(layout.error());
+    if (layout)
+        facts.cgroup_mode = std::string(cgroup::to_string(layout->mode));
+    if (!prepared) {
+        facts.cgroup_problem = prepared.error().describe();
+        log::warning("cgroups: " + facts.cgroup_mode + ", unusable for workers: " + facts.cgroup_problem);
+        for (const char* controller : {"memory", "cpu", "pids"})
+            facts.limits_enforced_by.emplace_back(controller, "");
+        return facts;
+    }
+    base = std::move(*prepared);
+    for (const char* controller : {"memory", "cpu", "pids"})
+        facts.limits_enforced_by.emplace_back(controller, std::string(base->enforced_by(controller)));
+    log::info("cgroups: " + base->summary());
+    return facts;
+}
+
 }  // namespace
 
 Result<void> run(const config::Config& config)
@@ -115,7 +142,8 @@ Result<void> run(const config::Config& config)
     store::OpenOptions store_options{.path = config.database_path(), .synchronous = config.synchronous};
     auto loop_store = NPS_TRY(store::Store::open(store_options, clock));
     api::StorePool pool(store_options, clock);
-    api::Api api(config, pool, clock);
+    std::optional<cgroup::CgroupBase> cgroup_base;
+    api::Api api(config, pool, clock, prepare_worker_cgroups(cgroup_base));
 
     net::HttpServerOptions http_options;
     if (!config.listen.empty())

@@ -44,9 +44,17 @@ private:
     bool closed_ = false;
 };
 
+// What the daemon found about its host at start, reported by GET /healthz.
+struct HostFacts {
+    std::string cgroup_mode = "none";      // unified, hybrid, legacy, none
+    std::string cgroup_problem;            // why worker cgroups are unavailable, or ""
+    // "memory"/"cpu"/"pids" → "v2", "v1" or "" (not enforceable here).
+    std::vector<std::pair<std::string, std::string>> limits_enforced_by;
+};
+
 class Api {
 public:
-    Api(const config::Config& config, StorePool& stores, const Clock& clock);
+    Api(const config::Config& config, StorePool& stores, const Clock& clock, HostFacts host = {});
 
     net::HttpResponse handle(const net::HttpRequest& request);
 
@@ -86,6 +94,7 @@ private:
     const config::Config& config_;
     StorePool& stores_;
     const Clock& clock_;
+    HostFacts host_;
     Metrics metrics_;
     DepositSignal deposits_;
 };

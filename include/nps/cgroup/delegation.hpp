@@ -40,6 +40,11 @@ struct CgroupBase {
     std::vector<V1> v1;
 
     bool unified_has(std::string_view controller) const;
+    // Where a limit on `controller` ("memory", "cpu", "pids") is enforced:
+    // "v2", "v1", or "" when this host cannot enforce it.
+    std::string_view enforced_by(std::string_view controller) const;
+    // One line for the log: "hybrid (memory: v1, cpu: v1, pids: v1)".
+    std::string summary() const;
     // The v1 directory for `controller`, or nullptr.
     const std::string* v1_dir(std::string_view controller) const;
 };

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "nps/base/digest.hpp"
+#include "nps/cgroup/mode.hpp"
 #include "runner_process.hpp"
 
 using nps::test::check_error;
@@ -265,6 +266,27 @@ TEST_CASE("the unix socket serves the same API with its file mode")
                         d.runner.socket_path());
     CHECK(deposit.status == 201);
     CHECK(http("GET", d.runner.url() + "/v1/tasks/t-unix").status == 200);
+}
+
+TEST_CASE("healthz reports the cgroup mode the daemon detected and where each limit is enforced")
+{
+    Daemon d;
+    auto health = http("GET", d.runner.url() + "/healthz");
+    REQUIRE(health.status == 200);
+    auto layout = nps::cgroup::detect_cgroup_layout();
+    REQUIRE(layout);
+    const auto& cgroup = health.body["cgroup"];
+    CHECK(cgroup["mode"] == std::string(nps::cgroup::to_string(layout->mode)));
+    for (const char* controller : {"memory", "cpu", "pids"}) {
+        REQUIRE(cgroup["limits"].contains(controller));
+        const auto& by = cgroup["limits"][controller];
+        CHECK((by.is_null() || by == "v1" || by == "v2"));
+        // A v1 backend is named only where a v1 hierarchy carries the controller.
+        if (by == "v1")
+            CHECK(layout->v1_for(controller) != nullptr);
+    }
+    if (cgroup.contains("problem"))
+        CHECK(cgroup["problem"].get<std::string>().find("Failed") != std::string::npos);
 }
 
 TEST_CASE("metrics are Prometheus text and count what happened")
