@@ -31,6 +31,7 @@ enum class Step : int {
     pivot_root,
     detach_old_root,
     hostname,
+    join_netns,
     loopback,
     rlimit,
     cwd,

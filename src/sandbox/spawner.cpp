@@ -146,7 +146,10 @@ int exec_program(const ChildPlan& plan)
         report(plan, f.step, f.err);
     if (::sethostname(spec.hostname.data(), spec.hostname.size()) < 0)
         report(plan, Step::hostname, errno);
-    if (spec.network == Network::none) {
+    if (spec.network == Network::none && spec.netns_fd >= 0) {
+        if (::setns(spec.netns_fd, CLONE_NEWNET) < 0)
+            report(plan, Step::join_netns, errno);
+    } else if (spec.network == Network::none) {
         if (int rc = detail::bring_up_loopback(); rc < 0)
             report(plan, Step::loopback, -rc);
     }
@@ -194,6 +197,7 @@ std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, 
     case Step::pivot_root: return "Failed to pivot_root into " + quoted(rootfs);
     case Step::detach_old_root: return "Failed to detach the old root from " + quoted(rootfs);
     case Step::hostname: return "Failed to set the hostname " + quoted(spec.hostname);
+    case Step::join_netns: return "Failed to join the shared loopback network namespace";
     case Step::loopback: return "Failed to bring up 'lo' in the sandbox's network namespace";
     case Step::rlimit: return "Failed to set a resource limit in the sandbox";
     case Step::cwd: return "Failed to change directory to " + quoted(spec.cwd) + " in the sandbox";
@@ -286,7 +290,7 @@ Result<Child> spawn(const SandboxSpec& spec)
     int pidfd = -1;
     CloneArgs args{};
     args.flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
-    if (spec.network == Network::none)
+    if (spec.network == Network::none && spec.netns_fd < 0)
         args.flags |= CLONE_NEWNET;
     if (spec.cgroup && spec.cgroup->dir_fd() >= 0) {
         args.flags |= CLONE_INTO_CGROUP;

@@ -40,6 +40,9 @@ struct SandboxSpec {
     std::string cwd = "/";               // inside the sandbox
     std::string hostname = "nps-sandbox";
     Network network = Network::none;
+    // With Network::none: >= 0 joins this namespace (a LoopbackNetns) instead
+    // of creating one. Not consumed.
+    int netns_fd = -1;
     uid_t uid = 0;                       // all capabilities are dropped whatever the uid
     gid_t gid = 0;
     std::vector<Rlimit> rlimits;
