@@ -20,7 +20,8 @@ constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/s
 const VerbSpec kSpec{
     "run",
     "--rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--max-runtime S] [--idle-timeout S]\n"
-    "       [--network none|host] [--env K=V]... [--hostname H] [--config FILE] -- CMD [ARGS...]",
+    "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]] [--userns]\n"
+    "       [--config FILE] -- CMD [ARGS...]",
     "Run one command in a sandbox, attached to this terminal.",
     "The command runs as pid 1 of new pid, mount, uts, ipc and cgroup namespaces, in a\n"
     "read-only bind of DIR behind pivot_root with a fresh /proc, a minimal /dev and a tmpfs\n"
@@ -32,6 +33,8 @@ const VerbSpec kSpec{
     "this host cannot enforce is an error unless sandbox.allow_unenforced_limits is set.\n"
     "--max-runtime S ends the command S seconds after it started; --idle-timeout S ends it\n"
     "after S seconds without a byte on its stdout or stderr.\n\n"
+    "With --userns (or sandbox.user_namespace) the sandbox's ids 0..N-1 are the host's\n"
+    "sandbox.userns_first_host_id onwards, so even its root is an unprivileged host user.\n\n"
     "Exit status: the command's, or 128+N when signal N killed it (an OOM kill is 137 and is\n"
     "reported); 124 when a time limit ended it; 125 when the sandbox could not be set up or\n"
     "the command could not be executed. SIGINT, SIGTERM and SIGHUP kill the sandbox.\n\n"
@@ -46,6 +49,8 @@ const VerbSpec kSpec{
         {"--network", "MODE", "'none' (default: only loopback) or 'host'"},
         {"--env", "K=V", "add or override an environment variable", true},
         {"--hostname", "NAME", "hostname inside the sandbox (default nps-sandbox)"},
+        {"--user", "UID[:GID]", "run as this uid and gid (default 0:0, without any capability)"},
+        {"--userns", nullptr, "in a user namespace (ids from sandbox.userns_first_host_id; also on when configured)"},
         {"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml; missing default is fine)"},
     },
     1,
@@ -106,6 +111,24 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
     NPS_TRY_VOID(cgroup::validate_limits(request.limits));
     request.max_runtime_seconds = NPS_TRY(seconds_option(args, "--max-runtime"));
     request.idle_timeout_seconds = NPS_TRY(seconds_option(args, "--idle-timeout"));
+    if (auto user = args.value("--user")) {
+        unsigned long uid = 0, gid = 0;
+        char tail = 0;
+        int n = std::sscanf(user->c_str(), "%lu:%lu%c", &uid, &gid, &tail);
+        if (n == 1)
+            gid = uid;
+        if ((n != 1 && n != 2) || uid > 0xfffffffe || gid > 0xfffffffe || (*user)[0] == '-' ||
+            user->find_first_not_of("0123456789:") != std::string::npos)
+            return internal_error("--user takes UID or UID:GID (numbers), not '" + *user + "'");
+        request.sandbox.uid = static_cast<uid_t>(uid);
+        request.sandbox.gid = static_cast<gid_t>(gid);
+    }
+    if (args.flag("--userns") || config.user_namespace) {
+        auto first = static_cast<std::uint32_t>(config.userns_first_host_id);
+        request.sandbox.user_namespace =
+            sandbox::UserNamespace{.host_uid = first, .host_gid = first,
+                                   .count = static_cast<std::uint32_t>(config.userns_id_count)};
+    }
     if (config.allow_unenforced_limits)
         request.enforcement = cgroup::Enforcement::allow_unenforced;
     return request;

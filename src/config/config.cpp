@@ -197,7 +197,14 @@ Result<std::optional<bool>> boolean(const toml::table* table, const std::string&
 
 Result<void> apply_sandbox(const toml::table* table, const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"allow_host_network", "allow_unenforced_limits", "seccomp_allow"}));
+    NPS_TRY_VOID(t.check_keys({"allow_host_network", "allow_unenforced_limits", "seccomp_allow", "user_namespace",
+                                "userns_first_host_id", "userns_id_count"}));
+    if (auto v = NPS_TRY(boolean(table, "user_namespace", t)))
+        c.user_namespace = *v;
+    if (auto v = NPS_TRY(t.integer("userns_first_host_id", 1, 4'000'000'000)))
+        c.userns_first_host_id = *v;
+    if (auto v = NPS_TRY(t.integer("userns_id_count", 1, 1'000'000'000)))
+        c.userns_id_count = *v;
     if (auto v = NPS_TRY(boolean(table, "allow_host_network", t)))
         c.allow_host_network = *v;
     if (auto v = NPS_TRY(boolean(table, "allow_unenforced_limits", t)))

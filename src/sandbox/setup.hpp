@@ -15,6 +15,7 @@ namespace nps::sandbox::detail {
 enum class Step : int {
     none = 0,
     sync,
+    user_namespace_root,
     new_session,
     cgroup_namespace,
     make_private,

@@ -74,6 +74,11 @@ struct ChildPlan {
     int error_read_fd;
 };
 
+bool joins_shared_netns(const SandboxSpec& spec)
+{
+    return spec.netns_fd >= 0 && !spec.user_namespace;
+}
+
 [[noreturn]] void report(const ChildPlan& plan, Step step, int err)
 {
     Failure failure{step, err};
@@ -132,6 +137,10 @@ int exec_program(const ChildPlan& plan)
     if (::read(plan.sync_fd, &go, 1) != 1)
         report(plan, Step::sync, errno ? errno : EPIPE);
     ::close(plan.sync_fd);
+    // Credentials do not follow the id maps the parent wrote: until now we
+    // are the host's root, which the new namespace cannot even name.
+    if (plan.spec->user_namespace && (::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0))
+        report(plan, Step::user_namespace_root, errno);
     // Leave the caller's session: sharing its controlling terminal would let
     // TIOCSTI type into the caller's shell.
     if (::setsid() < 0)
@@ -146,7 +155,7 @@ int exec_program(const ChildPlan& plan)
         report(plan, f.step, f.err);
     if (::sethostname(spec.hostname.data(), spec.hostname.size()) < 0)
         report(plan, Step::hostname, errno);
-    if (spec.network == Network::none && spec.netns_fd >= 0) {
+    if (spec.network == Network::none && joins_shared_netns(spec)) {
         if (::setns(spec.netns_fd, CLONE_NEWNET) < 0)
             report(plan, Step::join_netns, errno);
     } else if (spec.network == Network::none) {
@@ -181,6 +190,7 @@ std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, 
     std::string object;
     switch (step) {
     case Step::sync: return "Failed to synchronise with the sandbox child";
+    case Step::user_namespace_root: return "Failed to become root of the sandbox's user namespace";
     case Step::new_session: return "Failed to start a new session for the sandbox";
     case Step::cgroup_namespace: return "Failed to create the sandbox's cgroup namespace";
     case Step::make_private: return "Failed to make the sandbox's mounts private";
@@ -226,6 +236,36 @@ std::vector<char*> c_strings(std::vector<std::string>& strings)
     return out;
 }
 
+Result<void> validate_user_namespace(const SandboxSpec& spec)
+{
+    const UserNamespace& ns = *spec.user_namespace;
+    if (ns.host_uid == 0 || ns.host_gid == 0)
+        return internal_error("Failed to spawn a sandbox: its user namespace would map the sandbox's ids onto the "
+                              "host's root (host uid/gid 0)");
+    if (ns.count == 0 || spec.uid >= ns.count || spec.gid >= ns.count)
+        return internal_error("Failed to spawn a sandbox: uid " + std::to_string(spec.uid) + " / gid " +
+                              std::to_string(spec.gid) + " lie outside its user namespace's " +
+                              std::to_string(ns.count) + " mapped ids");
+    if (ns.host_uid > UINT32_MAX - ns.count || ns.host_gid > UINT32_MAX - ns.count)
+        return internal_error("Failed to spawn a sandbox: its user namespace's id range overflows");
+    return {};
+}
+
+Result<void> write_proc_file(pid_t pid, const char* name, const std::string& text)
+{
+    std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        return system_error_errno("Failed to write the sandbox's " + std::string(name) + " '" + path + "'");
+    return {};
+}
+
+Result<void> write_id_maps(pid_t pid, const UserNamespace& ns)
+{
+    NPS_TRY_VOID(write_proc_file(pid, "uid_map", "0 " + std::to_string(ns.host_uid) + " " + std::to_string(ns.count)));
+    return write_proc_file(pid, "gid_map", "0 " + std::to_string(ns.host_gid) + " " + std::to_string(ns.count));
+}
+
 struct CapFree {
     void operator()(void* caps) const { ::cap_free(caps); }
 };
@@ -238,6 +278,8 @@ Result<Child> spawn(const SandboxSpec& spec)
         return internal_error("Failed to spawn a sandbox: no program given");
     if (spec.rootfs.empty())
         return internal_error("Failed to spawn a sandbox: no rootfs given");
+    if (spec.user_namespace)
+        NPS_TRY_VOID(validate_user_namespace(spec));
     char resolved[PATH_MAX];
     if (!::realpath(spec.rootfs.c_str(), resolved))
         return system_error_errno("Failed to resolve the rootfs " + quoted(spec.rootfs));
@@ -290,8 +332,10 @@ Result<Child> spawn(const SandboxSpec& spec)
     int pidfd = -1;
     CloneArgs args{};
     args.flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
-    if (spec.network == Network::none && spec.netns_fd < 0)
+    if (spec.network == Network::none && !joins_shared_netns(spec))
         args.flags |= CLONE_NEWNET;
+    if (spec.user_namespace)
+        args.flags |= CLONE_NEWUSER;
     if (spec.cgroup && spec.cgroup->dir_fd() >= 0) {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = static_cast<std::uint64_t>(spec.cgroup->dir_fd());
@@ -307,9 +351,13 @@ Result<Child> spawn(const SandboxSpec& spec)
     Child child(static_cast<pid_t>(pid), UniqueFd(pidfd));
     sync_child.reset();
     error_write.reset();
+    if (spec.user_namespace) {
+        if (auto mapped = write_id_maps(child.pid(), *spec.user_namespace); !mapped)
+            return mapped.error();  // ~Child kills and reaps the waiting child
+    }
     if (spec.cgroup) {
         if (auto placed = spec.cgroup->add_pid_outside_clone(child.pid()); !placed)
-            return placed.error();  // ~Child kills and reaps the waiting child
+            return placed.error();
     }
     char go = 1;
     // A child that already died shows up through the error pipe.

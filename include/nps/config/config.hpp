@@ -47,6 +47,9 @@ struct Config {
     bool allow_host_network = false;        // may workers use the host's network
     bool allow_unenforced_limits = false;   // run with a limit the host cannot enforce (warned)
     std::vector<std::string> seccomp_allow; // system calls allowed beyond the default filter
+    bool user_namespace = false;            // run workers in a user namespace
+    std::int64_t userns_first_host_id = 100'000;  // host uid/gid of the sandbox's root
+    std::int64_t userns_id_count = 65'536;        // ids mapped
 
     std::string database_path() const { return state_dir + "/runner.db"; }
 };

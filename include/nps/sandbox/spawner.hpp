@@ -5,6 +5,8 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,15 @@ struct Rlimit {
     rlim_t hard;
 };
 
+// An optional user namespace: ids 0..count-1 inside are host ids
+// host_uid..host_uid+count-1 (gids likewise), so the sandbox's root is an
+// unprivileged host user. host_uid and host_gid must not be 0.
+struct UserNamespace {
+    uid_t host_uid;
+    gid_t host_gid;
+    std::uint32_t count;
+};
+
 // Everything a sandbox needs. The rootfs must contain the directories
 // /proc, /dev and /tmp (mount points); /sys is left unmounted.
 struct SandboxSpec {
@@ -41,11 +52,16 @@ struct SandboxSpec {
     std::string hostname = "nps-sandbox";
     Network network = Network::none;
     // With Network::none: >= 0 joins this namespace (a LoopbackNetns) instead
-    // of creating one. Not consumed.
+    // of creating one. Not consumed. Ignored with a user namespace, whose
+    // root may not join a namespace the host's user namespace owns.
     int netns_fd = -1;
+    // With a value, a new user namespace; uid and gid below are ids inside it.
+    std::optional<UserNamespace> user_namespace;
     uid_t uid = 0;                       // all capabilities are dropped whatever the uid
     gid_t gid = 0;
-    std::vector<Rlimit> rlimits;
+    // No core dumps (they would land in the worker's root or its cwd) and a
+    // conventional open-file limit; callers replace or extend the list.
+    std::vector<Rlimit> rlimits = {{RLIMIT_CORE, 0, 0}, {RLIMIT_NOFILE, 1024, 4096}};
     RootAccess root = RootAccess::read_only;
     // The worker's cgroup (not owned): the child is cloned into its v2 group
     // (CLONE_INTO_CGROUP) and added to its v1 groups before it runs setup.

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// The optional user namespace: the sandbox's root is an unprivileged host id.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <sstream>
+
+#include "sandbox_rootfs.hpp"
+
+using nps::test::run_sh;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part)
+{
+    return text.find(part) != std::string::npos;
+}
+
+std::string host_user_ns()
+{
+    char link[64] = {};
+    REQUIRE(::readlink("/proc/self/ns/user", link, sizeof link - 1) > 0);
+    return link;
+}
+
+}  // namespace
+
+TEST_CASE("run --userns: root inside is host id 100000, in a user namespace of its own")
+{
+    auto r = run_sh("id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map; readlink /proc/self/ns/user; "
+                    "grep CapEff /proc/self/status; stat -c %u /; touch /tmp/ok && echo tmp-writable",
+                    {"--userns"});
+    REQUIRE_MESSAGE(r.exit_status == 0, r.err);
+    std::istringstream out(r.out);
+    std::string uid, gid;
+    out >> uid >> gid;
+    CHECK(uid == "0");
+    CHECK(gid == "0");
+    unsigned inside = 1, outside = 0, count = 0;
+    out >> inside >> outside >> count;
+    CHECK(inside == 0);
+    CHECK(outside == 100000);
+    CHECK(count == 65536);
+    CHECK(contains(r.out, "user:["));
+    CHECK(!contains(r.out, host_user_ns()));
+    CHECK(contains(r.out, "CapEff:\t0000000000000000"));
+    CHECK(contains(r.out, "65534\n"));  // the host's root owns the rootfs: unmapped inside
+    CHECK(contains(r.out, "tmp-writable"));
+}
+
+TEST_CASE("run --userns --user: a non-root id inside, with limits and the usual refusals")
+{
+    auto r = run_sh("id -u; id -g; mount -t tmpfs none /tmp 2>&1; echo mount=$?; touch /x 2>&1; echo root=$?",
+                    {"--userns", "--user", "1000:1001", "--memory", "64Mi", "--pids", "32"});
+    REQUIRE_MESSAGE(r.exit_status == 0, r.err);
+    CHECK(r.out.rfind("1000\n1001\n", 0) == 0);
+    CHECK(!contains(r.out, "mount=0"));
+    CHECK(!contains(r.out, "root=0"));
+}
+
+TEST_CASE("a user namespace mapping onto the host's root or too small is refused")
+{
+    nps::test::TempDir dir("nps-userns");
+    nps::test::write_file(dir.file("root.toml"), "[sandbox]\nuserns_first_host_id = 0\n");
+    auto zero = run_sh("echo ran", {"--userns", "--config", dir.file("root.toml")});
+    CHECK(zero.exit_status == 2);
+    CHECK(contains(zero.err, "userns_first_host_id: must be between 1"));
+
+    nps::test::write_file(dir.file("small.toml"), "[sandbox]\nuserns_id_count = 10\n");
+    auto small = run_sh("echo ran", {"--userns", "--user", "1000", "--config", dir.file("small.toml")});
+    CHECK(small.exit_status == 125);
+    CHECK(contains(small.err, "lie outside its user namespace's 10 mapped ids"));
+    CHECK(!contains(small.out, "ran"));
+}
