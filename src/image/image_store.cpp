@@ -114,6 +114,12 @@ Result<PinnedImage> ImageStore::pin(const std::string& ref, const std::string& h
     return PinnedImage{std::move(image), std::move(pin)};
 }
 
+Result<VerifiedBlob> ImageStore::open_blob(const std::string& digest)
+{
+    auto blobs = NPS_TRY(BlobStore::open(layout_.blobs_dir()));
+    return blobs.open_verified(digest);
+}
+
 Result<std::vector<ImageSummary>> ImageStore::list()
 {
     const auto refs = NPS_TRY(db_->refs());

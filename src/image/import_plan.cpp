@@ -30,8 +30,8 @@ Result<void> attach_config(PlannedImage& image, std::string bytes, std::string d
     image.config = NPS_TRY(parse_image_config(bytes, what));
     image.platform = image.config.platform;
     if (platform_match(wanted, image.platform) == 0)
-        return internal_error("The image in " + what + " is for " + image.platform.to_string() + ", not " +
-                              wanted.to_string() + " (choose another with --platform)");
+        return internal_error("The " + what + " is for " + image.platform.to_string() + ", not " +
+                              wanted.to_string() + " (choose another platform with --platform)");
     if (image.config.diff_ids.size() != layer_count)
         return internal_error("Invalid " + what + ": rootfs.diff_ids lists " +
                               std::to_string(image.config.diff_ids.size()) + " layers, the image has " +

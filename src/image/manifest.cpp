@@ -35,7 +35,7 @@ Result<Descriptor> read_descriptor(const nlohmann::json& value, const std::strin
     Fields f(value, what, path + ".");
     Descriptor d;
     d.media_type = NPS_TRY(f.required_string("mediaType", kMaxMediaTypeBytes));
-    d.digest = NPS_TRY(f.required_string("digest", 128));
+    d.digest = NPS_TRY(f.required_string("digest", 256));
     NPS_TRY_VOID(check_digest(d.digest, what + " " + path + ".digest"));
     auto size = NPS_TRY(f.integer("size"));
     if (!size)

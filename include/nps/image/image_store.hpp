@@ -23,6 +23,7 @@
 
 #include "nps/base/clock.hpp"
 #include "nps/base/result.hpp"
+#include "nps/image/blob_store.hpp"
 #include "nps/image/image.hpp"
 #include "nps/image/pins.hpp"
 #include "nps/image/platform.hpp"
@@ -133,6 +134,11 @@ public:
     // resolve() and a pin, atomically with respect to gc and rm. `holder`
     // describes the user for operators ("worker w-17").
     Result<PinnedImage> pin(const std::string& ref, const std::string& holder);
+
+    // A stored blob, verified against its digest: what the unpack step must
+    // use (the descriptor it hashed, or its path — blobs are never changed
+    // in place). The error names the digest when the content does not match.
+    Result<VerifiedBlob> open_blob(const std::string& digest);
 
     // Removes names (or every name of a digest) and then the content no
     // other name and no pin uses.

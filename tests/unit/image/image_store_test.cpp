@@ -108,6 +108,15 @@ TEST_CASE_FIXTURE(StoreFixture, "an OCI layout imports under --name and resolves
     // By digest and by a prefix of 12 hex digits too.
     CHECK(store->resolve(image->manifest_digest)->manifest_digest == image->manifest_digest);
     CHECK(store->resolve(std::string(digest_hex(image->manifest_digest)).substr(0, 12)));
+    // The unpack step's verified access to a layer.
+    auto blob = store->open_blob(image->layers[1].digest);
+    REQUIRE(blob);
+    CHECK(blob->size == std::string("layer two").size());
+    CHECK(read_text(blob->path) == "layer two");
+    write_text(blob->path, "layer 2wo");
+    auto damaged = store->open_blob(image->layers[1].digest);
+    REQUIRE_FALSE(damaged);
+    CHECK(damaged.error().message.find("Blob " + image->layers[1].digest + " in the image store is corrupt") == 0);
     CHECK_FALSE(store->resolve("app:2"));
     CHECK_FALSE(store->resolve("sha256:" + std::string(64, '0')));
 }
