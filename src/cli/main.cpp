@@ -28,6 +28,10 @@ Verbs:
                             register an agent NID in the local NDP registry
   announce ls               list registered agents
   run --rootfs DIR -- CMD   run one command in a sandbox, attached
+  image import PATH [--name REF]
+                            import an OCI layout, oci-archive or docker-archive
+  image ls | rm REF... | gc | inspect REF
+                            list, remove, garbage-collect and inspect stored images
   version                   print the version
 
 Run 'nps-runner VERB --help' for a verb's options; 'man nps-runner' for more.
@@ -49,6 +53,11 @@ constexpr Verb kVerbs[] = {
     {"announce", "ls", announce_ls},
     {"announce", nullptr, announce},
     {"run", nullptr, run},
+    {"image", "import", image_import},
+    {"image", "ls", image_ls},
+    {"image", "rm", image_rm},
+    {"image", "gc", image_gc},
+    {"image", "inspect", image_inspect},
     {"version", nullptr, version},
 };
 
@@ -72,6 +81,10 @@ int main(int argc, char** argv)
     }
     if (!std::strcmp(argv[1], "task")) {
         std::fprintf(stderr, "nps-runner: 'task' needs a sub-verb: show, ls, wait or cancel\n");
+        return kExitUsage;
+    }
+    if (!std::strcmp(argv[1], "image")) {
+        std::fprintf(stderr, "nps-runner: 'image' needs a sub-verb: import, ls, rm, gc or inspect\n");
         return kExitUsage;
     }
     std::fprintf(stderr, "nps-runner: unknown verb '%s'\nTry 'nps-runner --help'.\n", argv[1]);

@@ -12,6 +12,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/proto/task_frame.hpp"
+#include "nps/spawn/quantity.hpp"
 
 namespace nps::config {
 
@@ -221,6 +222,20 @@ Result<void> apply_sandbox(const toml::table* table, const TableReader& t, Confi
     return {};
 }
 
+Result<void> apply_images(const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"gc_max_bytes", "gc_max_disk_percent"}));
+    if (auto v = NPS_TRY(t.string("gc_max_bytes"))) {
+        auto bytes = spawn::parse_memory_bytes(*v);
+        if (!bytes)
+            return t.fail("gc_max_bytes", "'" + *v + "' is not a size like \"20Gi\" (\"0\" for no limit)");
+        c.images_gc_max_bytes = static_cast<std::uint64_t>(*bytes);
+    }
+    if (auto v = NPS_TRY(t.integer("gc_max_disk_percent", 1, 100)))
+        c.images_gc_max_disk_percent = static_cast<unsigned>(*v);
+    return {};
+}
+
 }  // namespace
 
 std::string default_runner_nid()
@@ -251,7 +266,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
         return internal_error(msg.str());
     }
     Config config;
-    static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox"};
+    static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox", "images"};
     for (const auto& [key, node] : root) {
         std::string name(key.str());
         if (!sections.count(name))
@@ -265,6 +280,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     NPS_TRY_VOID(apply_inbox(table("inbox"), config));
     NPS_TRY_VOID(apply_store(table("store"), config));
     NPS_TRY_VOID(apply_sandbox(root["sandbox"].as_table(), table("sandbox"), config));
+    NPS_TRY_VOID(apply_images(table("images"), config));
     if (config.runner_nid.empty())
         config.runner_nid = default_runner_nid();
     return config;

@@ -53,7 +53,7 @@ constexpr int kApplicationId = 0x4E505352;
 //    the head never touches the table rows it skips (live leases). `queue`
 //    is constant in the partial index but must be a column too: SQLite's
 //    covering-index check does not credit the index's WHERE.
-constexpr std::array<const char*, 1> kMigrations = {
+constexpr std::array<const char*, 2> kMigrations = {
     // 1: initial schema
     R"sql(
 CREATE TABLE tasks (
@@ -184,6 +184,50 @@ CREATE TABLE announces (
     announced_at    INTEGER NOT NULL,
     body            TEXT    NOT NULL
 );
+)sql",
+
+    // 2: the image store's records (docs/images.md). Blobs live as files
+    // under <state_dir>/images/blobs; these tables say which images exist and
+    // what they are made of, so gc and reference counts never parse blobs.
+    //  - image_manifests: one row per imported manifest (a platform-specific
+    //    image); platform is "os/arch[/variant]"; last_used_at is bumped by
+    //    every pin (LRU order for evicting unpacked layers).
+    //  - image_blobs: the blobs a manifest uses, position 0 = its config,
+    //    1…n = its layers bottom first; diff_id only for layers. Deleting a
+    //    manifest deletes these rows (ON DELETE CASCADE).
+    //  - image_refs: name ("repository:tag") → manifest. A manifest with a
+    //    ref cannot be deleted (the foreign key has no cascade).
+    // A blob's reference count is derived by a query (refs whose manifest
+    // uses it), never stored, so it cannot drift after a crash.
+    R"sql(
+CREATE TABLE image_manifests (
+    digest        TEXT    PRIMARY KEY,
+    media_type    TEXT    NOT NULL,
+    size          INTEGER NOT NULL,
+    platform      TEXT    NOT NULL,
+    imported_at   INTEGER NOT NULL,
+    last_used_at  INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE image_blobs (
+    manifest_digest TEXT    NOT NULL REFERENCES image_manifests (digest) ON DELETE CASCADE,
+    position        INTEGER NOT NULL,
+    digest          TEXT    NOT NULL,
+    media_type      TEXT    NOT NULL,
+    size            INTEGER NOT NULL,
+    diff_id         TEXT,
+    PRIMARY KEY (manifest_digest, position)
+) WITHOUT ROWID;
+CREATE INDEX image_blobs_digest ON image_blobs (digest);
+CREATE INDEX image_blobs_diff_id ON image_blobs (diff_id) WHERE diff_id IS NOT NULL;
+
+CREATE TABLE image_refs (
+    name            TEXT    PRIMARY KEY,
+    manifest_digest TEXT    NOT NULL REFERENCES image_manifests (digest),
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX image_refs_manifest ON image_refs (manifest_digest);
 )sql",
 };
 

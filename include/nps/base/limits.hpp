@@ -58,4 +58,24 @@ inline constexpr std::int64_t kMinMemoryBytes = 1 << 20;           // below this
 // --- Workers and `run` (ours) ---
 inline constexpr std::uint32_t kMaxRunSeconds = 7 * 24 * 3600;     // --max-runtime, --idle-timeout
 
+// --- Images (ours; docs/images.md) ---
+// JSON documents read from an image: sizes are checked before parsing.
+inline constexpr std::size_t kMaxImageManifestBytes = 4 << 20;      // an image manifest (the distribution spec's 4 MiB)
+inline constexpr std::size_t kMaxImageIndexBytes = 4 << 20;         // an image index / manifest list, index.json
+inline constexpr std::size_t kMaxImageConfigBytes = 8 << 20;        // an image config (long histories)
+inline constexpr std::size_t kMaxDockerManifestBytes = 4 << 20;     // a docker-archive's manifest.json
+inline constexpr std::size_t kMaxImageJsonDepth = 16;               // nesting of any of them
+inline constexpr std::size_t kMaxImageLayers = 128;                 // layers of one image (overlay lowerdirs)
+inline constexpr std::size_t kMaxIndexManifests = 1024;             // entries of one index
+inline constexpr std::size_t kMaxIndexNesting = 4;                  // index → index → … → manifest
+inline constexpr std::size_t kMaxImageConfigArgs = 4096;            // Entrypoint + Cmd entries
+inline constexpr std::size_t kMaxImageConfigEnv = 4096;             // Env entries
+inline constexpr std::size_t kMaxImageConfigStringBytes = 64 * 1024;  // any one string we hand to the sandbox
+inline constexpr std::size_t kMaxImageNames = 256;                  // names (RepoTags, ref annotations) per import
+inline constexpr std::size_t kMaxImageRefChars = 255 + 1 + 128;     // repository (255) ':' tag (128)
+inline constexpr std::uint64_t kMaxImageBlobBytes = 64ull << 30;    // one blob (a layer) as written to the store
+inline constexpr std::size_t kMaxImportArchiveEntries = 100'000;    // entries of an imported tar archive
+inline constexpr std::size_t kMaxImportMetadataBytes = 64 << 20;    // JSON files an archive import holds in memory
+inline constexpr std::size_t kMaxImportSymlinkHops = 8;             // links followed inside an imported archive
+
 }  // namespace nps::limits

@@ -15,6 +15,11 @@ int task_cancel(int argc, char** argv, int first);
 int announce(int argc, char** argv, int first);
 int announce_ls(int argc, char** argv, int first);
 int run(int argc, char** argv, int first);
+int image_import(int argc, char** argv, int first);
+int image_ls(int argc, char** argv, int first);
+int image_rm(int argc, char** argv, int first);
+int image_gc(int argc, char** argv, int first);
+int image_inspect(int argc, char** argv, int first);
 int version(int argc, char** argv, int first);
 
 // Exit statuses.

@@ -51,6 +51,11 @@ struct Config {
     std::int64_t userns_first_host_id = 100'000;  // host uid/gid of the sandbox's root
     std::int64_t userns_id_count = 65'536;        // ids mapped
 
+    // [images] (docs/images.md): thresholds above which `image gc` evicts
+    // unpacked layers of images not in use. 0 / 100 disable.
+    std::uint64_t images_gc_max_bytes = 0;         // images/ (blobs + unpacked layers)
+    unsigned images_gc_max_disk_percent = 90;      // fullness of the filesystem holding images/
+
     std::string database_path() const { return state_dir + "/runner.db"; }
 };
 

@@ -16,6 +16,8 @@ TEST_CASE("an empty config gives the documented defaults")
     CHECK_FALSE(c->token);
     CHECK(c->default_ttl_seconds == 3600);
     CHECK(c->synchronous == nps::store::Synchronous::full);
+    CHECK(c->images_gc_max_bytes == 0);
+    CHECK(c->images_gc_max_disk_percent == 90);
     CHECK(c->runner_nid.rfind("urn:nps:node:", 0) == 0);
     CHECK(c->database_path() == "/var/lib/nps-runner/runner.db");
 }
@@ -39,6 +41,9 @@ max_depth = 5
 max_message_bytes = 4096
 [store]
 synchronous = "normal"
+[images]
+gc_max_bytes = "20Gi"
+gc_max_disk_percent = 75
 )",
                           "test.toml");
     REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error().describe()));
@@ -54,6 +59,8 @@ synchronous = "normal"
     CHECK(c->max_depth == 5);
     CHECK(c->max_message_bytes == 4096);
     CHECK(c->synchronous == nps::store::Synchronous::normal);
+    CHECK(c->images_gc_max_bytes == 20ull << 30);
+    CHECK(c->images_gc_max_disk_percent == 75);
 }
 
 TEST_CASE("mistakes are errors that name the key")
@@ -72,6 +79,10 @@ TEST_CASE("mistakes are errors that name the key")
         {"[store]\nsynchronous = \"off\"\n", "store.synchronous: must be \"full\" or \"normal\""},
         {"[api]\ntoken_file = \"/nonexistent/token\"\n", "Failed to read api.token_file '/nonexistent/token'"},
         {"[inbox\n", "Failed to parse configuration 'test.toml' at line 1"},
+        {"[images]\ngc_max_bytes = \"lots\"\n", "images.gc_max_bytes: 'lots' is not a size"},
+        {"[images]\ngc_max_bytes = 1024\n", "images.gc_max_bytes: expected a string"},
+        {"[images]\ngc_max_disk_percent = 0\n", "images.gc_max_disk_percent: must be between 1 and 100"},
+        {"[images]\ngc_threshold = 5\n", "images.gc_threshold: unknown key"},
     };
     for (const auto& c : cases) {
         auto r = parse_config(c.toml, "test.toml");

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/image/reference.hpp"
+
+#include <vector>
+
+#include "nps/base/limits.hpp"
+
+namespace nps::image {
+
+namespace {
+
+bool is_lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+bool is_alnum(char c)
+{
+    return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+// alnum+ ( ('.' | '_' | '__' | '-'+) alnum+ )*
+bool valid_path_component(std::string_view s)
+{
+    if (s.empty() || !is_lower_alnum(s.front()) || !is_lower_alnum(s.back()))
+        return false;
+    for (std::size_t i = 0; i < s.size();) {
+        if (is_lower_alnum(s[i])) {
+            ++i;
+            continue;
+        }
+        std::size_t j = i;
+        while (j < s.size() && !is_lower_alnum(s[j]))
+            ++j;
+        const std::string_view sep = s.substr(i, j - i);
+        const bool dashes = sep.find_first_not_of('-') == std::string_view::npos;
+        if (!(sep == "." || sep == "_" || sep == "__" || dashes))
+            return false;
+        i = j;
+    }
+    return true;
+}
+
+// host[:port], host = labels of [A-Za-z0-9-] joined by '.', no leading/trailing '-'.
+bool valid_domain(std::string_view s)
+{
+    const auto colon = s.find(':');
+    std::string_view host = s.substr(0, colon);
+    if (colon != std::string_view::npos) {
+        const std::string_view port = s.substr(colon + 1);
+        if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos)
+            return false;
+    }
+    if (host.empty())
+        return false;
+    std::size_t start = 0;
+    while (start <= host.size()) {
+        const auto dot = host.find('.', start);
+        const std::string_view label = host.substr(start, dot == std::string_view::npos ? dot : dot - start);
+        if (label.empty() || !is_alnum(label.front()) || !is_alnum(label.back()))
+            return false;
+        for (char c : label)
+            if (!is_alnum(c) && c != '-')
+                return false;
+        if (dot == std::string_view::npos)
+            break;
+        start = dot + 1;
+    }
+    return true;
+}
+
+Error invalid(std::string_view text, const std::string& why)
+{
+    return internal_error("Invalid image name '" + std::string(text.substr(0, limits::kMaxImageRefChars)) + "': " + why);
+}
+
+}  // namespace
+
+bool is_valid_tag(std::string_view tag)
+{
+    if (tag.empty() || tag.size() > 128)
+        return false;
+    const auto word = [](char c) { return is_alnum(c) || c == '_'; };
+    if (!word(tag.front()))
+        return false;
+    for (char c : tag)
+        if (!word(c) && c != '.' && c != '-')
+            return false;
+    return true;
+}
+
+Result<ImageName> parse_image_name(std::string_view text)
+{
+    if (text.empty())
+        return invalid(text, "empty");
+    if (text.size() > limits::kMaxImageRefChars)
+        return invalid(text, "longer than " + std::to_string(limits::kMaxImageRefChars) + " characters");
+    if (text.find('@') != std::string_view::npos)
+        return invalid(text, "a name cannot carry a digest (@sha256:…); use the digest itself where one is accepted");
+
+    ImageName name;
+    std::string_view repository = text;
+    const auto last_slash = text.rfind('/');
+    const auto last_colon = text.rfind(':');
+    if (last_colon != std::string_view::npos && (last_slash == std::string_view::npos || last_colon > last_slash)) {
+        repository = text.substr(0, last_colon);
+        const std::string_view tag = text.substr(last_colon + 1);
+        if (!is_valid_tag(tag))
+            return invalid(text, "tag '" + std::string(tag) + "' must match [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}");
+        name.tag = tag;
+    } else {
+        name.tag = "latest";
+    }
+    if (repository.empty() || repository.size() > 255)
+        return invalid(text, "the repository must have 1 to 255 characters");
+
+    std::vector<std::string_view> components;
+    for (std::size_t start = 0;;) {
+        const auto slash = repository.find('/', start);
+        components.push_back(repository.substr(start, slash == std::string_view::npos ? slash : slash - start));
+        if (slash == std::string_view::npos)
+            break;
+        start = slash + 1;
+    }
+    for (std::size_t i = 0; i < components.size(); ++i) {
+        const std::string_view c = components[i];
+        const bool may_be_domain = i == 0 && components.size() > 1;
+        if (may_be_domain && (c.find_first_of(".:") != std::string_view::npos || c == "localhost" ||
+                              c.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string_view::npos)) {
+            if (!valid_domain(c))
+                return invalid(text, "'" + std::string(c) + "' is not a registry host[:port]");
+            continue;
+        }
+        if (!valid_path_component(c))
+            return invalid(text, "component '" + std::string(c) +
+                                     "' must be lowercase letters and digits, separated by '.', '_', '__' or '-'");
+    }
+    name.repository = repository;
+    return name;
+}
+
+}  // namespace nps::image

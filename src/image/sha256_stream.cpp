@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/image/sha256_stream.hpp"
+
+#include <openssl/evp.h>
+
+#include <new>
+
+#include "nps/base/digest.hpp"
+
+namespace nps::image {
+
+struct Sha256Stream::State {
+    EVP_MD_CTX* ctx = nullptr;
+    ~State() { EVP_MD_CTX_free(ctx); }
+};
+
+Sha256Stream::Sha256Stream() : state_(std::make_unique<State>())
+{
+    state_->ctx = EVP_MD_CTX_new();
+    // Only allocation can fail here; treat it as the allocation failure it is.
+    if (!state_->ctx || EVP_DigestInit_ex(state_->ctx, EVP_sha256(), nullptr) != 1)
+        throw std::bad_alloc();
+}
+
+Sha256Stream::~Sha256Stream() = default;
+Sha256Stream::Sha256Stream(Sha256Stream&&) noexcept = default;
+Sha256Stream& Sha256Stream::operator=(Sha256Stream&&) noexcept = default;
+
+void Sha256Stream::update(const void* data, std::size_t size)
+{
+    EVP_DigestUpdate(state_->ctx, data, size);
+}
+
+std::string Sha256Stream::finish_digest()
+{
+    Sha256 out{};
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(state_->ctx, out.data(), &len);
+    return "sha256:" + to_hex(out);
+}
+
+}  // namespace nps::image
