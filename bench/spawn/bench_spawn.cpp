@@ -158,17 +158,15 @@ std::string machine_notes()
     return notes;
 }
 
-}  // namespace
-}  // namespace bench_spawn
-
-int main(int argc, char** argv)
+int bench_main(int argc, char** argv)
 {
-    using namespace bench_spawn;
     Options options = parse(argc, argv);
     if (::geteuid() != 0)
         die("run me as root (the bench mounts, makes namespaces and cgroups)");
     if (options.rootfs.empty() && ::access("/bin/busybox", X_OK) != 0)
         die("no /bin/busybox to build the rootfs from (install busybox-static) and no --rootfs");
+    if (!options.rootfs.empty() && ::access((options.rootfs + "/bin/true").c_str(), X_OK) != 0)
+        die("the rootfs " + options.rootfs + " has no executable /bin/true");
 
     const std::string load_before = load_average();
     const int crun_ns = prepare_mount_namespaces();
@@ -196,4 +194,19 @@ int main(int argc, char** argv)
         std::filesystem::remove_all(work_dir, ec);
     }
     return 0;
+}
+
+}  // namespace
+}  // namespace bench_spawn
+
+int main(int argc, char** argv)
+{
+    try {
+        return bench_spawn::bench_main(argc, argv);
+    } catch (const std::exception& e) {
+        // The work directory stays for a look (its mounts went with our mount namespace).
+        std::fflush(stdout);
+        std::cerr << "bench-spawn: " << e.what() << "\n";
+        return 1;
+    }
 }

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ struct Options {
     bool in_process = true;
     bool whole_process = true;
     bool keep = false;         // keep the work directory
+};
+
+// What die() throws; main() reports it. Unwinding runs the destructors that
+// kill and reap a half-spawned child and remove its cgroup.
+struct Failure : std::runtime_error {
+    using std::runtime_error::runtime_error;
 };
 
 [[noreturn]] void die(const std::string& what);

@@ -21,8 +21,7 @@ namespace bench_spawn {
 
 void die(const std::string& what)
 {
-    std::cerr << "bench-spawn: " << what << "\n";
-    std::exit(1);
+    throw Failure(what);
 }
 
 void die_errno(const std::string& what)
