@@ -50,6 +50,7 @@ void usage(int status)
         "  --warmup N      unrecorded rounds first (default 20)\n"
         "  --rootfs DIR    use this rootfs (default: a busybox rootfs built in the work directory)\n"
         "  --runner PATH   nps-runner for the whole-process part (default: ../../nps-runner from this binary)\n"
+        "  --only PART     run only the in-process or the whole-process part\n"
         "  --keep          keep the work directory /tmp/bench-spawn-*\n"
         "Runs as root. See bench/RESULTS.md.\n");
     std::exit(status);
