@@ -332,6 +332,9 @@ Result<void> RegistryClient::fetch_token(const std::map<std::string, std::string
         add("service", s->second);
     const auto scope = params.find("scope");
     add("scope", scope != params.end() ? scope->second : "repository:" + endpoint_.repository + ":pull");
+    const RegistryCredentials* account = configured();
+    if (account)
+        add("account", account->username);  // what Docker sends; some token services want it
 
     Get get{.what = "a token from '" + realm.substr(0, 200) + "' for " + what,
             .url = url,

@@ -267,6 +267,9 @@ HttpOutcome http_get(const HttpSession& session, const HttpGet& request)
     if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && transfer.cut)) {
         const std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(rc);
         HttpOutcome out = failure(detail, transient(rc));
+        if (rc == CURLE_UNSUPPORTED_PROTOCOL)  // REDIR_PROTOCOLS refused a redirect
+            out.error.message += " (a redirect to plain http is refused unless the registry is listed in "
+                                 "images.insecure_registries)";
         if (rc == CURLE_SSL_CONNECT_ERROR)
             out.tls = HttpOutcome::Tls::handshake;
         else if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)

@@ -330,6 +330,7 @@ TEST_CASE_FIXTURE(PullFixture, "token authentication: a token from the realm, wi
     const std::string served = tokens.requests();
     CHECK(contains(served, "scope=repository%3Ateam%2Fbusybox%3Apull"));
     CHECK(contains(served, "service=nps-test-registry"));
+    CHECK(contains(served, "account=puller"));
     CHECK(contains(served, "auth=Basic"));
 }
 

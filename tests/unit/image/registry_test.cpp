@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pull references, where they are fetched from, WWW-Authenticate challenges
-// and token answers.
+// Pull references, where they are fetched from, WWW-Authenticate challenges,
+// token answers and Retry-After.
 #include <doctest/doctest.h>
 
+#include "../../../src/image/registry_http.hpp"
 #include "nps/image/registry.hpp"
 #include "nps/image/registry_auth.hpp"
 
@@ -221,4 +222,22 @@ TEST_CASE("token answers: token or access_token, visible ASCII only")
         INFO(why(r.error()));
         CHECK(contains(why(r.error()), expect));
     }
+}
+
+TEST_CASE("Retry-After: delay-seconds or an HTTP date")
+{
+    using nps::image::detail::HttpAnswer;
+    using nps::image::detail::retry_after_ms;
+    HttpAnswer a;
+    CHECK_FALSE(retry_after_ms(a));
+    a.headers["retry-after"] = "0";
+    CHECK(retry_after_ms(a) == 0);
+    a.headers["retry-after"] = "7";
+    CHECK(retry_after_ms(a) == 7000);
+    a.headers["retry-after"] = "Wed, 21 Oct 2015 07:28:00 GMT";  // in the past: now
+    CHECK(retry_after_ms(a) == 0);
+    a.headers["retry-after"] = "soon";
+    CHECK_FALSE(retry_after_ms(a));
+    a.headers["retry-after"] = "99999999999999";
+    CHECK(retry_after_ms(a) >= 60000);  // capped by the caller
 }
