@@ -2,16 +2,20 @@
 // RegistryClient: requests, retries, authentication.
 #include "registry_client.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
 #include <thread>
 
 #include "json_document.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/limits.hpp"
+#include "nps/base/unique_fd.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/media_types.hpp"
 #include "nps/image/registry_auth.hpp"
@@ -32,16 +36,24 @@ std::string lower(std::string_view s)
 // Reads a whole small file; errors name `what`.
 Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes, const std::string& what)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
         return system_error_errno("Failed to read " + what + " '" + path + "'");
     std::string data(max_bytes + 1, '\0');
-    in.read(data.data(), static_cast<std::streamsize>(data.size()));
-    if (in.bad())
-        return system_error_errno("Failed to read " + what + " '" + path + "'");
-    data.resize(static_cast<std::size_t>(in.gcount()));
-    if (data.size() > max_bytes)
+    std::size_t filled = 0;
+    while (filled < data.size()) {
+        const ssize_t n = ::read(fd.get(), data.data() + filled, data.size() - filled);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return system_error_errno("Failed to read " + what + " '" + path + "'");
+        if (n == 0)
+            break;
+        filled += static_cast<std::size_t>(n);
+    }
+    if (filled > max_bytes)
         return internal_error(what + " '" + path + "' is larger than " + std::to_string(max_bytes) + " bytes");
+    data.resize(filled);
     return data;
 }
 
