@@ -19,10 +19,16 @@
 
 namespace nps::image::detail {
 
+struct EntryWriterOptions {
+    DeviceNodes device_nodes = DeviceNodes::skip;
+    std::uint64_t max_file_bytes = 0;  // a file's declared (apparent) size
+    Durability durability = Durability::sync;
+};
+
 class EntryWriter {
 public:
-    EntryWriter(ConfinedDir& dir, UnpackStats& stats, DeviceNodes device_nodes, std::uint64_t max_file_bytes)
-        : dir_(dir), stats_(stats), device_nodes_(device_nodes), max_file_bytes_(max_file_bytes)
+    EntryWriter(ConfinedDir& dir, UnpackStats& stats, EntryWriterOptions options)
+        : dir_(dir), stats_(stats), options_(options)
     {
     }
 
@@ -47,8 +53,7 @@ private:
 
     ConfinedDir& dir_;
     UnpackStats& stats_;
-    DeviceNodes device_nodes_;
-    std::uint64_t max_file_bytes_;  // a file's declared (apparent) size
+    EntryWriterOptions options_;
     struct DirTimes {
         std::string path;
         timespec times[2];

@@ -26,7 +26,10 @@ Result<UnpackStats> extract(const LayerUnpackRequest& request, const std::string
                             detail::LayerStream& stream, detail::ConfinedDir& dir)
 {
     UnpackStats stats;
-    detail::EntryWriter writer(dir, stats, request.device_nodes, request.limits.max_bytes);
+    detail::EntryWriter writer(dir, stats,
+                               {.device_nodes = request.device_nodes,
+                                .max_file_bytes = request.limits.max_bytes,
+                                .durability = request.durability});
     for (;;) {
         archive_entry* entry = NPS_TRY(stream.next_entry());
         if (entry == nullptr)
