@@ -63,7 +63,9 @@ Result<void> ensure_mount_points(const std::string& rootfs)
         }
         if (::mkdirat(root.get(), mp.name, mp.mode) < 0)
             return system_error_errno("Failed to create mount point '" + path + "'");
-        if (::fchmodat(root.get(), mp.name, mp.mode, 0) < 0)
+        // mkdirat() applied the umask and dropped the sticky bit.
+        UniqueFd dir(::openat(root.get(), mp.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!dir || ::fchmod(dir.get(), mp.mode) < 0)
             return system_error_errno("Failed to set the mode of '" + path + "'");
     }
     return {};
