@@ -129,6 +129,17 @@ def symlink_dir_then_mkdir(tar, args):
     add(tar, "link/sub/", tarfile.DIRTYPE)
 
 
+def symlink_replaces_dir(tar, args):
+    # The opaque marker makes the unpacker look 'a/sub' up (and remember it)
+    # without putting anything in it; the empty directory is then replaced
+    # by a symlink out, and a file is aimed through it.
+    add(tar, "a/", tarfile.DIRTYPE)
+    add(tar, "a/sub/", tarfile.DIRTYPE)
+    add(tar, "a/sub/.wh..wh..opq", tarfile.REGTYPE)
+    add(tar, "a/sub", tarfile.SYMTYPE, linkname=args.outside)
+    add_file(tar, "a/sub/evil", b"evil")
+
+
 def symlink_replaced(tar, args):
     # Not hostile in effect: the file replaces the symlink, nothing is
     # written through it.
@@ -195,7 +206,7 @@ def not_a_dir_parent(tar, args):
 
 SCENARIOS = {f.__name__.replace("_", "-"): f for f in [
     normal, lower, upper, chain, absolute, dotdot, symlink_parent, symlink_parent_relative, symlink_dir_then_mkdir,
-    symlink_replaced, hardlink_absolute, hardlink_dotdot, hardlink_via_symlink, hardlink_missing,
+    symlink_replaces_dir, symlink_replaced, hardlink_absolute, hardlink_dotdot, hardlink_via_symlink, hardlink_missing,
     hardlink_to_symlink, many_entries, big_file, zero_files, long_path, device, bad_owner, not_a_dir_parent]}
 
 

@@ -191,6 +191,7 @@ TEST_CASE("hostile layers are refused and leave the host untouched")
     check_refused({.scenario = "symlink-parent"}, "'link' is a symbolic link");
     check_refused({.scenario = "symlink-parent-relative"}, "'a/up' is a symbolic link");
     check_refused({.scenario = "symlink-dir-then-mkdir"}, "'link' is a symbolic link");
+    check_refused({.scenario = "symlink-replaces-dir"}, "'a/sub' is a symbolic link");
     check_refused({.scenario = "hardlink-absolute"}, "absolute path");
     check_refused({.scenario = "hardlink-dotdot"}, "'..' in its path");
     check_refused({.scenario = "hardlink-via-symlink"}, "hard link target 'l/target' is not in the layer");
