@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // bench-unpack: the same gzip layer unpacked by unpack_layer() and by its
 // peers in the same run, interleaved, each from a warm page cache and after
-// a sync() so no contender pays for another's writeback.
+// a sync() so no contender pays for another's writeback; nothing is
+// deleted until the end.
 //
 //   bench-unpack --image DIR/oci:TAG [--rounds N] [--work DIR]
 //
@@ -9,6 +10,7 @@
 // without the final syncfs, `umoci unpack` (the DESIGN §5 anchor; it also
 // writes a runtime config, negligible here), and `tar -xzf` as a floor.
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,7 +79,15 @@ Layer find_layer(const std::string& layout, const std::string& tag)
     die("no tag '" + tag + "' in " + layout);
 }
 
-int run(const std::vector<std::string>& argv)
+double cpu_seconds(const rusage& ru)
+{
+    auto tv = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+// Runs argv to completion; returns its CPU time (user + system, all threads,
+// and the descendants it reaped).
+double run(const std::vector<std::string>& argv)
 {
     std::vector<char*> args;
     for (const auto& a : argv)
@@ -87,16 +97,33 @@ int run(const std::vector<std::string>& argv)
     if (::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0)
         die("cannot run " + argv[0]);
     int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    rusage ru {};
+    ::wait4(pid, &status, 0, &ru);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        die(argv[0] + " failed");
+    return cpu_seconds(ru);
 }
 
-double seconds_of(const std::function<void()>& work)
+// CPU time of the calling thread so far.
+double thread_cpu_seconds()
+{
+    rusage ru {};
+    ::getrusage(RUSAGE_THREAD, &ru);
+    return cpu_seconds(ru);
+}
+
+struct Timing {
+    double wall = 0;
+    double cpu = 0;
+};
+
+// `work` returns the CPU time it used.
+Timing time_of(const std::function<double()>& work)
 {
     ::sync();
     auto start = Clock::now();
-    work();
-    return std::chrono::duration<double>(Clock::now() - start).count();
+    double cpu = work();
+    return {std::chrono::duration<double>(Clock::now() - start).count(), cpu};
 }
 
 double median(std::vector<double> v)
@@ -136,11 +163,17 @@ int main(int argc, char** argv)
 
     fs::remove_all(work);
     fs::create_directories(work);
-    std::string target = work + "/out";
+    // Every run writes a directory of its own, all removed at the end: on
+    // ext4, creating inodes right after tens of thousands were deleted is
+    // slow (the allocator skips recently deleted inodes, scanning inode
+    // bitmaps), which would charge one contender for another's cleanup.
+    std::string target;
 
-    std::map<std::string, std::vector<double>> times;
+    std::map<std::string, std::vector<double>> walls;
+    std::map<std::string, std::vector<double>> cpus;
     nps::image::UnpackStats stats;
     auto ours = [&](nps::image::Durability durability) {
+        double cpu_before = thread_cpu_seconds();
         auto r = nps::image::unpack_layer({.blob_path = layer.blob,
                                            .media_type = layer.media_type,
                                            .diff_id = layer.diff_id,
@@ -149,18 +182,16 @@ int main(int argc, char** argv)
         if (!r)
             die(r.error().describe());
         stats = *r;
+        return thread_cpu_seconds() - cpu_before;
     };
-    const std::vector<std::pair<std::string, std::function<void()>>> contenders = {
-        {"ours", [&] { ours(nps::image::Durability::sync); }},
-        {"ours-nosync", [&] { ours(nps::image::Durability::none); }},
-        {"umoci", [&] {
-             if (run({"umoci", "--log", "error", "unpack", "--image", image, target}) != 0)
-                 die("umoci unpack failed");
-         }},
+    const std::vector<std::pair<std::string, std::function<double()>>> contenders = {
+        {"ours", [&] { return ours(nps::image::Durability::sync); }},
+        {"ours-nosync", [&] { return ours(nps::image::Durability::none); }},
+        {"umoci", [&] { return run({"umoci", "--log", "error", "unpack", "--image", image, target}); }},
         {"tar", [&] {
              fs::create_directories(target);
-             if (run({"tar", "--numeric-owner", "-xzf", layer.blob, "-C", target}) != 0)
-                 die("tar -xzf failed");
+             // wait4() counts tar and the gzip it runs and reaps.
+             return run({"tar", "--numeric-owner", "-xzf", layer.blob, "-C", target});
          }},
     };
 
@@ -171,11 +202,12 @@ int main(int argc, char** argv)
         // Rotate the order each round so no contender always runs first.
         for (std::size_t k = 0; k < contenders.size(); ++k) {
             const auto& [name, work_fn] = contenders[(k + static_cast<std::size_t>(round - 1)) % contenders.size()];
-            double s = seconds_of(work_fn);
-            times[name].push_back(s);
-            std::printf("  %s %.2f s", name.c_str(), s);
+            target = work + "/" + name + "-" + std::to_string(round);
+            Timing t = time_of(work_fn);
+            walls[name].push_back(t.wall);
+            cpus[name].push_back(t.cpu);
+            std::printf("  %s %.2f s (cpu %.2f)", name.c_str(), t.wall, t.cpu);
             std::fflush(stdout);
-            fs::remove_all(target);
         }
         std::printf("\n");
     }
@@ -184,14 +216,15 @@ int main(int argc, char** argv)
                 static_cast<unsigned long long>(stats.regular_files), static_cast<unsigned long long>(stats.directories),
                 static_cast<unsigned long long>(stats.symlinks), static_cast<unsigned long long>(stats.hard_links));
 
-    double m_ours = median(times["ours"]);
-    double m_nosync = median(times["ours-nosync"]);
-    double m_umoci = median(times["umoci"]);
-    double m_tar = median(times["tar"]);
-    std::printf("median of %d: ours %.2f s, ours without syncfs %.2f s, umoci unpack %.2f s, tar -xzf %.2f s\n", rounds,
-                m_ours, m_nosync, m_umoci, m_tar);
-    std::printf("umoci / ours = %.2fx (target >= 2x); umoci / ours-nosync = %.2fx; tar / ours = %.2fx\n",
-                m_umoci / m_ours, m_umoci / m_nosync, m_tar / m_ours);
+    auto m = [&](const char* name) { return median(walls[name]); };
+    auto c = [&](const char* name) { return median(cpus[name]); };
+    std::printf("median of %d, wall (cpu): ours %.2f s (%.2f), ours without syncfs %.2f s (%.2f), "
+                "umoci unpack %.2f s (%.2f), tar -xzf %.2f s (%.2f)\n",
+                rounds, m("ours"), c("ours"), m("ours-nosync"), c("ours-nosync"), m("umoci"), c("umoci"), m("tar"),
+                c("tar"));
+    std::printf("umoci / ours: wall %.2fx (target >= 2x), cpu %.2fx; umoci / ours-nosync: wall %.2fx; "
+                "tar / ours: wall %.2fx\n",
+                m("umoci") / m("ours"), c("umoci") / c("ours"), m("umoci") / m("ours-nosync"), m("tar") / m("ours"));
     fs::remove_all(work);
     return 0;
 }
