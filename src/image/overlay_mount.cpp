@@ -65,8 +65,10 @@ enum class LowerBy {
 enum class Outcome { mounted, unsupported };
 
 // The new mount API, one "lowerdir+" per layer. `unsupported` when the
-// kernel refuses the first "lowerdir+" in this form (or has no fsopen()).
-Result<Outcome> mount_with_fsconfig(const OverlayMount& m, LowerBy by, int upper_fd, int work_fd)
+// kernel refuses the first "lowerdir+" in this form (or has no fsopen());
+// what it said then goes to *refusal, in case the refusal had another cause.
+Result<Outcome> mount_with_fsconfig(const OverlayMount& m, LowerBy by, int upper_fd, int work_fd,
+                                    std::string* refusal)
 {
     UniqueFd fs(::fsopen("overlay", FSOPEN_CLOEXEC));
     if (!fs) {
@@ -80,8 +82,11 @@ Result<Outcome> mount_with_fsconfig(const OverlayMount& m, LowerBy by, int upper
                                   : ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "lowerdir+", fd_path(lower.get()).c_str(), 0);
         if (r < 0) {
             int err = errno;
-            if (i == 0 && err == EINVAL)
+            if (i == 0 && err == EINVAL) {
+                if (refusal != nullptr && refusal->empty())
+                    *refusal = kernel_messages(fs.get());
                 return Outcome::unsupported;
+            }
             return mount_error(m, err, "layer '" + m.lower_dirs[i] + "': " + kernel_messages(fs.get()));
         }
         // The fs context holds its own reference now; the fd can go, so a
@@ -130,11 +135,13 @@ Result<void> mount_overlay(const OverlayMount& m)
 {
     UniqueFd upper = NPS_TRY(open_dir(m.upper_dir));
     UniqueFd work = NPS_TRY(open_dir(m.work_dir));
+    std::string refusal;
     auto only = [&](LowerBy by) -> Result<void> {
-        Outcome outcome = NPS_TRY(mount_with_fsconfig(m, by, upper.get(), work.get()));
+        Outcome outcome = NPS_TRY(mount_with_fsconfig(m, by, upper.get(), work.get(), &refusal));
         if (outcome == Outcome::unsupported)
-            return internal_error("Failed to mount overlay on '" + m.target +
-                                  "': this kernel does not take \"lowerdir+\" in this form");
+            return system_error("Failed to mount overlay on '" + m.target + "' (\"lowerdir+\" refused: " +
+                                    refusal + ")",
+                                EINVAL);
         return {};
     };
     switch (m.api) {
@@ -144,11 +151,18 @@ Result<void> mount_overlay(const OverlayMount& m)
     case OverlayMountApi::automatic: break;
     }
     for (LowerBy by : {LowerBy::fd, LowerBy::path}) {
-        Outcome outcome = NPS_TRY(mount_with_fsconfig(m, by, upper.get(), work.get()));
+        Outcome outcome = NPS_TRY(mount_with_fsconfig(m, by, upper.get(), work.get(), &refusal));
         if (outcome == Outcome::mounted)
             return {};
     }
-    return mount_legacy(m, upper.get(), work.get());
+    Result<void> legacy = mount_legacy(m, upper.get(), work.get());
+    if (!legacy && !refusal.empty()) {
+        // The first refusal may have been about the layer, not the API.
+        Error e = std::move(legacy).error();
+        e.message += "; the new mount API said: " + refusal;
+        return e;
+    }
+    return legacy;
 }
 
 }  // namespace nps::image::detail
