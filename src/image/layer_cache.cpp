@@ -118,6 +118,14 @@ Result<std::string> LayerCache::ensure(const LayerSource& layer)
     return final_path;
 }
 
+Result<std::vector<std::string>> LayerCache::ensure_chain(const std::vector<LayerSource>& bottom_first)
+{
+    std::vector<std::string> top_first(bottom_first.size());
+    for (std::size_t i = 0; i < bottom_first.size(); ++i)
+        top_first[bottom_first.size() - 1 - i] = NPS_TRY(ensure(bottom_first[i]));
+    return top_first;
+}
+
 Result<void> LayerCache::remove(std::string_view diff_id)
 {
     std::string hex = NPS_TRY(detail::sha256_hex_of(diff_id));

@@ -14,6 +14,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nps/base/result.hpp"
 #include "nps/base/unique_fd.hpp"
@@ -43,6 +44,11 @@ public:
     // when it is not in the cache yet. Blocks while another caller unpacks
     // the same layer.
     Result<std::string> ensure(const LayerSource& layer);
+
+    // ensure() for every layer of an image, given bottom layer first (as
+    // image configs and manifests list them); returns the layer directories
+    // TOP layer first, as OverlayOptions::lower_dirs wants them.
+    Result<std::vector<std::string>> ensure_chain(const std::vector<LayerSource>& bottom_first);
 
     // Where the layer is or would be; an error for a malformed diff_id.
     Result<std::string> path_of(std::string_view diff_id) const;

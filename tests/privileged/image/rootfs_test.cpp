@@ -57,15 +57,16 @@ std::vector<std::string> unpack_chain(const TempDir& tmp, const std::vector<Laye
 {
     auto cache = LayerCache::open({.layers_dir = tmp / "layers", .durability = Durability::none});
     REQUIRE_MESSAGE(cache, cache.error().describe());
-    std::vector<std::string> top_first;
-    int i = 0;
+    std::vector<LayerSource> sources;
     for (const LayerRecipe& recipe : bottom_first) {
-        CraftedLayer layer = make_layer(recipe, tmp / ("blob-" + std::to_string(i++)));
-        auto dir = cache->ensure({layer.blob_path, layer.media_type, layer.diff_id});
-        REQUIRE_MESSAGE(dir, dir.error().describe());
-        top_first.insert(top_first.begin(), *dir);
+        CraftedLayer layer = make_layer(recipe, tmp / ("blob-" + std::to_string(sources.size())));
+        sources.push_back({layer.blob_path, layer.media_type, layer.diff_id});
     }
-    return top_first;
+    auto top_first = cache->ensure_chain(sources);
+    REQUIRE_MESSAGE(top_first, top_first.error().describe());
+    REQUIRE(top_first->size() == sources.size());
+    CHECK(top_first->front() == *cache->path_of(sources.back().diff_id));
+    return std::move(top_first).value();
 }
 
 OverlayRootfs mount_rootfs(const std::vector<std::string>& lowers, const std::string& worker_dir,
