@@ -16,14 +16,16 @@ int open_beneath(int dirfd, const char* path, int flags)
     open_how how{};
     how.flags = static_cast<std::uint64_t>(flags | O_CLOEXEC | O_NOFOLLOW);
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-    for (;;) {
-        long fd = ::syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-        // EAGAIN: a concurrent rename elsewhere on the system made the
-        // kernel's lookup unsafe to finish; the man page says to retry.
-        if (fd < 0 && errno == EAGAIN)
-            continue;
-        return static_cast<int>(fd);
+    // EAGAIN: a concurrent rename elsewhere on the system made the kernel's
+    // confined lookup unsafe to finish; the man page says to retry.
+    constexpr int kAttempts = 64;
+    long fd = -1;
+    for (int i = 0; i < kAttempts; ++i) {
+        fd = ::syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN)
+            break;
     }
+    return static_cast<int>(fd);
 }
 
 Result<ConfinedDir> ConfinedDir::create_new(const std::string& path)
@@ -49,14 +51,14 @@ void ConfinedDir::forget_beneath(std::string_view rel)
         forget();
 }
 
-Result<int> ConfinedDir::directory(std::string_view rel, MissingDirs missing, std::string_view entry)
+Result<int> ConfinedDir::directory(std::string_view rel, std::string_view entry)
 {
     if (rel.empty())
         return root_.get();
     if (cached_ && cached_rel_ == rel)
         return cached_.get();
     forget();
-    cached_ = NPS_TRY(walk(rel, missing, entry));
+    cached_ = NPS_TRY(walk(rel, entry));
     cached_rel_ = rel;
     return cached_.get();
 }
@@ -93,14 +95,14 @@ Error ConfinedDir::blocked(std::string_view rel, int err, std::string_view entry
     }
 }
 
-Result<UniqueFd> ConfinedDir::walk(std::string_view rel, MissingDirs missing, std::string_view entry)
+Result<UniqueFd> ConfinedDir::walk(std::string_view rel, std::string_view entry)
 {
     // The whole path at once: the common case, where it exists.
     std::string rel_str(rel);
     UniqueFd fd(open_beneath(root_.get(), rel_str.c_str(), O_RDONLY | O_DIRECTORY));
     if (fd)
         return fd;
-    if (errno != ENOENT || missing == MissingDirs::fail)
+    if (errno != ENOENT)
         return blocked(rel, errno, entry);
 
     // Component by component, making what is missing.

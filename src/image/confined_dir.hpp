@@ -15,11 +15,6 @@
 
 namespace nps::image::detail {
 
-enum class MissingDirs {
-    create,  // missing directories are made (0755, owned by the caller)
-    fail,
-};
-
 class ConfinedDir {
 public:
     // Makes `path` (which must not exist; its parent must) and opens it.
@@ -29,10 +24,11 @@ public:
     const std::string& path() const { return path_; }
 
     // The directory `rel` ("" is the root) as an fd owned by this object,
-    // valid until the next call or forget(). Errors name `entry`, the
+    // valid until the next call or forget_beneath(). Missing directories
+    // are made (0755, owned by the caller). Errors name `entry`, the
     // archive entry that needed it: a symlink or non-directory on the way
-    // is refused, as is a missing directory under MissingDirs::fail.
-    Result<int> directory(std::string_view rel, MissingDirs missing, std::string_view entry);
+    // is refused.
+    Result<int> directory(std::string_view rel, std::string_view entry);
 
     // Drops the cached directory if it is `rel` or beneath it: call after
     // removing the directory `rel`.
@@ -42,7 +38,7 @@ private:
     ConfinedDir(std::string path, UniqueFd root) : path_(std::move(path)), root_(std::move(root)) {}
 
     void forget();
-    Result<UniqueFd> walk(std::string_view rel, MissingDirs missing, std::string_view entry);
+    Result<UniqueFd> walk(std::string_view rel, std::string_view entry);
     Error blocked(std::string_view rel, int err, std::string_view entry) const;
 
     std::string path_;

@@ -52,20 +52,21 @@ constexpr const char kOpaqueXattr[] = "trusted.overlay.opaque";
 Result<void> EntryWriter::write(archive_entry* entry, const EntryPath& path, LayerStream& stream)
 {
     const std::string full = path.full();
-    int parent = NPS_TRY(dir_.directory(path.parent, MissingDirs::create, full));
+    int parent = NPS_TRY(dir_.directory(path.parent, full));
 
     if (path.name == kOpaqueWhiteout)
         return opaque(parent, path);
     if (path.name.compare(0, kWhiteoutPrefix.size(), kWhiteoutPrefix) == 0)
         return whiteout(parent, path);
 
-    if (const char* target = archive_entry_hardlink(entry); target != nullptr)
-        return hard_link(parent, path, target);
+    const char* link_target = archive_entry_hardlink(entry);
+    mode_t type = archive_entry_filetype(entry);
+    if (path.name.empty() && (link_target != nullptr || type != AE_IFDIR))
+        return refuse(path, "the layer root is not a directory");
+    if (link_target != nullptr)
+        return hard_link(parent, path, link_target);
 
     EntryMetadata meta = NPS_TRY(read_metadata(entry, full, stats_));
-    mode_t type = archive_entry_filetype(entry);
-    if (path.name.empty() && type != AE_IFDIR)
-        return refuse(path, "the layer root is not a directory");
     switch (type) {
     case AE_IFREG: return regular_file(parent, path, meta, entry, stream);
     case AE_IFDIR: return directory(parent, path, meta);

@@ -199,6 +199,11 @@ def bad_owner(tar, args):
     add_file(tar, "f", b"", uid=4294967295)
 
 
+def root_symlink(tar, args):
+    add(tar, ".", tarfile.SYMTYPE, linkname=args.outside)
+    add_file(tar, "evil", b"evil")
+
+
 def not_a_dir_parent(tar, args):
     add_file(tar, "file", b"f")
     add_file(tar, "file/child", b"c")
@@ -207,7 +212,7 @@ def not_a_dir_parent(tar, args):
 SCENARIOS = {f.__name__.replace("_", "-"): f for f in [
     normal, lower, upper, chain, absolute, dotdot, symlink_parent, symlink_parent_relative, symlink_dir_then_mkdir,
     symlink_replaces_dir, symlink_replaced, hardlink_absolute, hardlink_dotdot, hardlink_via_symlink, hardlink_missing,
-    hardlink_to_symlink, many_entries, big_file, zero_files, long_path, device, bad_owner, not_a_dir_parent]}
+    hardlink_to_symlink, many_entries, big_file, zero_files, long_path, device, bad_owner, root_symlink, not_a_dir_parent]}
 
 
 def main():

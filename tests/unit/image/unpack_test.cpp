@@ -199,6 +199,7 @@ TEST_CASE("hostile layers are refused and leave the host untouched")
     check_refused({.scenario = "long-path"}, "longer than the layer path limit");
     check_refused({.scenario = "bad-owner"}, "owner 4294967295:0 out of range");
     check_refused({.scenario = "not-a-dir-parent"}, "'file' is not a directory");
+    check_refused({.scenario = "root-symlink"}, "the layer root is not a directory");
 }
 
 TEST_CASE("entry and byte caps refuse a layer, also a compressed bomb")
