@@ -20,12 +20,24 @@ bool is_config(std::string_view type)
 
 std::optional<Compression> layer_compression(std::string_view type)
 {
-    if (type == kOciLayerTar)
-        return Compression::none;
-    if (type == kOciLayerGzip || type == kDockerLayerGzip)
-        return Compression::gzip;
-    if (type == kOciLayerZstd)
-        return Compression::zstd;
+    struct LayerType {
+        std::string_view name;
+        Compression compression;
+    };
+    // The OCI image spec's layer types and Docker's image manifest v2 schema
+    // 2 ones. Non-distributable ("foreign") layers are refused: their content
+    // lives at URLs outside the image, which an air-gapped runner cannot
+    // fetch and should not trust.
+    static constexpr LayerType kLayerTypes[] = {
+        {kOciLayerTar, Compression::none},
+        {kOciLayerGzip, Compression::gzip},
+        {kOciLayerZstd, Compression::zstd},
+        {"application/vnd.docker.image.rootfs.diff.tar", Compression::none},
+        {kDockerLayerGzip, Compression::gzip},
+    };
+    for (const LayerType& layer : kLayerTypes)
+        if (layer.name == type)
+            return layer.compression;
     return std::nullopt;
 }
 

@@ -31,12 +31,17 @@ void Sha256Stream::update(const void* data, std::size_t size)
     EVP_DigestUpdate(state_->ctx, data, size);
 }
 
-std::string Sha256Stream::finish_digest()
+Sha256 Sha256Stream::finish()
 {
     Sha256 out{};
     unsigned int len = 0;
     EVP_DigestFinal_ex(state_->ctx, out.data(), &len);
-    return "sha256:" + to_hex(out);
+    return out;
+}
+
+std::string Sha256Stream::finish_digest()
+{
+    return "sha256:" + to_hex(finish());
 }
 
 }  // namespace nps::image

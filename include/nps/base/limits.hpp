@@ -95,4 +95,18 @@ inline constexpr long kRegistryStallSeconds = 60;                       // a blo
 inline constexpr std::size_t kMaxRegistryCaFileBytes = 4 << 20;         // images.ca_file (and the system bundle)
 inline constexpr std::size_t kMaxRegistryPasswordFileBytes = 64 * 1024; // a password_file
 
+// --- Images: layer unpack and overlay rootfs (ours; docs/layers.md) ---
+// A layer is refused once its uncompressed tar stream exceeds this many bytes
+// (headers, padding and file data alike, so a decompression bomb stops here).
+inline constexpr std::uint64_t kLayerDefaultMaxBytes = 16ULL << 30;
+// ... or holds more entries (tar headers, whiteouts included).
+inline constexpr std::uint64_t kLayerDefaultMaxEntries = 1'000'000;
+// An entry's path inside the layer, and a hard or symbolic link's target (PATH_MAX).
+inline constexpr std::size_t kLayerMaxPathBytes = 4096;
+// Extended attributes carried by one entry: count, and bytes of names plus values.
+inline constexpr std::size_t kLayerMaxXattrsPerEntry = 128;
+inline constexpr std::size_t kLayerMaxXattrBytesPerEntry = 256 * 1024;
+// Lower layers in one overlay mount: overlayfs's own stack limit (OVL_MAX_STACK).
+inline constexpr std::size_t kLayerMaxChainDepth = 500;
+
 }  // namespace nps::limits

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "nps/base/digest.hpp"
+
 namespace nps::image {
 
 class Sha256Stream {
@@ -16,7 +18,9 @@ public:
     Sha256Stream& operator=(Sha256Stream&&) noexcept;
 
     void update(const void* data, std::size_t size);
-    // "sha256:<hex>" of everything given; the stream is spent afterwards.
+    // The digest of everything given; the stream is spent afterwards.
+    Sha256 finish();
+    // The same as "sha256:<hex>".
     std::string finish_digest();
 
 private:

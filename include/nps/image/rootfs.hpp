@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// OverlayRootfs: a worker's root filesystem, an overlay of read-only image
+// layers under a writable upper directory of its own. A second worker of
+// the same image costs one mount: the layers are shared, only the upper
+// directory is per worker.
+//
+// Layout, in the worker's directory (<state_dir>/workers/<name>/):
+//   upper/  the worker's changes       work/  overlayfs's scratch
+//   rootfs/ the mount point, what the sandbox gets as its rootfs
+// The overlay is mounted nodev. Mount points the sandbox needs (/proc,
+// /dev, /tmp) are made in the upper directory when the image lacks them;
+// one that the image has as a non-directory (a symlink, say) is replaced by
+// a directory, so the sandbox never mounts through an image's symlink.
+//
+// Long layer chains (up to limits::kLayerMaxChainDepth) are mounted with the
+// new mount API, one "lowerdir+" per layer (kernel >= 6.8; by file
+// descriptor from 6.13), so no option string limits them; older kernels
+// get mount(2) with one page of options, /proc/self/fd/<n> per layer,
+// which holds a couple of hundred layers, and a clear error beyond.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nps/base/result.hpp"
+
+namespace nps::image {
+
+enum class UpperRetention {
+    remove,  // upper/, work/ and rootfs/ go when the rootfs is released
+    keep,    // upper/ stays (inspection after a failure); work/ and rootfs/ go
+};
+
+// How the overlay is mounted: automatic everywhere but in the tests of the
+// paths older kernels take.
+enum class OverlayMountApi {
+    automatic,         // the best the kernel has, in the order below
+    lowerdir_by_fd,    // new mount API, "lowerdir+" by file descriptor (kernel >= 6.13)
+    lowerdir_by_path,  // new mount API, "lowerdir+" by path (kernel >= 6.8)
+    legacy,            // mount(2) with a "lowerdir=" option string
+};
+
+struct OverlayOptions {
+    std::vector<std::string> lower_dirs;  // unpacked layer directories, TOP layer first
+    std::string worker_dir;               // made (0700) when missing; must not hold upper/, work/ or rootfs/
+    UpperRetention retention = UpperRetention::remove;
+    OverlayMountApi mount_api = OverlayMountApi::automatic;
+};
+
+class OverlayRootfs {
+public:
+    static Result<OverlayRootfs> mount(const OverlayOptions& options);
+
+    OverlayRootfs(OverlayRootfs&& other) noexcept;
+    OverlayRootfs& operator=(OverlayRootfs&& other) noexcept;
+    OverlayRootfs(const OverlayRootfs&) = delete;
+    OverlayRootfs& operator=(const OverlayRootfs&) = delete;
+    // release(), errors ignored.
+    ~OverlayRootfs();
+
+    // The merged root (worker_dir/rootfs).
+    const std::string& path() const { return rootfs_; }
+    const std::string& upper_dir() const { return upper_; }
+
+    // Unmounts (lazily, MNT_DETACH, when busy) and removes the directories
+    // as `retention` says. Call once the sandbox's processes are gone.
+    // Idempotent; the first error is returned after every step was tried.
+    Result<void> release();
+
+private:
+    OverlayRootfs() = default;
+
+    std::string upper_;
+    std::string work_;
+    std::string rootfs_;
+    UpperRetention retention_ = UpperRetention::remove;
+    bool mounted_ = false;
+    bool active_ = false;
+};
+
+}  // namespace nps::image
