@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // `nps-runner run`: one sandboxed process attached to our stdio. This file
 // turns the command line into a RunRequest; run_session.cpp runs it.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <string>
 
 #include "nps/base/limits.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/cli/verbs.hpp"
 #include "nps/config/config.hpp"
+#include "nps/image/image_store.hpp"
+#include "nps/image/image_user.hpp"
+#include "nps/image/worker_rootfs.hpp"
 #include "nps/spawn/quantity.hpp"
 #include "run_session.hpp"
 
@@ -19,15 +28,19 @@ constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/s
 
 const VerbSpec kSpec{
     "run",
-    "--rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--max-runtime S] [--idle-timeout S]\n"
+    "--image REF | --rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--max-runtime S] [--idle-timeout S]\n"
     "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]] [--userns]\n"
-    "       [--config FILE] -- CMD [ARGS...]",
+    "       [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
     "Run one command in a sandbox, attached to this terminal.",
-    "The command runs as pid 1 of new pid, mount, uts, ipc and cgroup namespaces, in a\n"
-    "read-only bind of DIR behind pivot_root with a fresh /proc, a minimal /dev and a tmpfs\n"
-    "/tmp, with no capabilities, no_new_privs and the seccomp filter (plus the config's\n"
-    "sandbox.seccomp_allow). DIR must contain /proc, /dev and /tmp. The environment is PATH\n"
-    "and HOME plus --env.\n\n"
+    "The command runs as pid 1 of new pid, mount, uts, ipc and cgroup namespaces, behind\n"
+    "pivot_root with a fresh /proc, a minimal /dev and a tmpfs /tmp, with no capabilities,\n"
+    "no_new_privs and the seccomp filter (plus the config's sandbox.seccomp_allow).\n\n"
+    "--image REF: a read-only overlay of the image's layers (from the store in --state-dir,\n"
+    "see 'nps-runner image') with a private upper directory removed afterwards. The image's\n"
+    "Entrypoint runs with CMD ARGS, or with its Cmd when none are given; its Env, WorkingDir\n"
+    "and User apply (--env and --user override them).\n"
+    "--rootfs DIR: a read-only bind of DIR, which must contain /proc, /dev and /tmp; the\n"
+    "environment is PATH and HOME plus --env.\n\n"
     "Limits: --memory (swap off), --cpu and --pids put the command in a cgroup beneath this\n"
     "process's own (quantities as Kubernetes writes them: --memory 64Mi, --cpu 500m). A limit\n"
     "this host cannot enforce is an error unless sandbox.allow_unenforced_limits is set.\n"
@@ -38,9 +51,11 @@ const VerbSpec kSpec{
     "Exit status: the command's, or 128+N when signal N killed it (an OOM kill is 137 and is\n"
     "reported); 124 when a time limit ended it; 125 when the sandbox could not be set up or\n"
     "the command could not be executed. SIGINT, SIGTERM and SIGHUP kill the sandbox.\n\n"
-    "Not yet available: --image (use --rootfs with an unpacked image).",
+    "",
     {
-        {"--rootfs", "DIR", "root filesystem directory (required)"},
+        {"--image", "REF", "run this image (name or digest) from the image store"},
+        {"--rootfs", "DIR", "run in this root filesystem directory instead"},
+        {"--state-dir", "DIR", "the image store's state directory (default: runner.state_dir, /var/lib/nps-runner)"},
         {"--memory", "Q", "memory limit, e.g. 64Mi or 1G (swap off)"},
         {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2"},
         {"--pids", "N", "maximum number of processes and threads"},
@@ -53,7 +68,7 @@ const VerbSpec kSpec{
         {"--userns", nullptr, "in a user namespace (ids from sandbox.userns_first_host_id; also on when configured)"},
         {"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml; missing default is fine)"},
     },
-    1,
+    0,
     static_cast<std::size_t>(-1),
 };
 
@@ -71,15 +86,44 @@ Result<std::optional<std::uint32_t>> seconds_option(const ParsedArgs& args, cons
     return std::optional<std::uint32_t>{static_cast<std::uint32_t>(value)};
 }
 
+struct UserIds {
+    uid_t uid;
+    gid_t gid;
+};
+
+// Sets K=V in `env`, replacing an entry for K.
+void set_env(std::vector<std::string>& env, const std::string& entry)
+{
+    std::string key = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
+    env.push_back(entry);
+}
+
+Result<UserIds> parse_user(const std::string& user)
+{
+    unsigned long uid = 0, gid = 0;
+    char tail = 0;
+    int n = std::sscanf(user.c_str(), "%lu:%lu%c", &uid, &gid, &tail);
+    if (n == 1)
+        gid = uid;
+    if ((n != 1 && n != 2) || uid > 0xfffffffe || gid > 0xfffffffe || user.empty() || user[0] == '-' ||
+        user.find_first_not_of("0123456789:") != std::string::npos)
+        return internal_error("--user takes UID or UID:GID (numbers), not '" + user + "'");
+    return UserIds{static_cast<uid_t>(uid), static_cast<gid_t>(gid)};
+}
+
 Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& config)
 {
     RunRequest request;
     request.sandbox.argv = args.positionals;
     request.sandbox.env = {kDefaultPath, "HOME=/"};
     auto rootfs = args.value("--rootfs");
-    if (!rootfs)
-        return internal_error("--rootfs DIR is required (--image is not available yet)");
-    request.sandbox.rootfs = *rootfs;
+    if (rootfs.has_value() == args.value("--image").has_value())
+        return internal_error("give either --image REF or --rootfs DIR");
+    if (rootfs && args.positionals.empty())
+        return internal_error("--rootfs needs a command: -- CMD [ARGS...]");
+    if (rootfs)
+        request.sandbox.rootfs = *rootfs;
     if (auto network = args.value("--network")) {
         if (*network == "host")
             request.sandbox.network = sandbox::Network::host;
@@ -90,9 +134,7 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
         auto eq = entry.find('=');
         if (eq == 0 || eq == std::string::npos)
             return internal_error("--env needs K=V, not '" + entry + "'");
-        std::string key = entry.substr(0, eq + 1);
-        std::erase_if(request.sandbox.env, [&](const std::string& e) { return e.rfind(key, 0) == 0; });
-        request.sandbox.env.push_back(entry);
+        set_env(request.sandbox.env, entry);
     }
     if (auto hostname = args.value("--hostname"))
         request.sandbox.hostname = *hostname;
@@ -112,16 +154,9 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
     request.max_runtime_seconds = NPS_TRY(seconds_option(args, "--max-runtime"));
     request.idle_timeout_seconds = NPS_TRY(seconds_option(args, "--idle-timeout"));
     if (auto user = args.value("--user")) {
-        unsigned long uid = 0, gid = 0;
-        char tail = 0;
-        int n = std::sscanf(user->c_str(), "%lu:%lu%c", &uid, &gid, &tail);
-        if (n == 1)
-            gid = uid;
-        if ((n != 1 && n != 2) || uid > 0xfffffffe || gid > 0xfffffffe || (*user)[0] == '-' ||
-            user->find_first_not_of("0123456789:") != std::string::npos)
-            return internal_error("--user takes UID or UID:GID (numbers), not '" + *user + "'");
-        request.sandbox.uid = static_cast<uid_t>(uid);
-        request.sandbox.gid = static_cast<gid_t>(gid);
+        auto ids = NPS_TRY(parse_user(*user));
+        request.sandbox.uid = ids.uid;
+        request.sandbox.gid = ids.gid;
     }
     if (args.flag("--userns") || config.user_namespace) {
         auto first = static_cast<std::uint32_t>(config.userns_first_host_id);
@@ -132,6 +167,47 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
     if (config.allow_unenforced_limits)
         request.enforcement = cgroup::Enforcement::allow_unenforced;
     return request;
+}
+
+// The image's process: Entrypoint + (the command line's CMD ARGS, else Cmd),
+// Env under --env, WorkingDir, User unless --user.
+Result<void> apply_image(const ParsedArgs& args, const image::WorkerRootfs& rootfs, RunRequest& request)
+{
+    const image::ImageConfig& config = rootfs.config();
+    request.sandbox.rootfs = rootfs.path();
+    std::vector<std::string> argv = config.entrypoint;
+    const auto& tail = args.positionals.empty() ? config.cmd : args.positionals;
+    argv.insert(argv.end(), tail.begin(), tail.end());
+    if (argv.empty())
+        return internal_error("the image has neither Entrypoint nor Cmd: give a command after --");
+    request.sandbox.argv = std::move(argv);
+    std::vector<std::string> env = config.env;
+    if (std::none_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("PATH=", 0) == 0; }))
+        env.insert(env.begin(), kDefaultPath);
+    for (const auto& entry : args.values("--env"))
+        set_env(env, entry);
+    request.sandbox.env = std::move(env);
+    if (!config.working_dir.empty())
+        request.sandbox.cwd = config.working_dir;
+    if (!args.value("--user")) {
+        auto ids = NPS_TRY(image::resolve_image_user(config.user, rootfs.path()));
+        request.sandbox.uid = ids.uid;
+        request.sandbox.gid = ids.gid;
+    }
+    return {};
+}
+
+Result<std::optional<image::WorkerRootfs>> prepare_image(const ParsedArgs& args, const config::Config& config,
+                                                          std::unique_ptr<image::ImageStore>& store)
+{
+    auto ref = args.value("--image");
+    if (!ref)
+        return std::optional<image::WorkerRootfs>{};
+    std::string state_dir = args.value("--state-dir").value_or(config.state_dir);
+    store = NPS_TRY(image::ImageStore::open({.state_dir = state_dir}));
+    std::string worker = "run-" + std::to_string(::getpid());
+    return std::optional<image::WorkerRootfs>{NPS_TRY(image::prepare_worker_rootfs(
+        *store, {.ref = *ref, .worker_dir = state_dir + "/workers/" + worker, .holder = "nps-runner " + worker}))};
 }
 
 }  // namespace
@@ -154,6 +230,19 @@ int run(int argc, char** argv, int first)
         std::fprintf(stderr, "nps-runner run: %s\n", request.error().describe().c_str());
         return kExitUsage;
     }
+    // Released after the command ended: the overlay, then the image's pin.
+    std::unique_ptr<image::ImageStore> store;
+    auto rootfs = prepare_image(args, *config, store);
+    if (!rootfs) {
+        std::fprintf(stderr, "nps-runner run: %s\n", rootfs.error().describe().c_str());
+        return kExitSandboxFailure;
+    }
+    if (*rootfs) {
+        if (auto applied = apply_image(args, **rootfs, *request); !applied) {
+            std::fprintf(stderr, "nps-runner run: %s\n", applied.error().describe().c_str());
+            return kExitSandboxFailure;
+        }
+    }
     std::shared_ptr<const sandbox::SeccompProgram> seccomp;
     if (!config->seccomp_allow.empty()) {
         auto compiled = sandbox::SeccompProgram::compile(config->seccomp_allow);
@@ -164,7 +253,17 @@ int run(int argc, char** argv, int first)
         seccomp = *compiled;
         request->sandbox.seccomp = seccomp.get();
     }
-    return run_attached(std::move(*request));
+    int status = run_attached(std::move(*request));
+    if (*rootfs) {
+        // The worker directory goes with its overlay; the pin goes last.
+        std::string worker_dir = (*rootfs)->path().substr(0, (*rootfs)->path().rfind('/'));
+        if (auto released = (*rootfs)->overlay.release(); !released)
+            std::fprintf(stderr, "nps-runner run: warning: %s\n", released.error().describe().c_str());
+        else if (::rmdir(worker_dir.c_str()) < 0)
+            std::fprintf(stderr, "nps-runner run: warning: Failed to remove '%s': %s\n", worker_dir.c_str(),
+                         std::strerror(errno));
+    }
+    return status;
 }
 
 }  // namespace nps::cli

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// The root filesystem of one worker made from an image: the image pinned
+// (so gc and rm leave it alone), every layer unpacked once into the layer
+// cache, and an overlay of them with this worker's own upper directory.
+#pragma once
+
+#include <string>
+
+#include "nps/base/result.hpp"
+#include "nps/image/image_store.hpp"
+#include "nps/image/rootfs.hpp"
+
+namespace nps::image {
+
+struct WorkerRootfsRequest {
+    std::string ref;         // image name or digest (ImageStore::resolve)
+    std::string worker_dir;  // e.g. <state_dir>/workers/<worker>; must not hold upper/, work/, rootfs/
+    std::string holder;      // who pins the image, for operators ("run 1234", "worker w-17")
+};
+
+// Owns, in this order of release: the overlay, then the pin.
+struct WorkerRootfs {
+    PinnedImage pinned;
+    OverlayRootfs overlay;
+
+    const std::string& path() const { return overlay.path(); }
+    const ImageConfig& config() const { return pinned.image.config; }
+};
+
+Result<WorkerRootfs> prepare_worker_rootfs(ImageStore& store, const WorkerRootfsRequest& request);
+
+}  // namespace nps::image

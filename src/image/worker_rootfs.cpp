@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/image/worker_rootfs.hpp"
+
+#include "nps/image/layer_cache.hpp"
+
+namespace nps::image {
+
+Result<WorkerRootfs> prepare_worker_rootfs(ImageStore& store, const WorkerRootfsRequest& request)
+{
+    PinnedImage pinned = NPS_TRY(store.pin(request.ref, request.holder));
+    std::vector<LayerSource> layers;
+    for (const LayerRef& layer : pinned.image.layers) {
+        // open_blob verifies the content against its digest before unpack.
+        VerifiedBlob blob = NPS_TRY(store.open_blob(layer.digest));
+        layers.push_back({.blob_path = blob.path, .media_type = layer.media_type, .diff_id = layer.diff_id});
+    }
+    LayerCache cache = NPS_TRY(LayerCache::open({.layers_dir = store.layout().layers_dir()}));
+    std::vector<std::string> lower_dirs = NPS_TRY(cache.ensure_chain(layers));
+    OverlayRootfs overlay = NPS_TRY(OverlayRootfs::mount({.lower_dirs = lower_dirs, .worker_dir = request.worker_dir}));
+    return WorkerRootfs{.pinned = std::move(pinned), .overlay = std::move(overlay)};
+}
+
+}  // namespace nps::image
