@@ -23,6 +23,16 @@ inline constexpr const char* kDefaultStateDir = "/var/lib/nps-runner";
 inline constexpr const char* kDefaultListen = "127.0.0.1:17437";  // the NOP port
 inline constexpr const char* kDefaultSocket = "/run/nps-runner/api.sock";
 
+// [workers]: the supervisor's policy (docs/configuration.md, docs/supervisor.md).
+struct WorkerPolicy {
+    std::size_t max_concurrent = 8;                 // running workers; more wait in a queue
+    std::uint32_t default_idle_timeout_seconds = 0;    // when the SpawnSpec has none; 0: no idle limit
+    std::uint32_t default_max_runtime_seconds = 14'400;  // when the SpawnSpec has none; 0: no limit
+    std::uint32_t stop_grace_seconds = 5;           // cancel frame → SIGTERM → SIGKILL, this apart
+    std::uint64_t log_max_bytes = 1 << 20;          // per log file (stdout.log, stderr.log)
+    std::uint32_t log_keep = 1;                     // rotated files kept per stream
+};
+
 struct Config {
     // [runner]
     std::string state_dir = kDefaultStateDir;
@@ -55,6 +65,8 @@ struct Config {
     // unpacked layers of images not in use. 0 / 100 disable.
     std::uint64_t images_gc_max_bytes = 0;         // images/ (blobs + unpacked layers)
     unsigned images_gc_max_disk_percent = 90;      // fullness of the filesystem holding images/
+
+    WorkerPolicy workers;
 
     std::string database_path() const { return state_dir + "/runner.db"; }
 };
