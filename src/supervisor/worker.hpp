@@ -62,6 +62,7 @@ struct Supervisor::Worker {
     std::optional<StopReason> stop_reason;
     StopStage stop_stage = StopStage::none;
     bool killed = false;  // we sent SIGKILL to the group
+    EventLoop::TimePoint killed_at{};
     bool exited = false;  // reaped; what is left in the pipes is being drained
     std::vector<std::string> warnings;
 };

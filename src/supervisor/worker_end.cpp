@@ -149,6 +149,7 @@ void Supervisor::kill_now(Worker& w)
     if (w.killed || w.exited)
         return;
     w.killed = true;
+    w.killed_at = EventLoop::now();
     // The whole group at once (no fork can outrun cgroup.kill); the pidfd
     // kill also covers a worker without a cgroup, whose pid namespace dies
     // with its first process. Reaping happens when the pidfd says so.
@@ -197,6 +198,7 @@ WorkerOutcome Supervisor::build_outcome(Worker& w, const std::optional<sandbox::
     o.started = w.started != EventLoop::TimePoint{} ? w.started : o.ended;
     o.ended_at_ms = options_.clock->now_ms();
     o.started_at_ms = w.started_at_ms ? w.started_at_ms : o.ended_at_ms;
+    o.killed = w.killed_at;
     o.frames = w.decoder.frames();
     o.details_json = "{}";
     if (status && status->exited) {

@@ -187,8 +187,16 @@ Error StreamDecoder::oversized_error() const
 
 Result<StreamEvent> StreamDecoder::accept(std::string_view line)
 {
-    if (finished_)
+    if (finished_ || violated_)
         return StreamEvent{};
+    auto event = decode(line);
+    if (!event)
+        violated_ = true;  // the stream is broken: nothing after it is a frame
+    return event;
+}
+
+Result<StreamEvent> StreamDecoder::decode(std::string_view line)
+{
     element root;
     object frame;
     if (!detail::parse_json(shared_parser(), line, root) || root.get(frame) != simdjson::SUCCESS)

@@ -89,6 +89,7 @@ struct WorkerOutcome {
     // and wall-clock ones from the supervisor's Clock.
     EventLoop::TimePoint started{};
     EventLoop::TimePoint ended{};
+    EventLoop::TimePoint killed{};  // when the runner sent SIGKILL; {} if it did not
     std::int64_t started_at_ms = 0;
     std::int64_t ended_at_ms = 0;
 };

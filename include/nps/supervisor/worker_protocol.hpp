@@ -124,8 +124,9 @@ struct StreamEvent {
 // members seq, is_final or frame; anything else is log. A frame must have
 // seq (0, 1, 2, … with no gap) and is_final; frame ("0x43" or 67),
 // task_id, subtask_id, sender_nid and stream_id are optional but must match
-// the assignment (stream_id: the first frame's value). After the final frame
-// every line is log. Errors are protocol violations carrying their code:
+// the assignment (stream_id: the first frame's value). After the final frame,
+// or a violation, every line is log. Errors are protocol violations carrying
+// their code:
 //   NOP-STREAM-FRAME-INVALID     malformed frame (types, duplicate members,
 //                                identity other than sender_nid, data and
 //                                error together, a bad error object)
@@ -143,14 +144,18 @@ public:
     Error oversized_error() const;
 
     bool finished() const { return finished_; }
+    bool violated() const { return violated_; }
     std::uint64_t frames() const { return next_seq_; }
 
 private:
+    Result<StreamEvent> decode(std::string_view line);
+
     Assignment assignment_;
     std::optional<std::string> stream_id_;
     std::uint64_t next_seq_ = 0;
     std::uint64_t frame_bytes_ = 0;
     bool finished_ = false;
+    bool violated_ = false;
 };
 
 }  // namespace nps::supervisor

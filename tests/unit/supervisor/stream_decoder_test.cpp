@@ -201,3 +201,14 @@ TEST_CASE("every code the supervisor emits is in the error table")
         CHECK(info->http_status == e.http);
     }
 }
+
+TEST_CASE("after a violation every line is log")
+{
+    StreamDecoder d(assignment());
+    CHECK_FALSE(d.accept(R"({"seq":1,"is_final":false})"));
+    CHECK(d.violated());
+    auto later = d.accept(R"({"seq":0,"is_final":true})");
+    REQUIRE(later);
+    CHECK(later->kind == Kind::log);
+    CHECK(d.frames() == 0);
+}
