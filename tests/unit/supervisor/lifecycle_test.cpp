@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 
 #include "nps/base/clock.hpp"
+#include "nps/config/config.hpp"
 #include "nps/supervisor/lifecycle.hpp"
+#include "nps/supervisor/supervisor.hpp"
 
 using namespace nps::supervisor;
 using namespace std::chrono_literals;
@@ -120,4 +122,34 @@ TEST_CASE("a worker's life in fake time: output resets idle, max runtime does no
     last_output = clock.now_ms();
     clock.advance_ms(5'000);
     CHECK(at_now().killed_reason == KilledReason::max_runtime);  // 60 s
+}
+
+TEST_CASE("[workers] becomes the supervisor's options")
+{
+    auto config = nps::config::parse_config(R"(
+[workers]
+max_concurrent = 3
+default_idle_timeout_seconds = 30
+default_max_runtime_seconds = 90
+stop_grace_seconds = 2
+log_max_bytes = "64Ki"
+log_keep = 4
+)",
+                                            "test.toml");
+    REQUIRE(config);
+    const SupervisorOptions o = supervisor_options(*config);
+    CHECK(o.max_concurrent == 3);
+    CHECK(o.default_idle_timeout == 30s);
+    CHECK(o.default_max_runtime == 90s);
+    CHECK(o.stop_grace == 2s);
+    CHECK(o.log_limits.max_bytes == 64 * 1024);
+    CHECK(o.log_limits.keep == 4);
+    CHECK(o.log_root.empty());
+    CHECK(o.cgroup_base == nullptr);
+    // The defaults: no idle limit, 4 h.
+    const auto defaults = resolve_limits(std::nullopt, std::nullopt,
+                                         supervisor_options(*nps::config::parse_config("", "t")).default_idle_timeout,
+                                         supervisor_options(*nps::config::parse_config("", "t")).default_max_runtime);
+    CHECK_FALSE(defaults.idle_timeout);
+    CHECK(defaults.max_runtime == std::chrono::hours(4));
 }
