@@ -30,7 +30,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "nps/base/clock.hpp"
 #include "nps/base/limits.hpp"
