@@ -303,6 +303,52 @@ Result<void> apply_images(const toml::table* table, const TableReader& t, const 
     return apply_registry_auth(table ? table->get("auth") : nullptr, origin, c);
 }
 
+// A byte size: an integer, or a quantity string like "1Mi".
+Result<std::optional<std::uint64_t>> byte_size(const toml::table* table, const std::string& key,
+                                               const TableReader& t, std::uint64_t min, std::uint64_t max)
+{
+    const toml::node* node = table ? table->get(key) : nullptr;
+    if (!node)
+        return std::optional<std::uint64_t>{};
+    std::int64_t value = 0;
+    if (auto v = node->value_exact<std::int64_t>()) {
+        value = *v;
+    } else if (auto text = node->value_exact<std::string>()) {
+        auto bytes = spawn::parse_memory_bytes(*text);
+        if (!bytes)
+            return t.fail(key, "'" + *text + "' is not a size like \"1Mi\"");
+        value = *bytes;
+    } else {
+        return t.fail(key, "expected a size (an integer, or a string like \"1Mi\")");
+    }
+    if (value < 0 || static_cast<std::uint64_t>(value) < min || static_cast<std::uint64_t>(value) > max)
+        return t.fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + " bytes");
+    return std::optional<std::uint64_t>{static_cast<std::uint64_t>(value)};
+}
+
+Result<void> apply_workers(const toml::table* table, const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"max_concurrent", "default_idle_timeout_seconds", "default_max_runtime_seconds",
+                                "stop_grace_seconds", "log_max_bytes", "log_keep"}));
+    WorkerPolicy& w = c.workers;
+    if (auto v = NPS_TRY(t.integer("max_concurrent", 1, static_cast<std::int64_t>(limits::kMaxConcurrentWorkers))))
+        w.max_concurrent = static_cast<std::size_t>(*v);
+    if (auto v = NPS_TRY(t.integer("default_idle_timeout_seconds", 0, limits::kMaxRunSeconds)))
+        w.default_idle_timeout_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("default_max_runtime_seconds", 0, limits::kMaxRunSeconds)))
+        w.default_max_runtime_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("stop_grace_seconds", 0, limits::kMaxStopGraceSeconds)))
+        w.stop_grace_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(byte_size(table, "log_max_bytes", t, limits::kMinWorkerLogBytes, limits::kMaxWorkerLogBytes)))
+        w.log_max_bytes = *v;
+    if (auto v = NPS_TRY(t.integer("log_keep", 0, limits::kMaxWorkerLogKeep)))
+        w.log_keep = static_cast<std::uint32_t>(*v);
+    if (w.default_idle_timeout_seconds > 0 && w.default_max_runtime_seconds > 0 &&
+        w.default_idle_timeout_seconds > w.default_max_runtime_seconds)
+        return t.fail("default_idle_timeout_seconds", "must not exceed default_max_runtime_seconds");
+    return {};
+}
+
 }  // namespace
 
 std::string default_runner_nid()
@@ -333,7 +379,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
         return internal_error(msg.str());
     }
     Config config;
-    static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox", "images"};
+    static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox", "images", "workers"};
     for (const auto& [key, node] : root) {
         std::string name(key.str());
         if (!sections.count(name))
@@ -348,6 +394,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     NPS_TRY_VOID(apply_store(table("store"), config));
     NPS_TRY_VOID(apply_sandbox(root["sandbox"].as_table(), table("sandbox"), config));
     NPS_TRY_VOID(apply_images(root["images"].as_table(), table("images"), origin, config));
+    NPS_TRY_VOID(apply_workers(root["workers"].as_table(), table("workers"), config));
     if (config.runner_nid.empty())
         config.runner_nid = default_runner_nid();
     return config;

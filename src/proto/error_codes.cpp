@@ -40,6 +40,7 @@ constexpr ErrorCodeInfo kTable[] = {
     {"NOP-SPAWN-SPEC-INVALID", "NPS-CLIENT-BAD-PARAM", 400},
     {"NOP-RUNTIME-IDLE-TIMEOUT", "NPS-SERVER-TIMEOUT", 504},
     {"NOP-RUNTIME-MAX-RUNTIME", "NPS-SERVER-TIMEOUT", 504},
+    {"NOP-STREAM-FRAME-INVALID", "NPS-CLIENT-BAD-FRAME", 400},  // (ours) malformed AlignStream from a worker
     // NDP (NPS-4)
     {"NDP-RESOLVE-NOT-FOUND", "NPS-CLIENT-NOT-FOUND", 404},
     {"NDP-RESOLVE-STALE", "NPS-CLIENT-NOT-FOUND", 404},
@@ -52,6 +53,7 @@ constexpr ErrorCodeInfo kTable[] = {
     {"NDP-ANNOUNCE-INVALID", "NPS-CLIENT-BAD-FRAME", 400},  // (ours) malformed announce body
     // NCP (NPS-1 §4.1, §6)
     {"NCP-ANCHOR-ID-MISMATCH", "NPS-CLIENT-CONFLICT", 409},
+    {"NCP-FRAME-PAYLOAD-TOO-LARGE", "NPS-LIMIT-PAYLOAD", 413},  // transport-profile §5 pin
     // NWP HTTP binding (NPS-3 §9, npsd)
     {"NWP-NODE-UNAVAILABLE", "NPS-SERVER-UNAVAILABLE", 503},
     {"NWP-HTTP-CONTENT-TYPE-UNSUPPORTED", "NPS-SERVER-ENCODING-UNSUPPORTED", 415},

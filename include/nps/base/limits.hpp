@@ -58,6 +58,26 @@ inline constexpr std::int64_t kMinMemoryBytes = 1 << 20;           // below this
 // --- Workers and `run` (ours) ---
 inline constexpr std::uint32_t kMaxRunSeconds = 7 * 24 * 3600;     // --max-runtime, --idle-timeout
 
+// --- Workers: supervision and the ndjson-v1 protocol (ours; docs/worker-protocol.md, docs/supervisor.md) ---
+// A stdout line that may be a frame (it starts with '{') is buffered up to
+// this size; a longer one is never parsed (NCP-FRAME-PAYLOAD-TOO-LARGE).
+// Log lines are streamed to the log and never buffered.
+inline constexpr std::size_t kMaxWorkerLineBytes = 512 * 1024;
+// All frames one worker may send, summed (a worker streaming progress
+// forever cannot make the runner parse without bound).
+inline constexpr std::uint64_t kMaxWorkerFrameBytesTotal = 64ull << 20;
+// A final frame's `data` (canonical JSON) is a node result: kMaxNodeResultBytes.
+inline constexpr std::size_t kMaxWorkerErrorCodeChars = 64;        // error.code of a final frame
+inline constexpr std::size_t kMaxWorkerErrorMessageBytes = 4096;   // error.message, truncated beyond
+inline constexpr std::size_t kMaxDelegateFrameBytes = 1 << 20;     // the DelegateFrame line written to stdin
+inline constexpr std::size_t kMaxConcurrentWorkers = 4096;         // [workers] max_concurrent
+inline constexpr std::size_t kMaxQueuedWorkers = 65'536;           // workers waiting for a slot
+inline constexpr std::uint32_t kMaxStopGraceSeconds = 3600;        // [workers] stop_grace_seconds
+inline constexpr std::uint64_t kMinWorkerLogBytes = 4096;          // [workers] log_max_bytes
+inline constexpr std::uint64_t kMaxWorkerLogBytes = 1ull << 30;
+inline constexpr std::uint32_t kMaxWorkerLogKeep = 100;            // [workers] log_keep (rotated files)
+inline constexpr std::size_t kWorkerOutcomeTailBytes = 4096;       // stderr tail carried by an outcome
+
 // --- Images (ours; docs/images.md) ---
 // JSON documents read from an image: sizes are checked before parsing.
 inline constexpr std::size_t kMaxImageManifestBytes = 4 << 20;      // an image manifest (the distribution spec's 4 MiB)

@@ -31,6 +31,16 @@ struct RegistryAuth {
     std::string password_file;  // read (first line) when a pull needs it
 };
 
+// [workers]: the supervisor's policy (docs/configuration.md, docs/supervisor.md).
+struct WorkerPolicy {
+    std::size_t max_concurrent = 8;                 // running workers; more wait in a queue
+    std::uint32_t default_idle_timeout_seconds = 0;    // when the SpawnSpec has none; 0: no idle limit
+    std::uint32_t default_max_runtime_seconds = 14'400;  // when the SpawnSpec has none; 0: no limit
+    std::uint32_t stop_grace_seconds = 5;           // cancel frame → SIGTERM → SIGKILL, this apart
+    std::uint64_t log_max_bytes = 1 << 20;          // per log file (stdout.log, stderr.log)
+    std::uint32_t log_keep = 1;                     // rotated files kept per stream
+};
+
 struct Config {
     // [runner]
     std::string state_dir = kDefaultStateDir;
@@ -68,6 +78,8 @@ struct Config {
     std::vector<std::string> images_insecure_registries;   // "host[:port]" reached over plain http
     std::string images_ca_file;                            // PEM trusted besides the system CAs
     std::map<std::string, RegistryAuth> images_auth;       // by "host[:port]"
+
+    WorkerPolicy workers;
 
     std::string database_path() const { return state_dir + "/runner.db"; }
 };

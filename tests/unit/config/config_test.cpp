@@ -189,3 +189,48 @@ password_file = "/etc/nps-runner/registry-password"
         CHECK(r.error().describe().find(k.expect) != std::string::npos);
     }
 }
+
+TEST_CASE("[workers]: defaults, every key, and refusals")
+{
+    auto d = parse_config("", "test.toml");
+    REQUIRE(d);
+    CHECK(d->workers.max_concurrent == 8);
+    CHECK(d->workers.default_idle_timeout_seconds == 0);
+    CHECK(d->workers.default_max_runtime_seconds == 14'400);
+    CHECK(d->workers.stop_grace_seconds == 5);
+    CHECK(d->workers.log_max_bytes == 1024 * 1024);
+    CHECK(d->workers.log_keep == 1);
+
+    auto c = parse_config(R"(
+[workers]
+max_concurrent = 32
+default_idle_timeout_seconds = 60
+default_max_runtime_seconds = 600
+stop_grace_seconds = 2
+log_max_bytes = "4Mi"
+log_keep = 3
+)",
+                          "test.toml");
+    REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error().describe()));
+    CHECK(c->workers.max_concurrent == 32);
+    CHECK(c->workers.default_idle_timeout_seconds == 60);
+    CHECK(c->workers.default_max_runtime_seconds == 600);
+    CHECK(c->workers.stop_grace_seconds == 2);
+    CHECK(c->workers.log_max_bytes == 4 * 1024 * 1024);
+    CHECK(c->workers.log_keep == 3);
+
+    auto integer = parse_config("[workers]\nlog_max_bytes = 65536\n", "test.toml");
+    REQUIRE(integer);
+    CHECK(integer->workers.log_max_bytes == 65536);
+
+    for (const char* bad : {"[workers]\nmax_concurent = 3\n", "[workers]\nmax_concurrent = 0\n",
+                            "[workers]\nmax_concurrent = 100000\n", "[workers]\nlog_max_bytes = 10\n",
+                            "[workers]\nlog_max_bytes = \"lots\"\n", "[workers]\nlog_keep = -1\n",
+                            "[workers]\nstop_grace_seconds = \"5\"\n",
+                            "[workers]\ndefault_idle_timeout_seconds = 700\ndefault_max_runtime_seconds = 600\n"}) {
+        CAPTURE(bad);
+        auto r = parse_config(bad, "test.toml");
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message.find("workers.") != std::string::npos);
+    }
+}

@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // nop/runtime_security_vectors.json, dispatched on `category`.
 //
-// Checked here (proto): callback, hmac, dedup_key.
+// Checked here: callback, hmac, dedup_key (proto), lifecycle (the
+// supervisor's evaluate_lifecycle).
 // Covered by other suites, listed so nothing is skipped silently:
 //   lease       → the store's vector suite (tests/vectors/store)
 //   delegation  → delegation / NDP target resolution (later work)
 //   spawn_spec  → SpawnSpec parsing (later work)
-//   lifecycle   → worker supervision (later work)
 // Any other category, a missing category, or an id that does not match its
 // category fails.
+#include <chrono>
 #include <map>
 
 #include "nps/proto/callback_policy.hpp"
 #include "nps/proto/callback_signature.hpp"
 #include "nps/proto/dedup.hpp"
+#include "nps/supervisor/lifecycle.hpp"
 #include "vector_harness.hpp"
 
 using namespace nps::proto;
@@ -72,6 +74,61 @@ Reasons check_dedup(const Json& input, const Json& expected)
                             Json{{"value", dedup_key(input.value("task_id", ""), input.value("dag_hash", ""))}});
 }
 
+// Seconds as the vectors give them (integers, perhaps fractions) → ns.
+std::optional<std::chrono::nanoseconds> seconds_of(const Json& value)
+{
+    if (!value.is_number() || value.get<double>() < 0)
+        return std::nullopt;
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(value.get<double>() * 1e9 + 0.5));
+}
+
+Reasons check_lifecycle(const Json& input, const Json& expected)
+{
+    using namespace nps::supervisor;
+    Reasons reasons = unknown_keys(input, {"elapsed_seconds", "idle_seconds", "idle_timeout_seconds",
+                                           "max_runtime_seconds", "worker_terminal"});
+    if (!reasons.empty())
+        return reasons;
+    LifecycleInput in;
+    const auto elapsed = seconds_of(input.value("elapsed_seconds", Json()));
+    const auto idle = seconds_of(input.value("idle_seconds", Json()));
+    if (!elapsed || !idle)
+        return Reasons{"elapsed_seconds and idle_seconds must be non-negative numbers"};
+    in.elapsed = *elapsed;
+    in.idle = *idle;
+    for (const char* key : {"idle_timeout_seconds", "max_runtime_seconds"}) {
+        const Json value = input.value(key, Json());
+        if (value.is_null())
+            continue;  // no such limit
+        const auto limit = seconds_of(value);
+        if (!limit)
+            return Reasons{std::string(key) + " must be a non-negative number or null"};
+        auto& slot = std::string_view(key) == "idle_timeout_seconds" ? in.limits.idle_timeout : in.limits.max_runtime;
+        slot = std::chrono::duration_cast<std::chrono::milliseconds>(*limit);
+    }
+    const Json terminal = input.value("worker_terminal", Json());
+    if (terminal.is_null())
+        in.report = WorkerReport::running;
+    else if (terminal == "done")
+        in.report = WorkerReport::done;
+    else if (terminal == "failed")
+        in.report = WorkerReport::failed;
+    else
+        return Reasons{"unknown worker_terminal " + terminal.dump()};
+    const LifecycleDecision decision = evaluate_lifecycle(in);
+    Json state, error = nullptr;
+    switch (decision.verdict) {
+    case NodeVerdict::completed: state = "completed"; break;
+    case NodeVerdict::failed:
+        state = "failed";
+        // A failure the worker reported brings its own code; none given here.
+        error = decision.error_code.empty() ? Json("NOP-DELEGATE-REJECTED") : Json(std::string(decision.error_code));
+        break;
+    case NodeVerdict::running: state = "running"; break;
+    }
+    return compare_expected(expected, Json{{"state", state}, {"error", error}});
+}
+
 struct Category {
     const char* id_prefix;
     Reasons (*check)(const Json& input, const Json& expected);  // null: covered by another suite
@@ -85,7 +142,7 @@ const std::map<std::string, Category> kCategories = {
     {"lease", {"nop.lease.", nullptr, "lease store: tests/vectors/store"}},
     {"delegation", {"nop.delegation.", nullptr, "delegation target resolution: later work"}},
     {"spawn_spec", {"nop.spawnspec.", nullptr, "SpawnSpec validation: later work"}},
-    {"lifecycle", {"nop.lifecycle.", nullptr, "worker lifecycle limits: later work"}},
+    {"lifecycle", {"nop.lifecycle.", check_lifecycle, nullptr}},
 };
 
 }  // namespace

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+// Supervisor: starts sandboxed workers, speaks ndjson-v1 with them, enforces
+// their lifecycle limits and reports one WorkerOutcome per worker, all on an
+// EventLoop it shares with its owner (docs/supervisor.md).
+//
+// Per worker: an optional cgroup (when a CgroupBase is given) created beneath
+// the runner's own; stdin a socket carrying the DelegateFrame line (and later
+// a cancel frame); stdout and stderr non-blocking pipes read as data arrives,
+// stdout split into frames and log lines (worker_protocol.hpp), both streams'
+// log output written to rotating files; its pidfd in the epoll set; its idle
+// and max-runtime deadlines as loop timers. A breach kills the whole cgroup
+// (or the sandbox's pid namespace) at once and the node fails with
+// NOP-RUNTIME-IDLE-TIMEOUT / -MAX-RUNTIME. Cancellation is gentler: the
+// cancel frame, then SIGTERM after stop_grace, then SIGKILL after another.
+//
+// At most max_concurrent workers run; later start()s wait in a FIFO queue
+// (of at most max_queued), which is the back-pressure the claim loop reads
+// through running() / queued() / has_capacity().
+//
+// Outcome callbacks run on the loop, never inside start() or cancel(); they
+// may call start() and cancel() but must not destroy the Supervisor.
+// Destroying it kills and reaps every worker and removes their cgroups
+// without calling any callback.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "nps/base/clock.hpp"
+#include "nps/base/limits.hpp"
+#include "nps/base/result.hpp"
+#include "nps/cgroup/delegation.hpp"
+#include "nps/cgroup/worker_cgroup.hpp"
+#include "nps/sandbox/spawner.hpp"
+#include "nps/supervisor/event_loop.hpp"
+#include "nps/supervisor/lifecycle.hpp"
+#include "nps/supervisor/worker_log.hpp"
+
+namespace nps::config {
+struct Config;
+}
+
+namespace nps::supervisor {
+
+struct StreamEvent;
+using WorkerId = std::uint64_t;
+
+struct WorkerSpec {
+    // rootfs, argv, env, cwd, network (+ netns_fd), uid/gid, rlimits,
+    // seccomp. The supervisor sets the stdio fds and the cgroup, and adds
+    // the NPS_* variables to env.
+    sandbox::SandboxSpec sandbox;
+    cgroup::CgroupLimits limits;                          // used when the supervisor has a CgroupBase
+    cgroup::Enforcement enforcement = cgroup::Enforcement::strict;
+    // The SpawnSpec's limits; nullopt or zero: the supervisor's policy.
+    std::optional<std::chrono::milliseconds> idle_timeout;
+    std::optional<std::chrono::milliseconds> max_runtime;
+    std::string delegate_frame;                           // DelegateFrame JSON (worker_protocol.hpp)
+    std::uint32_t attempt = 1;                            // NPS_ATTEMPT, 1-based
+    std::optional<std::int64_t> cgn_budget;               // NPS_CGN_BUDGET
+};
+
+enum class WorkerState { completed, failed, cancelled };
+std::string_view to_string(WorkerState state);  // "COMPLETED", …
+
+struct WorkerOutcome {
+    WorkerId id = 0;
+    WorkerState state = WorkerState::failed;
+    std::string result_json;    // COMPLETED: the final frame's data (canonical) or {"exit_code":0}
+    std::string error_code;     // FAILED / CANCELLED
+    std::string error_message;
+    bool retryable = false;
+    KilledReason killed_reason = KilledReason::none;
+    std::optional<int> exit_code;  // when the worker exited
+    std::optional<int> signal;     // when a signal ended it
+    std::string details_json;      // {"exit_code":N} or {"signal":N}; "{}" when never started
+    bool oom_killed = false;
+    std::uint64_t frames = 0;      // AlignStream frames accepted
+    std::string log_dir;           // the worker's log directory ("" without logs)
+    std::string stderr_tail;       // last kWorkerOutcomeTailBytes of its stderr log
+    std::vector<std::string> warnings;  // cleanup trouble (cgroup removal, log errors)
+    // Monotonic times of spawn and reaping (equal to `ended` when it never ran),
+    // and wall-clock ones from the supervisor's Clock.
+    EventLoop::TimePoint started{};
+    EventLoop::TimePoint ended{};
+    EventLoop::TimePoint killed{};  // when the runner sent SIGKILL; {} if it did not
+    std::int64_t started_at_ms = 0;
+    std::int64_t ended_at_ms = 0;
+};
+
+struct WorkerCallbacks {
+    std::function<void(const WorkerOutcome&)> on_outcome;  // required; exactly once
+    // Progress frames (is_final false): seq and canonical data.
+    std::function<void(WorkerId, std::uint64_t seq, const std::string& data_json)> on_progress;
+};
+
+enum class StopReason { cancelled, shutdown };
+
+enum class LogStream { out, err };
+
+struct SupervisorOptions {
+    std::size_t max_concurrent = 8;
+    std::size_t max_queued = limits::kMaxQueuedWorkers;
+    std::chrono::milliseconds default_idle_timeout{0};                 // 0: none
+    std::chrono::milliseconds default_max_runtime{std::chrono::hours(4)};  // 0: none
+    std::chrono::milliseconds stop_grace{std::chrono::seconds(5)};
+    // Logs go to <log_root>/<worker name>/{stdout,stderr}.log; "" discards
+    // worker output (it is still read, framed and counted as activity).
+    std::string log_root;
+    LogLimits log_limits;
+    // Per-worker cgroups beneath this base; nullptr: none (rlimits only).
+    const cgroup::CgroupBase* cgroup_base = nullptr;
+    // Worker names (cgroups, log directories): <prefix>-<pid>-<id>.
+    std::string name_prefix = "w";
+    const Clock* clock = &SystemClock::instance();  // wall-clock stamps of outcomes
+};
+
+// [workers] of the configuration, as options (log_root and cgroup_base are
+// the caller's).
+SupervisorOptions supervisor_options(const config::Config& config);
+
+class Supervisor {
+public:
+    // Creates the log root if missing and raises this process's soft
+    // RLIMIT_NOFILE to its hard limit (a running worker holds about five fds).
+    static Result<std::unique_ptr<Supervisor>> create(EventLoop& loop, SupervisorOptions options);
+    ~Supervisor();
+    Supervisor(const Supervisor&) = delete;
+    Supervisor& operator=(const Supervisor&) = delete;
+
+    // Checks the spec (the DelegateFrame, argv, rootfs) and queues the
+    // worker; it starts in a later loop round when a slot is free. An error
+    // means the spec was refused (or the queue is full) and no callback will
+    // come. A failure to start (cgroup, sandbox) comes as an outcome with
+    // killed_reason spawn_failed.
+    Result<WorkerId> start(WorkerSpec spec, WorkerCallbacks callbacks);
+
+    // Stops a queued or running worker (see above). Unknown or finished ids,
+    // and workers already stopping or settled, are left alone.
+    void cancel(WorkerId id, StopReason reason = StopReason::cancelled);
+    // cancel(shutdown) for every worker.
+    void shutdown();
+
+    std::size_t running() const { return running_; }
+    std::size_t queued() const { return queue_.size(); }
+    bool has_capacity() const { return running_ + queue_.size() < options_.max_concurrent; }
+    const SupervisorOptions& options() const { return options_; }
+
+    // The last `max_bytes` of a known worker's log; nullopt for an unknown id.
+    // (After the outcome, read_log_tail() on outcome.log_dir + "/stdout.log".)
+    std::optional<std::string> log_tail(WorkerId id, LogStream stream, std::size_t max_bytes) const;
+    // The pid of a running worker (in this pid namespace), for tests and
+    // diagnostics; nullopt otherwise.
+    std::optional<pid_t> pid(WorkerId id) const;
+
+    struct Worker;  // src/supervisor/worker.hpp
+
+private:
+    class StdoutSink;
+
+    Supervisor(EventLoop& loop, SupervisorOptions options);
+
+    Worker* find(WorkerId id);
+    void schedule_pump();
+    void pump();
+    void launch(std::unique_ptr<Worker> worker);
+    Result<void> spawn_worker(Worker& w);
+    // worker_io.cpp
+    Result<void> register_io(Worker& w);
+    void send_stdin(Worker& w, std::string bytes);
+    void on_stdin(Worker& w);
+    void close_stdin(Worker& w);
+    void on_output(Worker& w, LogStream stream);
+    void drain(Worker& w, LogStream stream);
+    void handle_candidate(Worker& w, std::string_view line);
+    void handle_oversized(Worker& w);
+    // worker_end.cpp
+    LifecycleInput lifecycle_now(const Worker& w, WorkerReport report) const;
+    void arm_idle_timer(Worker& w);
+    void on_idle_timer(Worker& w);
+    void on_max_runtime(Worker& w);
+    void on_stop_step(Worker& w);
+    void settle_final(Worker& w, const StreamEvent& event);
+    void settle_violation(Worker& w, const Error& error);
+    void settle_breach(Worker& w, const LifecycleDecision& decision);
+    void kill_now(Worker& w);
+    void on_exit(Worker& w);
+    WorkerOutcome build_outcome(Worker& w, const std::optional<sandbox::ExitStatus>& status);
+    void release(Worker& w);
+    void finish(WorkerId id, WorkerOutcome outcome);
+
+    EventLoop& loop_;
+    SupervisorOptions options_;
+    std::unordered_map<WorkerId, std::unique_ptr<Worker>> workers_;  // running, by id
+    std::deque<std::unique_ptr<Worker>> queue_;
+    std::size_t running_ = 0;
+    WorkerId next_id_ = 1;
+    EventLoop::TimerId pump_timer_ = 0;
+    std::vector<EventLoop::TimerId> pending_;  // deferred outcomes of workers that never ran
+    std::string read_buffer_;
+};
+
+}  // namespace nps::supervisor

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Per-worker log files with a size cap and rotation.
+//
+// A stream's log is <path> (newest), <path>.1, …, <path>.<keep> (oldest).
+// When <path> would pass max_bytes it is rotated: each file moves one number
+// up, the one past `keep` is deleted, and writing continues in a fresh
+// <path>; so a stream never takes more than (keep + 1) × max_bytes on disk.
+// With keep = 0 there is nothing to rotate into: the first max_bytes are
+// kept, then one marker line, and later output is dropped (counted).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "nps/base/result.hpp"
+#include "nps/base/unique_fd.hpp"
+
+namespace nps::supervisor {
+
+struct LogLimits {
+    std::uint64_t max_bytes = 1 << 20;  // per file
+    std::uint32_t keep = 1;             // rotated files kept
+};
+
+class RotatingLog {
+public:
+    RotatingLog() = default;  // no file: write() discards
+    // Nothing is created until the first write (a silent worker leaves no
+    // file); then the parent directory is made if missing (its own parent
+    // must exist) and <path> is created or truncated.
+    RotatingLog(std::string path, LogLimits limits) : path_(std::move(path)), limits_(limits) {}
+
+    // Appends `bytes`. Never fails: after an I/O error the error is kept in
+    // error() and later output is discarded (and counted).
+    void write(std::string_view bytes);
+    void close() { fd_.reset(); }
+
+    bool enabled() const { return !path_.empty(); }
+    const std::string& path() const { return path_; }
+    std::uint64_t written() const { return written_; }  // accepted, including what rotated away
+    std::uint64_t dropped() const { return dropped_; }  // discarded (keep = 0 cap, or after an error)
+    const std::optional<Error>& error() const { return error_; }
+
+private:
+    Result<void> open_file();
+    Result<void> rotate();
+    Result<void> write_all(std::string_view bytes);
+
+    std::string path_;
+    LogLimits limits_;
+    UniqueFd fd_;
+    std::uint64_t size_ = 0;  // of the current file
+    std::uint64_t written_ = 0;
+    std::uint64_t dropped_ = 0;
+    bool full_ = false;  // keep = 0 and the cap is reached
+    std::optional<Error> error_;
+};
+
+// The last `max_bytes` of the log at `path`, taken from <path> and as many
+// rotated files as needed, oldest bytes first. "" when there is no log.
+Result<std::string> read_log_tail(const std::string& path, std::size_t max_bytes);
+
+}  // namespace nps::supervisor

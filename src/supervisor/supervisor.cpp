@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: Apache-2.0
+// Supervisor: the queue, starting workers, cancellation and teardown. The
+// worker's I/O is in worker_io.cpp, its end (timers, kills, reaping, the
+// outcome) in worker_end.cpp.
+#include "nps/supervisor/supervisor.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "nps/config/config.hpp"
+#include "worker.hpp"
+
+namespace nps::supervisor {
+
+namespace {
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+
+Result<void> raise_fd_limit()
+{
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) < 0)
+        return system_error_errno("Failed to read RLIMIT_NOFILE");
+    if (limit.rlim_cur >= limit.rlim_max)
+        return {};
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) < 0)
+        return system_error_errno("Failed to raise RLIMIT_NOFILE to its hard limit");
+    return {};
+}
+
+struct Pipe {
+    UniqueFd read_end, write_end;
+};
+
+Result<Pipe> make_pipe(const char* what)
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) < 0)
+        return system_error_errno(std::string("Failed to create the worker's ") + what + " pipe");
+    Pipe p{UniqueFd(fds[0]), UniqueFd(fds[1])};
+    if (::fcntl(p.read_end.get(), F_SETFL, O_NONBLOCK) < 0)
+        return system_error_errno(std::string("Failed to make the worker's ") + what + " pipe non-blocking");
+    return p;
+}
+
+bool transient(int err)
+{
+    return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE || err == ENOSPC || err == EBUSY;
+}
+
+}  // namespace
+
+std::string_view to_string(WorkerState state)
+{
+    switch (state) {
+    case WorkerState::completed: return "COMPLETED";
+    case WorkerState::failed: return "FAILED";
+    case WorkerState::cancelled: return "CANCELLED";
+    }
+    return "FAILED";
+}
+
+SupervisorOptions supervisor_options(const config::Config& config)
+{
+    const auto& w = config.workers;
+    SupervisorOptions options;
+    options.max_concurrent = w.max_concurrent;
+    options.default_idle_timeout = std::chrono::seconds(w.default_idle_timeout_seconds);
+    options.default_max_runtime = std::chrono::seconds(w.default_max_runtime_seconds);
+    options.stop_grace = std::chrono::seconds(w.stop_grace_seconds);
+    options.log_limits = {.max_bytes = w.log_max_bytes, .keep = w.log_keep};
+    return options;
+}
+
+Supervisor::Supervisor(EventLoop& loop, SupervisorOptions options)
+    : loop_(loop), options_(std::move(options)), read_buffer_(kReadChunk, '\0')
+{
+}
+
+Result<std::unique_ptr<Supervisor>> Supervisor::create(EventLoop& loop, SupervisorOptions options)
+{
+    if (options.max_concurrent == 0)
+        return internal_error("Failed to create the supervisor: max_concurrent must be at least 1");
+    if (options.log_limits.max_bytes == 0)
+        return internal_error("Failed to create the supervisor: log_max_bytes must be at least 1");
+    if (!options.clock)
+        options.clock = &SystemClock::instance();
+    if (!options.log_root.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(options.log_root, ec);
+        if (ec)
+            return system_error("Failed to create the worker log directory '" + options.log_root + "'", ec.value());
+    }
+    NPS_TRY_VOID(raise_fd_limit());
+    return std::unique_ptr<Supervisor>(new Supervisor(loop, std::move(options)));
+}
+
+Supervisor::~Supervisor()
+{
+    loop_.cancel_timer(pump_timer_);
+    for (auto timer : pending_)
+        loop_.cancel_timer(timer);
+    for (auto& [id, worker] : workers_) {
+        if (worker->cgroup)
+            (void)worker->cgroup->kill_all();
+        release(*worker);  // ~Child kills and reaps what is left
+    }
+    workers_.clear();
+    queue_.clear();
+}
+
+Supervisor::Worker* Supervisor::find(WorkerId id)
+{
+    auto it = workers_.find(id);
+    return it == workers_.end() ? nullptr : it->second.get();
+}
+
+Result<WorkerId> Supervisor::start(WorkerSpec spec, WorkerCallbacks callbacks)
+{
+    if (!callbacks.on_outcome)
+        return internal_error("Failed to start a worker: no outcome callback");
+    if (spec.sandbox.argv.empty() || spec.sandbox.argv.front().empty())
+        return internal_error("Failed to start a worker: no program given");
+    if (spec.sandbox.rootfs.empty())
+        return internal_error("Failed to start a worker: no rootfs given");
+    if (queue_.size() >= options_.max_queued)
+        return internal_error("Failed to start a worker: " + std::to_string(queue_.size()) +
+                              " workers are already waiting for a slot");
+    DelegateLine delegate = NPS_TRY(encode_delegate_frame(spec.delegate_frame));
+    const WorkerId id = next_id_++;
+    std::string name = options_.name_prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(id);
+    const LifecycleLimits limits = resolve_limits(spec.idle_timeout, spec.max_runtime, options_.default_idle_timeout,
+                                                  options_.default_max_runtime);
+    queue_.push_back(std::make_unique<Worker>(id, std::move(name), std::move(spec), std::move(delegate),
+                                              std::move(callbacks), limits));
+    schedule_pump();
+    return id;
+}
+
+void Supervisor::schedule_pump()
+{
+    if (pump_timer_ != 0 || queue_.empty())
+        return;
+    pump_timer_ = loop_.defer([this] {
+        pump_timer_ = 0;
+        pump();
+    });
+}
+
+void Supervisor::pump()
+{
+    while (running_ < options_.max_concurrent && !queue_.empty()) {
+        std::unique_ptr<Worker> worker = std::move(queue_.front());
+        queue_.pop_front();
+        launch(std::move(worker));
+    }
+}
+
+void Supervisor::launch(std::unique_ptr<Worker> owned)
+{
+    Worker& w = *owned;
+    workers_.emplace(w.id, std::move(owned));
+    ++running_;
+    auto spawned = spawn_worker(w);
+    if (spawned)
+        return;
+    const Error& error = spawned.error();
+    Settlement failure{.state = WorkerState::failed,
+                       .error_code = "NOP-DELEGATE-REJECTED",
+                       .error_message = "the worker could not be started: " + error.describe(),
+                       .retryable = transient(error.sys_errno),
+                       .killed_reason = KilledReason::spawn_failed};
+    w.settlement = failure;
+    w.exited = true;
+    WorkerOutcome outcome = build_outcome(w, std::nullopt);
+    release(w);
+    outcome.warnings = std::move(w.warnings);
+    finish(w.id, std::move(outcome));
+}
+
+Result<void> Supervisor::spawn_worker(Worker& w)
+{
+    if (options_.cgroup_base) {
+        w.cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
+            *options_.cgroup_base, {.name = w.name, .limits = w.spec.limits, .enforcement = w.spec.enforcement}));
+        for (const auto& skipped : w.cgroup->unenforced())
+            w.warnings.push_back("this host cannot enforce the " + skipped + " limit; the worker ran without it");
+    }
+    Pipe out = NPS_TRY(make_pipe("stdout"));
+    Pipe err = NPS_TRY(make_pipe("stderr"));
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return system_error_errno("Failed to create the worker's stdin socket");
+    UniqueFd in(sv[0]), child_in(sv[1]);
+    // One direction only: what the worker might write to its stdin must not
+    // queue up in our socket, and we never read from it.
+    (void)::shutdown(in.get(), SHUT_RD);
+    (void)::shutdown(child_in.get(), SHUT_WR);
+    if (::fcntl(in.get(), F_SETFL, O_NONBLOCK) < 0)
+        return system_error_errno("Failed to make the worker's stdin socket non-blocking");
+
+    sandbox::SandboxSpec sandbox = w.spec.sandbox;
+    sandbox.env = worker_environment(w.delegate.assignment, w.spec.attempt, w.spec.cgn_budget,
+                                     std::move(sandbox.env));
+    sandbox.stdin_fd = child_in.get();
+    sandbox.stdout_fd = out.write_end.get();
+    sandbox.stderr_fd = err.write_end.get();
+    sandbox.cgroup = w.cgroup ? &*w.cgroup : nullptr;
+    w.child = NPS_TRY(sandbox::spawn(sandbox));
+    w.started = EventLoop::now();
+    w.last_activity = w.started;
+    w.started_at_ms = options_.clock->now_ms();
+
+    w.in = std::move(in);
+    w.out = std::move(out.read_end);
+    w.err = std::move(err.read_end);
+    if (!options_.log_root.empty()) {
+        const std::string dir = options_.log_root + "/" + w.name;
+        w.out_log = RotatingLog(dir + "/stdout.log", options_.log_limits);
+        w.err_log = RotatingLog(dir + "/stderr.log", options_.log_limits);
+    }
+    NPS_TRY_VOID(register_io(w));
+    send_stdin(w, w.delegate.line);
+    if (w.limits.max_runtime)
+        w.max_timer = loop_.add_timer(w.started + *w.limits.max_runtime, [this, &w] { on_max_runtime(w); });
+    arm_idle_timer(w);
+    return {};
+}
+
+void Supervisor::cancel(WorkerId id, StopReason reason)
+{
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+        if ((*it)->id != id)
+            continue;
+        std::shared_ptr<Worker> w(std::move(*it));
+        queue_.erase(it);
+        // It never ran: its outcome needs no reaping, but still comes from
+        // the loop, not from inside cancel().
+        const auto timer = std::make_shared<EventLoop::TimerId>(0);
+        *timer = loop_.defer([this, w, reason, timer] {
+            std::erase(pending_, *timer);
+            if (reason == StopReason::shutdown)
+                w->settlement = Settlement{.error_code = "NPS-SERVER-UNAVAILABLE",
+                                           .error_message = "the runner shut down before the worker started",
+                                           .retryable = true,
+                                           .killed_reason = KilledReason::shutdown};
+            else
+                w->settlement = Settlement{.state = WorkerState::cancelled,
+                                           .error_code = "NOP-TASK-CANCELLED",
+                                           .error_message = "cancelled before the worker started"};
+            w->exited = true;
+            WorkerOutcome outcome = build_outcome(*w, std::nullopt);
+            w->callbacks.on_outcome(outcome);
+        });
+        pending_.push_back(*timer);
+        return;
+    }
+    Worker* w = find(id);
+    if (!w || w->settlement || w->stop_reason || w->killed || w->exited)
+        return;
+    w->stop_reason = reason;
+    // The node's fate is now the stop: a limit that passes while the worker
+    // winds down does not turn it into a timeout.
+    loop_.cancel_timer(std::exchange(w->idle_timer, 0));
+    loop_.cancel_timer(std::exchange(w->max_timer, 0));
+    send_stdin(*w, encode_cancel_frame(w->delegate));
+    w->stop_stage = StopStage::frame_sent;
+    w->stop_timer = loop_.add_timer_after(options_.stop_grace, [this, w] { on_stop_step(*w); });
+}
+
+void Supervisor::shutdown()
+{
+    std::vector<WorkerId> ids;
+    for (const auto& w : queue_)
+        ids.push_back(w->id);
+    for (const auto& [id, w] : workers_)
+        ids.push_back(id);
+    for (WorkerId id : ids)
+        cancel(id, StopReason::shutdown);
+}
+
+std::optional<std::string> Supervisor::log_tail(WorkerId id, LogStream stream, std::size_t max_bytes) const
+{
+    auto it = workers_.find(id);
+    if (it == workers_.end()) {
+        for (const auto& w : queue_)
+            if (w->id == id)
+                return std::string();
+        return std::nullopt;
+    }
+    const RotatingLog& log = stream == LogStream::out ? it->second->out_log : it->second->err_log;
+    if (!log.enabled())
+        return std::string();
+    auto tail = read_log_tail(log.path(), max_bytes);
+    return tail ? *tail : std::string();
+}
+
+std::optional<pid_t> Supervisor::pid(WorkerId id) const
+{
+    auto it = workers_.find(id);
+    if (it == workers_.end() || !it->second->child.valid())
+        return std::nullopt;
+    return it->second->child.pid();
+}
+
+}  // namespace nps::supervisor

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "nps/base/unique_fd.hpp"
+#include "nps/supervisor/event_loop.hpp"
+
+using namespace nps::supervisor;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<EventLoop> make_loop()
+{
+    auto loop = EventLoop::create();
+    REQUIRE_MESSAGE(loop, (loop ? "" : loop.error().describe()));
+    return std::move(*loop);
+}
+
+struct Pipe {
+    nps::UniqueFd r, w;
+};
+
+Pipe make_pipe()
+{
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0);
+    return {nps::UniqueFd(fds[0]), nps::UniqueFd(fds[1])};
+}
+
+// Rounds until `done` or ~5 s.
+void run_until(EventLoop& loop, const std::function<bool()>& done)
+{
+    for (int i = 0; i < 500 && !done(); ++i)
+        REQUIRE(loop.run_once(10ms));
+}
+
+}  // namespace
+
+TEST_CASE("timers run in deadline order, once")
+{
+    auto loop = make_loop();
+    std::vector<int> order;
+    const auto now = EventLoop::now();
+    loop->add_timer(now + 30ms, [&] { order.push_back(3); });
+    loop->add_timer(now + 10ms, [&] { order.push_back(1); });
+    loop->add_timer(now + 20ms, [&] { order.push_back(2); });
+    run_until(*loop, [&] { return order.size() == 3; });
+    CHECK(order == std::vector<int>{1, 2, 3});
+    CHECK(loop->pending_timers() == 0);
+    REQUIRE(loop->run_once(20ms));
+    CHECK(order.size() == 3);
+}
+
+TEST_CASE("a timer does not run before its deadline")
+{
+    auto loop = make_loop();
+    const auto deadline = EventLoop::now() + 40ms;
+    EventLoop::TimePoint ran_at{};
+    loop->add_timer(deadline, [&] { ran_at = EventLoop::now(); });
+    run_until(*loop, [&] { return ran_at != EventLoop::TimePoint{}; });
+    CHECK(ran_at >= deadline);
+}
+
+TEST_CASE("cancelled timers never run, also when cancelled by an earlier callback of the same round")
+{
+    auto loop = make_loop();
+    int ran = 0;
+    const auto when = EventLoop::now() + 5ms;
+    EventLoop::TimerId second = 0;
+    loop->add_timer(when, [&] {
+        ++ran;
+        loop->cancel_timer(second);
+    });
+    second = loop->add_timer(when, [&] { ran += 100; });
+    auto third = loop->add_timer(when, [&] { ran += 1000; });
+    loop->cancel_timer(third);
+    loop->cancel_timer(0);
+    loop->cancel_timer(12345);
+    run_until(*loop, [&] { return loop->pending_timers() == 0; });
+    REQUIRE(loop->run_once(10ms));
+    CHECK(ran == 1);
+}
+
+TEST_CASE("defer runs in the next round, never inside the caller")
+{
+    auto loop = make_loop();
+    int ran = 0;
+    loop->defer([&] {
+        ++ran;
+        loop->defer([&] { ++ran; });  // re-adding itself cannot spin one round
+        CHECK(ran == 1);
+    });
+    CHECK(ran == 0);
+    REQUIRE(loop->run_once(100ms));
+    CHECK(ran == 1);
+    REQUIRE(loop->run_once(100ms));
+    CHECK(ran == 2);
+}
+
+TEST_CASE("fd callbacks: readiness, removal of itself and of another in the same round")
+{
+    auto loop = make_loop();
+    Pipe a = make_pipe(), b = make_pipe();
+    int a_calls = 0, b_calls = 0;
+    REQUIRE(loop->add_fd(a.r.get(), EPOLLIN, [&](std::uint32_t events) {
+        CHECK((events & EPOLLIN) != 0);
+        ++a_calls;
+        char buf[16];
+        (void)!::read(a.r.get(), buf, sizeof buf);
+        loop->remove_fd(a.r.get());  // itself
+        loop->remove_fd(b.r.get());  // and b, whose event may be in this round too
+    }));
+    REQUIRE(loop->add_fd(b.r.get(), EPOLLIN, [&](std::uint32_t) { ++b_calls; }));
+    CHECK_FALSE(loop->add_fd(a.r.get(), EPOLLIN, [](std::uint32_t) {}));  // one registration per fd
+
+    REQUIRE(::write(b.w.get(), "x", 1) == 1);
+    REQUIRE(::write(a.w.get(), "x", 1) == 1);
+    // b may run first (then a removes nothing it can still see) or be dropped.
+    run_until(*loop, [&] { return a_calls == 1; });
+    REQUIRE(loop->run_once(10ms));
+    CHECK(a_calls == 1);
+    CHECK(b_calls <= 1);
+}
+
+TEST_CASE("a reused fd number gets none of the old registration's events")
+{
+    auto loop = make_loop();
+    Pipe a = make_pipe();
+    int old_calls = 0, new_calls = 0;
+    REQUIRE(loop->add_fd(a.r.get(), EPOLLIN, [&](std::uint32_t) { ++old_calls; }));
+    REQUIRE(::write(a.w.get(), "x", 1) == 1);
+    const int number = a.r.get();
+    loop->remove_fd(number);
+    a.r.reset();
+    Pipe b = make_pipe();  // likely gets `number` back
+    REQUIRE(loop->add_fd(b.r.get(), EPOLLIN, [&](std::uint32_t) { ++new_calls; }));
+    REQUIRE(loop->run_once(20ms));
+    CHECK(old_calls == 0);
+    CHECK(new_calls == 0);  // nothing written to b
+    REQUIRE(::write(b.w.get(), "y", 1) == 1);
+    run_until(*loop, [&] { return new_calls > 0; });
+    CHECK(old_calls == 0);
+}
+
+TEST_CASE("modify_fd switches the events watched")
+{
+    auto loop = make_loop();
+    Pipe p = make_pipe();
+    int writable = 0;
+    REQUIRE(loop->add_fd(p.w.get(), 0, [&](std::uint32_t events) {
+        if (events & EPOLLOUT)
+            ++writable;
+    }));
+    REQUIRE(loop->run_once(10ms));
+    CHECK(writable == 0);
+    REQUIRE(loop->modify_fd(p.w.get(), EPOLLOUT));
+    REQUIRE(loop->run_once(100ms));
+    CHECK(writable == 1);
+    CHECK_FALSE(loop->modify_fd(12345, EPOLLIN));
+}
+
+TEST_CASE("signals arrive through the signalfd")
+{
+    auto loop = make_loop();
+    int got = 0;
+    REQUIRE(loop->watch_signals({SIGUSR1}, [&](const signalfd_siginfo& info) { got = static_cast<int>(info.ssi_signo); }));
+    CHECK_FALSE(loop->watch_signals({SIGUSR2}, [](const signalfd_siginfo&) {}));
+    REQUIRE(::kill(::getpid(), SIGUSR1) == 0);
+    run_until(*loop, [&] { return got != 0; });
+    CHECK(got == SIGUSR1);
+}
+
+TEST_CASE("run() until stop(); an idle loop does not wake up")
+{
+    auto loop = make_loop();
+    loop->add_timer_after(10ms, [&] { loop->stop(); });
+    REQUIRE(loop->run());
+    const auto before = loop->wakeups();
+    auto far = loop->add_timer_after(std::chrono::hours(1), [] {});
+    auto ran = loop->run_once(100ms);
+    REQUIRE(ran);
+    CHECK(*ran == 0);
+    CHECK(loop->wakeups() == before);
+    loop->cancel_timer(far);
+}
