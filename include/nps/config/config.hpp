@@ -56,6 +56,17 @@ struct Config {
     std::uint64_t images_gc_max_bytes = 0;         // images/ (blobs + unpacked layers)
     unsigned images_gc_max_disk_percent = 90;      // fullness of the filesystem holding images/
 
+    // [spawn] (docs/spawnspec.md): SpawnSpec resolution.
+    std::vector<std::string> spawn_allow_destinations;   // private destinations allowed (IP, CIDR, host name)
+    std::optional<std::string> spawn_ca_file;            // PEM bundle replacing the system store
+    std::optional<std::string> spawn_registry_url;       // remote NDP registry for NIDs not announced locally
+    std::optional<std::string> spawn_nwp_resolver_url;   // nps-registry resolving nwp:// targets
+    std::uint32_t spawn_fetch_timeout_seconds = 30;
+    std::size_t spawn_max_spec_bytes = 64 * 1024;
+    unsigned spawn_max_redirects = 5;
+    std::int64_t spawn_cache_max_age_seconds = 3600;
+    std::size_t spawn_cache_entries = 256;
+
     std::string database_path() const { return state_dir + "/runner.db"; }
 };
 
