@@ -54,9 +54,10 @@ Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, Ho
       stores_(stores),
       clock_(clock),
       host_(std::move(host)),
-      spawn_resolver_(spawn::resolver_options(config), clock, [this](const std::string& nid) -> Result<store::Announce> {
-          return NPS_TRY(stores_.acquire())->resolve_announce(nid);
-      })
+      spawn_resolver_(spawn::resolver_options(config), clock,
+                      [this](const std::string& nid) -> Result<store::Announce> {
+                          return NPS_TRY(stores_.acquire())->resolve_announce(nid);
+                      })
 {
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
 #include "nps/store/store.hpp"
 
@@ -61,11 +62,11 @@ struct Config {
     std::optional<std::string> spawn_ca_file;            // PEM bundle replacing the system store
     std::optional<std::string> spawn_registry_url;       // remote NDP registry for NIDs not announced locally
     std::optional<std::string> spawn_nwp_resolver_url;   // nps-registry resolving nwp:// targets
-    std::uint32_t spawn_fetch_timeout_seconds = 30;
-    std::size_t spawn_max_spec_bytes = 64 * 1024;
-    unsigned spawn_max_redirects = 5;
-    std::int64_t spawn_cache_max_age_seconds = 3600;
-    std::size_t spawn_cache_entries = 256;
+    std::uint32_t spawn_fetch_timeout_seconds = limits::kDefaultSpawnFetchTimeoutSeconds;
+    std::size_t spawn_max_spec_bytes = limits::kDefaultSpawnSpecBytes;
+    unsigned spawn_max_redirects = limits::kDefaultSpawnRedirects;
+    std::int64_t spawn_cache_max_age_seconds = limits::kDefaultSpawnCacheMaxAgeSeconds;
+    std::size_t spawn_cache_entries = limits::kDefaultSpawnCacheEntries;
 
     std::string database_path() const { return state_dir + "/runner.db"; }
 };

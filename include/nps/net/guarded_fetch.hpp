@@ -24,15 +24,16 @@
 #include <utility>
 #include <vector>
 
+#include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
 #include "nps/net/destination_guard.hpp"
 
 namespace nps::net {
 
 struct FetchLimits {
-    int timeout_ms = 30'000;
-    std::size_t max_body_bytes = 64 * 1024;
-    unsigned max_redirects = 5;
+    int timeout_ms = static_cast<int>(limits::kDefaultSpawnFetchTimeoutSeconds) * 1000;
+    std::size_t max_body_bytes = limits::kDefaultSpawnSpecBytes;
+    unsigned max_redirects = limits::kDefaultSpawnRedirects;
 };
 
 struct GuardedGetRequest {
@@ -66,7 +67,7 @@ struct TrustedGetRequest {
     std::string url;
     std::optional<std::string> ca_file{};
     int timeout_ms = 10'000;
-    std::size_t max_body_bytes = 64 * 1024;
+    std::size_t max_body_bytes = limits::kMaxRegistryAnswerBytes;
 };
 
 // Any HTTP status is a response; transport failures are errors.

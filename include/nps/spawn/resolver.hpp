@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "nps/base/clock.hpp"
+#include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
 #include "nps/config/config.hpp"
 #include "nps/net/guarded_fetch.hpp"
@@ -46,8 +47,8 @@ struct ResolverOptions {
     std::optional<std::string> registry_url{};      // remote NDP registry for NIDs not announced locally
     std::optional<std::string> nwp_resolver_url{};  // nps-registry for nwp:// targets
     net::FetchLimits fetch{};                       // max_body_bytes is also the SpawnSpec size limit
-    std::int64_t cache_max_age_seconds = 3600;
-    std::size_t cache_entries = 256;                // 0: no cache
+    std::int64_t cache_max_age_seconds = limits::kDefaultSpawnCacheMaxAgeSeconds;
+    std::size_t cache_entries = limits::kDefaultSpawnCacheEntries;  // 0: no cache
     const net::HostResolver* host_resolver = nullptr;  // null: the system resolver
 };
 
