@@ -164,6 +164,7 @@ Result<CgroupLayout> parse_cgroup_layout(std::string_view proc_self_cgroup, std:
                 h.mount_point = m.point;
                 h.own_path = path;
                 h.own_dir = *dir;
+                h.favordynmods = has_option(m, "favordynmods");
                 layout.v1.push_back(std::move(h));
                 break;
             }

@@ -37,9 +37,10 @@ std::string format_bytes(std::uint64_t bytes)
     return buf;
 }
 
-std::string progress_line(const std::string& blob, std::uint64_t done, std::uint64_t total, double bytes_per_second)
+std::string progress_line(const std::string& blob, std::uint64_t done, std::uint64_t total, double bytes_per_second,
+                          const std::string& action)
 {
-    std::string line = "Copying " + label(blob) + "  " + format_bytes(done);
+    std::string line = action + " " + label(blob) + "  " + format_bytes(done);
     if (total > 0)
         line += " / " + format_bytes(total);
     if (bytes_per_second > 0)
@@ -47,8 +48,9 @@ std::string progress_line(const std::string& blob, std::uint64_t done, std::uint
     return line;
 }
 
-ImportProgressDisplay::ImportProgressDisplay(std::FILE* out, ProgressOutput mode, Now now)
-    : out_(out), mode_(mode), now_(now ? std::move(now) : Now([] { return std::chrono::steady_clock::now(); }))
+ImportProgressDisplay::ImportProgressDisplay(std::FILE* out, ProgressOutput mode, Now now, std::string action)
+    : out_(out), mode_(mode), now_(now ? std::move(now) : Now([] { return std::chrono::steady_clock::now(); })),
+      action_(std::move(action))
 {
 }
 
@@ -95,7 +97,7 @@ void ImportProgressDisplay::update(const image::ImportProgress& p)
     last_draw_ = now;
     const double seconds = std::chrono::duration<double>(now - started_).count();
     const double rate = seconds > 0 ? static_cast<double>(p.done_bytes) / seconds : 0;
-    draw(progress_line(p.blob, p.done_bytes, p.total_bytes, rate), false);
+    draw(progress_line(p.blob, p.done_bytes, p.total_bytes, rate, action_), false);
 }
 
 void ImportProgressDisplay::finish()

@@ -31,6 +31,7 @@ Verbs:
   run --rootfs DIR -- CMD   run one command in a sandbox, attached
   image import PATH [--name REF]
                             import an OCI layout, oci-archive or docker-archive
+  image pull REF            pull an image from an OCI distribution registry
   image ls | rm REF... | gc | inspect REF
                             list, remove, garbage-collect and inspect stored images
   version                   print the version
@@ -56,6 +57,7 @@ constexpr Verb kVerbs[] = {
     {"announce", nullptr, announce},
     {"run", nullptr, run},
     {"image", "import", image_import},
+    {"image", "pull", image_pull},
     {"image", "ls", image_ls},
     {"image", "rm", image_rm},
     {"image", "gc", image_gc},
@@ -86,7 +88,7 @@ int main(int argc, char** argv)
         return kExitUsage;
     }
     if (!std::strcmp(argv[1], "image")) {
-        std::fprintf(stderr, "nps-runner: 'image' needs a sub-verb: import, ls, rm, gc or inspect\n");
+        std::fprintf(stderr, "nps-runner: 'image' needs a sub-verb: import, pull, ls, rm, gc or inspect\n");
         return kExitUsage;
     }
     std::fprintf(stderr, "nps-runner: unknown verb '%s'\nTry 'nps-runner --help'.\n", argv[1]);

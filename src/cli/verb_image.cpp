@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// image import | ls | rm | gc | inspect: the image store, used directly on
+// image import | pull | ls | rm | gc | inspect: the image store, used directly on
 // the state directory (not through the daemon), so it works before the
 // daemon runs and on air-gapped hosts without any API.
 #include <unistd.h>
@@ -114,6 +114,80 @@ int image_import(int argc, char** argv, int first)
             std::printf(", replacing %s", image.replaced->c_str());
         std::printf("\n");
     }
+    return kExitOk;
+}
+
+namespace {
+
+image::RegistrySettings registry_settings(const config::Config& config)
+{
+    image::RegistrySettings settings{.default_registry = config.images_default_registry,
+                                     .insecure_registries = config.images_insecure_registries,
+                                     .ca_file = config.images_ca_file};
+    for (const auto& [registry, auth] : config.images_auth)
+        settings.credentials[registry] = {.username = auth.username,
+                                          .password = auth.password,
+                                          .password_file = auth.password_file};
+    return settings;
+}
+
+}  // namespace
+
+int image_pull(int argc, char** argv, int first)
+{
+    const VerbSpec spec{
+        "image pull",
+        "REF [--name REF] [--platform OS/ARCH[/VARIANT]] [--quiet]",
+        "Pull an image from an OCI distribution registry into the image store.",
+        "REF is [REGISTRY[:PORT]/]REPOSITORY[:TAG][@sha256:DIGEST]. Without a registry, images.default_registry\n"
+        "from the configuration is used (there is no implicit Docker Hub). Registries are reached over https,\n"
+        "trusting the system CAs and images.ca_file; plain http only for images.insecure_registries.\n"
+        "Credentials come from [images.auth.\"HOST:PORT\"] (basic, or for a token service). From an index,\n"
+        "the manifest for this host's platform is chosen (or --platform's). Every blob is verified against\n"
+        "its digest while it streams; blobs already in the store are verified and not fetched again.\n"
+        "A pull by digest checks the manifest against it. The image is recorded under REF as written\n"
+        "(default tag 'latest'; with only a digest, the tag 'sha256-HEX') unless --name says otherwise.\n"
+        "Transient failures are retried with backoff. Progress is shown on a terminal.\n\n"
+        "Examples:\n  nps-runner image pull registry.example.com/tools/busybox:1.36\n"
+        "  nps-runner image pull 127.0.0.1:5000/app@sha256:0123… --name app:pinned",
+        store_options({{"--name", "REF", "name to record (REPOSITORY[:TAG], default tag 'latest')"},
+                       {"--platform", "OS/ARCH[/VARIANT]", "platform to choose from an index (default: this host's)"},
+                       {"--quiet", nullptr, "no progress display and no retry notices"}}),
+        1,
+        1,
+    };
+    auto [args, exit_status] = start_verb(spec, argc, argv, first);
+    if (!args)
+        return exit_status;
+    const bool quiet = args->flag("--quiet");
+    image::PullRequest request{.reference = args->positionals[0], .name = args->value("--name")};
+    if (auto platform = args->value("--platform")) {
+        auto parsed = image::parse_platform(*platform);
+        if (!parsed) {
+            std::fprintf(stderr, "nps-runner: %s\n", parsed.error().message.c_str());
+            return kExitUsage;
+        }
+        request.platform = *parsed;
+    }
+    auto ctx = open_store(*args);
+    if (!ctx)
+        return report_error(ctx.error());
+    request.settings = registry_settings(ctx->config);
+    ImportProgressDisplay display(stderr, ImportProgressDisplay::mode_for(STDERR_FILENO, quiet), {}, "Pulling");
+    if (!quiet)
+        request.notice = [&](const std::string& message) {
+            display.finish();
+            std::fprintf(stderr, "nps-runner: %s\n", message.c_str());
+        };
+    auto pulled = ctx->store->pull(request, [&](const image::ImportProgress& p) { display.update(p); });
+    display.finish();
+    if (!pulled)
+        return report_error(pulled.error());
+    std::printf("Pulled %s %s (%s, %s)", pulled->name.c_str(), pulled->manifest_digest.c_str(),
+                pulled->platform.to_string().c_str(), format_bytes(pulled->size).c_str());
+    if (pulled->replaced)
+        std::printf(", replacing %s", pulled->replaced->c_str());
+    std::printf("\n");
     return kExitOk;
 }
 

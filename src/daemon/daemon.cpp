@@ -122,6 +122,17 @@ api::HostFacts prepare_worker_cgroups(std::optional<cgroup::CgroupBase>& base)
     for (const char* controller : {"memory", "cpu", "pids"})
         facts.limits_enforced_by.emplace_back(controller, std::string(base->enforced_by(controller)));
     log::info("cgroups: " + base->summary());
+    std::vector<std::string> slow;  // v1 hierarchies workers are moved into, without favordynmods
+    for (const auto& used : base->v1) {
+        const auto* h = layout->v1_for(used.controllers.front());
+        if (h && !h->favordynmods)
+            slow.push_back(h->mount_point);
+    }
+    if (!slow.empty())
+        log::notice("cgroups: each worker's move into " + std::to_string(slow.size()) +
+                    " v1 hierarchies waits for an RCU grace period (several ms); remounting them with "
+                    "'favordynmods' (Linux 6.0+, e.g. mount -o remount,favordynmods " + slow.front() +
+                    ") removes that wait — docs/cgroups.md");
     return facts;
 }
 

@@ -44,16 +44,10 @@ public:
     {
         if (auto it = verified_.find(digest); it != verified_.end())
             return std::optional<std::int64_t>{it->second};
-        auto size = NPS_TRY(blobs_.stat(digest));
-        if (!size)
-            return std::optional<std::int64_t>{};
-        report({ImportProgress::Phase::checking_existing, digest, 0, *size});
-        // A damaged copy is replaced from the source rather than trusted.
-        if (!blobs_.verify(digest))
-            return std::optional<std::int64_t>{};
-        report({ImportProgress::Phase::already_present, digest, *size, *size});
-        verified_[digest] = static_cast<std::int64_t>(*size);
-        return std::optional<std::int64_t>{static_cast<std::int64_t>(*size)};
+        auto size = NPS_TRY(detail::verified_blob_size(blobs_, digest, progress_));
+        if (size)
+            verified_[digest] = *size;
+        return size;
     }
 
     // Decides for each layer whether the store has it; returns the source
@@ -221,38 +215,10 @@ Result<std::vector<ImportedImage>> ImageStore::import(const ImportRequest& reque
     const std::set<std::string> paths = NPS_TRY(copier.needed(images));
     NPS_TRY_VOID(copier.copy(images, paths));
 
-    std::vector<detail::NamedManifest> records;
-    std::vector<ImportedImage> imported;
-    for (auto& image : images) {
-        NPS_TRY(blobs.put(image.config_bytes, {.expected_digest = image.config_digest, .source = source->describe()}));
+    for (auto& image : images)
         if (image.synthesize_manifest)
             image.manifest_bytes = build_manifest(image);
-        const std::string manifest_digest = digest_of(image.manifest_bytes);
-        NPS_TRY(blobs.put(image.manifest_bytes, {.expected_digest = manifest_digest, .source = source->describe()}));
-
-        detail::NamedManifest record;
-        record.manifest = {.digest = manifest_digest,
-                           .media_type = image.manifest_media_type,
-                           .size = static_cast<std::int64_t>(image.manifest_bytes.size()),
-                           .platform = image.platform.to_string(),
-                           .config_digest = image.config_digest,
-                           .config_media_type = image.config_media_type,
-                           .config_size = static_cast<std::int64_t>(image.config_bytes.size())};
-        std::uint64_t size = image.manifest_bytes.size() + image.config_bytes.size();
-        for (const auto& layer : image.layers) {
-            record.manifest.layers.push_back(
-                {.digest = layer.digest, .media_type = layer.media_type, .size = layer.size, .diff_id = layer.diff_id});
-            size += static_cast<std::uint64_t>(layer.size);
-        }
-        record.names = image.names;
-        for (const auto& name : image.names)
-            imported.push_back({.name = name, .manifest_digest = manifest_digest, .platform = image.platform, .size = size});
-        records.push_back(std::move(record));
-    }
-    const auto previous = NPS_TRY(db_->record(records));
-    for (std::size_t i = 0; i < imported.size() && i < previous.size(); ++i)
-        imported[i].replaced = previous[i];
-    return imported;
+    return detail::commit_images(blobs, *db_, images, source->describe());
 }
 
 }  // namespace nps::image

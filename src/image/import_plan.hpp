@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "import_source.hpp"
+#include "nps/image/blob_store.hpp"
 #include "nps/image/image_config.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/manifest.hpp"
@@ -58,5 +59,21 @@ Result<void> attach_config(PlannedImage& image, std::string bytes, std::string d
                            std::size_t layer_count, const Platform& wanted, const std::string& what);
 // The name `text` as a validated "repository:tag".
 Result<std::string> checked_name(const std::string& text, const std::string& origin);
+
+// --- shared by import and pull (import_commit.cpp) ---------------------------------
+class ImageDb;
+
+// The size of `digest` when the store holds an intact copy (hashed, not
+// trusted; progress sees checking_existing and already_present); nullopt
+// when it is absent or damaged — the caller then writes it again.
+Result<std::optional<std::int64_t>> verified_blob_size(const BlobStore& blobs, const std::string& digest,
+                                                       const ProgressFn& progress);
+
+// The end of every import and pull, once all layer blobs are stored (the
+// caller holds the shared store lock): stores each image's config and
+// manifest blobs and records manifests and names in one transaction.
+// `origin` names the source in errors.
+Result<std::vector<ImportedImage>> commit_images(const BlobStore& blobs, ImageDb& db,
+                                                 const std::vector<PlannedImage>& images, const std::string& origin);
 
 }  // namespace nps::image::detail

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/image/reference.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "nps/base/limits.hpp"
+#include "nps/image/content_digest.hpp"
 
 namespace nps::image {
 
@@ -69,6 +71,14 @@ bool valid_domain(std::string_view s)
     return true;
 }
 
+// Docker's rule: the first of several components is a registry when it
+// looks like a host (a '.' or ':', "localhost", an uppercase letter).
+bool looks_like_registry(std::string_view component)
+{
+    return component.find_first_of(".:") != std::string_view::npos || component == "localhost" ||
+           component.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string_view::npos;
+}
+
 Error invalid(std::string_view text, const std::string& why)
 {
     return internal_error("Invalid image name '" + std::string(text.substr(0, limits::kMaxImageRefChars)) + "': " + why);
@@ -125,8 +135,7 @@ Result<ImageName> parse_image_name(std::string_view text)
     for (std::size_t i = 0; i < components.size(); ++i) {
         const std::string_view c = components[i];
         const bool may_be_domain = i == 0 && components.size() > 1;
-        if (may_be_domain && (c.find_first_of(".:") != std::string_view::npos || c == "localhost" ||
-                              c.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string_view::npos)) {
+        if (may_be_domain && looks_like_registry(c)) {
             if (!valid_domain(c))
                 return invalid(text, "'" + std::string(c) + "' is not a registry host[:port]");
             continue;
@@ -137,6 +146,84 @@ Result<ImageName> parse_image_name(std::string_view text)
     }
     name.repository = repository;
     return name;
+}
+
+bool is_valid_registry_host(std::string_view text)
+{
+    return text.size() <= 255 && valid_domain(text);
+}
+
+bool same_registry(std::string_view a, std::string_view b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+        if (lower(a[i]) != lower(b[i]))
+            return false;
+    }
+    return true;
+}
+
+std::string ImageReference::manifest_reference() const
+{
+    if (!digest.empty())
+        return digest;
+    return tag.empty() ? std::string("latest") : tag;
+}
+
+std::string ImageReference::default_name() const
+{
+    std::string name = registry.empty() ? repository : registry + "/" + repository;
+    if (!tag.empty())
+        return name + ":" + tag;
+    if (!digest.empty())
+        return name + ":sha256-" + std::string(digest_hex(digest));
+    return name + ":latest";
+}
+
+Result<ImageReference> parse_image_reference(std::string_view text)
+{
+    const auto fail = [&](const std::string& why) -> Error {
+        return internal_error("Invalid image reference '" +
+                              std::string(text.substr(0, limits::kMaxImageRefChars + 80)) + "': " + why);
+    };
+    ImageReference ref;
+    std::string_view name_part = text;
+    if (const auto at = text.find('@'); at != std::string_view::npos) {
+        const std::string_view digest = text.substr(at + 1);
+        if (digest.find('@') != std::string_view::npos)
+            return fail("more than one '@'");
+        if (!is_sha256_digest(digest)) {
+            const auto colon = digest.find(':');
+            if (colon != std::string_view::npos && colon > 0 && digest.substr(0, colon) != "sha256")
+                return fail("unsupported digest algorithm '" + std::string(digest.substr(0, std::min<std::size_t>(colon, 32))) +
+                            "' (only sha256 is supported)");
+            return fail("the digest must be sha256: and 64 lowercase hex digits");
+        }
+        ref.digest = digest;
+        name_part = text.substr(0, at);
+    }
+    auto name = parse_image_name(name_part);
+    if (!name) {
+        // "Invalid image name 'x': why" → why
+        const std::string& message = name.error().message;
+        const auto why = message.find("': ");
+        return fail(why == std::string::npos ? message : message.substr(why + 3));
+    }
+    const auto last_slash = name_part.rfind('/');
+    const auto last_colon = name_part.rfind(':');
+    if (last_colon != std::string_view::npos && (last_slash == std::string_view::npos || last_colon > last_slash))
+        ref.tag = name->tag;
+    const std::string& repository = name->repository;
+    const auto slash = repository.find('/');
+    if (slash != std::string::npos && looks_like_registry(std::string_view(repository).substr(0, slash))) {
+        ref.registry = repository.substr(0, slash);
+        ref.repository = repository.substr(slash + 1);
+    } else {
+        ref.repository = repository;
+    }
+    return ref;
 }
 
 }  // namespace nps::image

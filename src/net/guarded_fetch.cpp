@@ -4,8 +4,10 @@
 #include "nps/net/guarded_fetch.hpp"
 
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,8 @@
 #include <memory>
 #include <mutex>
 
+#include "nps/base/limits.hpp"
+#include "nps/base/unique_fd.hpp"
 #include "nps/proto/destination_policy.hpp"
 
 namespace nps::net {
@@ -131,12 +135,69 @@ curl_socket_t open_socket(void* user, curlsocktype purpose, curl_sockaddr* addre
     return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
 }
 
+Result<std::string> read_small_file(const std::string& path, const std::string& what)
+{
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return system_error_errno("Failed to read " + what + " '" + path + "'");
+    std::string data(limits::kMaxSpawnCaFileBytes + 1, '\0');
+    std::size_t filled = 0;
+    while (filled < data.size()) {
+        const ssize_t n = ::read(fd.get(), data.data() + filled, data.size() - filled);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return system_error_errno("Failed to read " + what + " '" + path + "'");
+        if (n == 0)
+            break;
+        filled += static_cast<std::size_t>(n);
+    }
+    if (filled > limits::kMaxSpawnCaFileBytes)
+        return internal_error(what + " '" + path + "' is larger than " + std::to_string(limits::kMaxSpawnCaFileBytes) +
+                              " bytes");
+    data.resize(filled);
+    return data;
+}
+
+// Where this libcurl finds the system CA bundle, or "".
+std::string system_ca_path()
+{
+    static const std::string path = [] {
+        if (!ensure_curl_initialized())
+            return std::string();
+        std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
+        char* found = nullptr;
+        if (!handle || curl_easy_getinfo(handle.get(), CURLINFO_CAINFO, &found) != CURLE_OK || found == nullptr)
+            return std::string();
+        return std::string(found);
+    }();
+    return path;
+}
+
+// The trusted CAs for a configured ca_file: the system bundle plus that file
+// (an addition, as images.ca_file is; CURLOPT_CAINFO alone would replace the
+// system store). nullopt without a ca_file: curl's defaults.
+Result<std::optional<std::string>> ca_bundle(const std::optional<std::string>& ca_file)
+{
+    if (!ca_file || ca_file->empty())
+        return std::optional<std::string>{};
+    const std::string configured = NPS_TRY(read_small_file(*ca_file, "the CA file"));
+    if (configured.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+        return internal_error("The CA file '" + *ca_file + "' holds no PEM certificate");
+    std::string bundle;
+    if (const std::string path = system_ca_path(); !path.empty())
+        if (auto system = read_small_file(path, "the system CA bundle"))
+            bundle = std::move(*system);
+    bundle += "\n" + configured + "\n";
+    return std::optional<std::string>{std::move(bundle)};
+}
+
 struct HopOptions {
     std::string url;
     const char* protocols = "https";
     std::optional<std::string> resolve_entry;              // "host:port:addr,addr"
     const std::vector<proto::IpAddress>* allowed = nullptr;
-    const std::optional<std::string>* ca_file = nullptr;
+    const std::optional<std::string>* ca_bundle = nullptr;  // PEM text; null or empty: curl's defaults
     long timeout_ms = 0;
     std::size_t max_body_bytes = 0;
     std::vector<std::string> header_lines;
@@ -199,8 +260,12 @@ Result<HopResult> perform_hop(const HopOptions& options)
     set(CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
     set(CURLOPT_SSL_VERIFYPEER, 1L);
     set(CURLOPT_SSL_VERIFYHOST, 2L);
-    if (options.ca_file && *options.ca_file)
-        set(CURLOPT_CAINFO, (*options.ca_file)->c_str());
+    curl_blob ca_blob{};
+    if (options.ca_bundle && *options.ca_bundle) {
+        ca_blob = curl_blob{const_cast<char*>((*options.ca_bundle)->data()), (*options.ca_bundle)->size(),
+                            CURL_BLOB_NOCOPY};
+        set(CURLOPT_CAINFO_BLOB, &ca_blob);
+    }
     set(CURLOPT_TIMEOUT_MS, std::max(options.timeout_ms, 1L));
     set(CURLOPT_CONNECTTIMEOUT_MS, std::max(options.timeout_ms, 1L));
     set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_body_bytes));
@@ -278,6 +343,9 @@ Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
     FetchedResponse response;
     std::string url = request.url;
     auto fail = [&](const std::string& problem) { return internal_error(request.what + ": " + problem); };
+    auto bundle = ca_bundle(request.ca_file);
+    if (!bundle)
+        return fail(bundle.error().describe());
     for (unsigned hop = 0;; ++hop) {
         // A redirect target is a new destination and is checked as one.
         const std::string what = hop == 0 ? request.what : request.what + ": redirect to " + shown(url);
@@ -291,7 +359,7 @@ Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
         options.allowed = &admitted.addresses;
         if (!admitted.destination.literal)
             options.resolve_entry = resolve_entry(admitted);
-        options.ca_file = &request.ca_file;
+        options.ca_bundle = &*bundle;
         options.max_body_bytes = request.limits.max_body_bytes;
         for (const auto& [name, value] : request.headers)
             options.header_lines.push_back(name + ": " + value);
@@ -331,10 +399,11 @@ Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
 
 Result<FetchedResponse> trusted_get(const TrustedGetRequest& request)
 {
+    const std::optional<std::string> bundle = NPS_TRY(ca_bundle(request.ca_file));
     HopOptions options;
     options.url = request.url;
     options.protocols = "http,https";
-    options.ca_file = &request.ca_file;
+    options.ca_bundle = &bundle;
     options.timeout_ms = request.timeout_ms;
     options.max_body_bytes = request.max_body_bytes;
     options.header_lines.push_back("Accept: application/json");

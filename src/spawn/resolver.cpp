@@ -133,7 +133,7 @@ Result<store::Announce> SpawnSpecResolver::ask_registry(const std::string& nid, 
         .url = url,
         .ca_file = options_.ca_file,
         .timeout_ms = options_.fetch.timeout_ms,
-        .max_body_bytes = limits::kMaxRegistryAnswerBytes,
+        .max_body_bytes = limits::kMaxNdpRegistryAnswerBytes,
     });
     if (!response)
         return internal_error(context + "failed: " + response.error().describe());
@@ -162,7 +162,7 @@ Result<std::string> SpawnSpecResolver::nwp_to_https(const std::string& ref)
             .url = url,
             .ca_file = options_.ca_file,
             .timeout_ms = options_.fetch.timeout_ms,
-            .max_body_bytes = limits::kMaxRegistryAnswerBytes,
+            .max_body_bytes = limits::kMaxNdpRegistryAnswerBytes,
         });
         const std::string context = ref_prefix(ref) + ": the nwp resolver '" + url + "' ";
         if (!response)

@@ -61,7 +61,8 @@ inline constexpr std::uint32_t kMaxSpawnFetchTimeoutSeconds = 300;
 inline constexpr unsigned kDefaultSpawnRedirects = 5;              // the reference runner's limit
 inline constexpr unsigned kMaxSpawnRedirects = 10;
 inline constexpr std::size_t kMaxSpawnAllowDestinations = 256;     // [spawn] allow_destinations entries
-inline constexpr std::size_t kMaxRegistryAnswerBytes = 64 * 1024;  // a registry's resolve answer
+inline constexpr std::size_t kMaxNdpRegistryAnswerBytes = 64 * 1024;  // an NDP registry's resolve answer
+inline constexpr std::size_t kMaxSpawnCaFileBytes = 4 << 20;       // spawn.ca_file (and the system bundle)
 inline constexpr std::int64_t kDefaultSpawnCacheMaxAgeSeconds = 3600;  // cap on a response's max-age
 inline constexpr std::int64_t kMaxSpawnCacheMaxAgeSeconds = 86'400;
 inline constexpr std::size_t kDefaultSpawnCacheEntries = 256;
@@ -99,5 +100,22 @@ inline constexpr std::uint64_t kMaxImageBlobBytes = 64ull << 30;    // one blob 
 inline constexpr std::size_t kMaxImportArchiveEntries = 100'000;    // entries of an imported tar archive
 inline constexpr std::size_t kMaxImportMetadataBytes = 64 << 20;    // JSON files an archive import holds in memory
 inline constexpr std::size_t kMaxImportSymlinkHops = 8;             // links followed inside an imported archive
+
+// --- Registry pull (ours; docs/images.md "Pull") ---
+inline constexpr std::size_t kMaxRegistryTokenResponseBytes = 1 << 20;  // a token endpoint's JSON answer
+inline constexpr std::size_t kMaxRegistryTokenBytes = 64 * 1024;        // the bearer token itself
+inline constexpr std::size_t kMaxRegistryErrorBodyBytes = 64 * 1024;    // an error body kept for the message
+inline constexpr std::size_t kMaxAuthChallengeChars = 16 * 1024;        // one WWW-Authenticate value (all challenges)
+inline constexpr std::size_t kMaxAuthChallenges = 16;                   // challenges in it
+inline constexpr std::size_t kMaxAuthParams = 32;                       // parameters of one challenge
+inline constexpr long kMaxRegistryRedirects = 5;                        // followed per request (blob CDNs redirect)
+inline constexpr int kRegistryAttempts = 4;                             // tries of a request with transient failures
+inline constexpr long kRegistryFirstBackoffMs = 500;                    // doubled after each failed try
+inline constexpr long kMaxRegistryBackoffMs = 60'000;                   // also caps Retry-After
+inline constexpr long kRegistryConnectTimeoutMs = 30'000;               // TCP + TLS handshake
+inline constexpr long kRegistryRequestTimeoutMs = 120'000;              // a whole manifest, config or token request
+inline constexpr long kRegistryStallSeconds = 60;                       // a blob download below 1 KiB/s this long fails
+inline constexpr std::size_t kMaxRegistryCaFileBytes = 4 << 20;         // images.ca_file (and the system bundle)
+inline constexpr std::size_t kMaxRegistryPasswordFileBytes = 64 * 1024; // a password_file
 
 }  // namespace nps::limits

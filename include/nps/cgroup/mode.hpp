@@ -35,6 +35,10 @@ struct V1Hierarchy {
     std::string own_path;  // as /proc/self/cgroup names it, relative to the hierarchy root
     // Our own cgroup's directory: mount point + own path below the mount root.
     std::string own_dir;
+    // Mounted with favordynmods (Linux 6.0+): moving a process into a group
+    // then costs microseconds instead of an RCU grace period (milliseconds),
+    // which every worker on this hierarchy pays once (see docs/cgroups.md).
+    bool favordynmods = false;
 
     bool has(std::string_view controller) const;
 };

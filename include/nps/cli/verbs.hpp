@@ -17,6 +17,7 @@ int announce_ls(int argc, char** argv, int first);
 int announce_resolve(int argc, char** argv, int first);
 int run(int argc, char** argv, int first);
 int image_import(int argc, char** argv, int first);
+int image_pull(int argc, char** argv, int first);
 int image_ls(int argc, char** argv, int first);
 int image_rm(int argc, char** argv, int first);
 int image_gc(int argc, char** argv, int first);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,13 @@ inline constexpr const char* kDefaultConfigPath = "/etc/nps-runner/config.toml";
 inline constexpr const char* kDefaultStateDir = "/var/lib/nps-runner";
 inline constexpr const char* kDefaultListen = "127.0.0.1:17437";  // the NOP port
 inline constexpr const char* kDefaultSocket = "/run/nps-runner/api.sock";
+
+// [images.auth."host:port"]: credentials for one registry.
+struct RegistryAuth {
+    std::string username;
+    std::string password;       // exactly one of password and password_file
+    std::string password_file;  // read (first line) when a pull needs it
+};
 
 struct Config {
     // [runner]
@@ -56,10 +64,15 @@ struct Config {
     // unpacked layers of images not in use. 0 / 100 disable.
     std::uint64_t images_gc_max_bytes = 0;         // images/ (blobs + unpacked layers)
     unsigned images_gc_max_disk_percent = 90;      // fullness of the filesystem holding images/
+    // [images] registry pulls (docs/images.md "Pull").
+    std::string images_default_registry;                   // "host[:port]" for references naming none
+    std::vector<std::string> images_insecure_registries;   // "host[:port]" reached over plain http
+    std::string images_ca_file;                            // PEM trusted besides the system CAs
+    std::map<std::string, RegistryAuth> images_auth;       // by "host[:port]"
 
     // [spawn] (docs/spawnspec.md): SpawnSpec resolution.
     std::vector<std::string> spawn_allow_destinations;   // private destinations allowed (IP, CIDR, host name)
-    std::optional<std::string> spawn_ca_file;            // PEM bundle replacing the system store
+    std::optional<std::string> spawn_ca_file;            // PEM CAs trusted besides the system store
     std::optional<std::string> spawn_registry_url;       // remote NDP registry for NIDs not announced locally
     std::optional<std::string> spawn_nwp_resolver_url;   // nps-registry resolving nwp:// targets
     std::uint32_t spawn_fetch_timeout_seconds = limits::kDefaultSpawnFetchTimeoutSeconds;

@@ -27,6 +27,7 @@
 #include "nps/image/image.hpp"
 #include "nps/image/pins.hpp"
 #include "nps/image/platform.hpp"
+#include "nps/image/registry.hpp"
 #include "nps/image/store_layout.hpp"
 
 namespace nps::image {
@@ -123,6 +124,12 @@ public:
     // Imports every image the request selects (docs/images.md: naming and
     // platform rules); progress, when given, is called as blobs stream.
     Result<std::vector<ImportedImage>> import(const ImportRequest& request, const ProgressFn& progress = {});
+
+    // Pulls one image from a registry (registry.hpp, docs/images.md "Pull"):
+    // the manifest for the wanted platform, its config, and the layers the
+    // store lacks, each verified while it streams; then records the name
+    // exactly as import does.
+    Result<ImportedImage> pull(const PullRequest& request, const ProgressFn& progress = {});
 
     Result<std::vector<ImageSummary>> list();
     Result<std::vector<BlobUsage>> blobs();

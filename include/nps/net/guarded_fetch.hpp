@@ -12,7 +12,8 @@
 //  - the body is capped at max_body_bytes (declared length and bytes read),
 //    the whole fetch (DNS, connects, redirects, body) at timeout_ms;
 //  - no proxy, no cookies, no compression, TLS 1.2 or newer, peer and host
-//    verified against ca_file (when set) or the system store.
+//    verified against the system CA store plus ca_file (when set; read on
+//    every call, so a replaced file takes effect at once).
 // trusted_get() is for services the operator configured (an NDP registry):
 // http or https, no destination rules, no redirects.
 #pragma once
@@ -40,7 +41,7 @@ struct GuardedGetRequest {
     std::string url;
     std::string what = "URL";                  // names the URL in errors ("spawn_spec_ref")
     const DestinationGuard* guard = nullptr;   // required
-    std::optional<std::string> ca_file{};      // PEM bundle replacing the system store
+    std::optional<std::string> ca_file{};      // PEM CAs trusted besides the system store
     FetchLimits limits{};
     std::vector<std::pair<std::string, std::string>> headers{};  // sent on every hop
     // Revalidation: the validators go only to the hop whose URL equals
@@ -67,7 +68,7 @@ struct TrustedGetRequest {
     std::string url;
     std::optional<std::string> ca_file{};
     int timeout_ms = 10'000;
-    std::size_t max_body_bytes = limits::kMaxRegistryAnswerBytes;
+    std::size_t max_body_bytes = limits::kMaxNdpRegistryAnswerBytes;
 };
 
 // Any HTTP status is a response; transport failures are errors.

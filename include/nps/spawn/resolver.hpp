@@ -43,7 +43,7 @@ namespace nps::spawn {
 
 struct ResolverOptions {
     std::vector<proto::DestinationAllowEntry> allow_destinations{};  // empty: public destinations only
-    std::optional<std::string> ca_file{};           // PEM bundle for remote fetches and registries
+    std::optional<std::string> ca_file{};           // PEM CAs trusted besides the system store (fetches, registries)
     std::optional<std::string> registry_url{};      // remote NDP registry for NIDs not announced locally
     std::optional<std::string> nwp_resolver_url{};  // nps-registry for nwp:// targets
     net::FetchLimits fetch{};                       // max_body_bytes is also the SpawnSpec size limit

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "https_fixture.hpp"
+#include "runner_process.hpp"
 #include "nps/spawn/resolver.hpp"
 #include "temp_dir.hpp"
 
@@ -117,6 +118,15 @@ TEST_CASE("fetch: a certificate from another CA, or the system store, is refused
     system.ca_file.reset();
     CHECK(contains(failure(env.resolver(system)->resolve_ref(env.server.url("/spec.json"))), "certificate"));
     CHECK(env.server.hits("/spec.json") == 0);
+
+    auto missing = env.options();
+    missing.ca_file = env.dir.file("absent.pem");
+    CHECK(contains(failure(env.resolver(missing)->resolve_ref(env.server.url("/spec.json"))),
+                   "Failed to read the CA file '" + env.dir.file("absent.pem") + "'"));
+    nps::test::write_file(env.dir.file("empty.pem"), "not a certificate\n");
+    auto empty = env.options();
+    empty.ca_file = env.dir.file("empty.pem");
+    CHECK(contains(failure(env.resolver(empty)->resolve_ref(env.server.url("/spec.json"))), "holds no PEM certificate"));
 }
 
 TEST_CASE("fetch: without the allowlist the loopback server is never contacted")

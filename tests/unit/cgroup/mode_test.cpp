@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "nps/cgroup/mode.hpp"
 
 using namespace nps::cgroup;
@@ -57,6 +59,19 @@ TEST_CASE("this host's hybrid layout")
     CHECK(l.v1_for("freezer") != nullptr);
     CHECK(l.v1_for("blkio") == nullptr);  // in neither file's fixture
     CHECK(l.v1.size() == 5);              // name=systemd is not a controller
+}
+
+TEST_CASE("favordynmods is read per v1 hierarchy")
+{
+    auto plain = parse_cgroup_layout(kHybridCgroup, kHybridMountinfo).value();
+    CHECK_FALSE(plain.v1_for("memory")->favordynmods);
+
+    std::string fast = kHybridMountinfo;
+    auto at = fast.find("cgroup rw,memory");
+    fast.replace(at, std::string("cgroup rw,memory").size(), "cgroup rw,memory,favordynmods");
+    auto l = parse_cgroup_layout(kHybridCgroup, fast).value();
+    CHECK(l.v1_for("memory")->favordynmods);
+    CHECK_FALSE(l.v1_for("pids")->favordynmods);
 }
 
 TEST_CASE("pure v1 with co-mounted cpu,cpuacct and a space in a mount point")

@@ -131,3 +131,61 @@ TEST_CASE("[sandbox]: defaults fail closed; keys are checked")
         CHECK_MESSAGE(r.error().describe().find(c.message) != std::string::npos, r.error().describe());
     }
 }
+
+TEST_CASE("[images]: registry keys for image pull")
+{
+    auto defaults = parse_config("", "test.toml");
+    REQUIRE(defaults);
+    CHECK(defaults->images_default_registry.empty());
+    CHECK(defaults->images_insecure_registries.empty());
+    CHECK(defaults->images_ca_file.empty());
+    CHECK(defaults->images_auth.empty());
+
+    auto c = parse_config(R"(
+[images]
+default_registry = "registry.example.com:5000"
+insecure_registries = ["127.0.0.1:5000", "localhost"]
+ca_file = "/etc/nps-runner/registry-ca.pem"
+[images.auth."registry.example.com:5000"]
+username = "puller"
+password = "secret"
+[images.auth."127.0.0.1:5000"]
+username = "ci"
+password_file = "/etc/nps-runner/registry-password"
+)",
+                          "test.toml");
+    REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error().describe()));
+    CHECK(c->images_default_registry == "registry.example.com:5000");
+    CHECK(c->images_insecure_registries == std::vector<std::string>{"127.0.0.1:5000", "localhost"});
+    CHECK(c->images_ca_file == "/etc/nps-runner/registry-ca.pem");
+    REQUIRE(c->images_auth.size() == 2);
+    CHECK(c->images_auth.at("registry.example.com:5000").username == "puller");
+    CHECK(c->images_auth.at("registry.example.com:5000").password == "secret");
+    CHECK(c->images_auth.at("127.0.0.1:5000").password_file == "/etc/nps-runner/registry-password");
+
+    struct Case {
+        const char* toml;
+        const char* expect;
+    } cases[] = {
+        {"[images]\ndefault_registry = \"https://reg\"\n", "images.default_registry: 'https://reg' is not a registry"},
+        {"[images]\ninsecure_registries = [\"reg:port\"]\n", "images.insecure_registries: 'reg:port' is not a registry"},
+        {"[images]\ninsecure_registries = \"reg\"\n", "images.insecure_registries: expected an array of strings"},
+        {"[images]\nca_file = \"\"\n", "images.ca_file: must name a file"},
+        {"[images]\nauth = 5\n", "images.auth must be a table"},
+        {"[images.auth.\"reg/x\"]\nusername = \"u\"\npassword = \"p\"\n", "the key must be a registry HOST[:PORT]"},
+        {"[images.auth.\"reg\"]\npassword = \"p\"\n", "images.auth.\"reg\".username: is required"},
+        {"[images.auth.\"reg\"]\nusername = \"a:b\"\npassword = \"p\"\n", "images.auth.\"reg\".username: is required"},
+        {"[images.auth.\"reg\"]\nusername = \"u\"\n", "set exactly one of password and password_file"},
+        {"[images.auth.\"reg\"]\nusername = \"u\"\npassword = \"p\"\npassword_file = \"/f\"\n",
+         "set exactly one of password and password_file"},
+        {"[images.auth.\"reg\"]\nusername = \"u\"\npassword = \"p\"\ntoken = \"t\"\n", "images.auth.\"reg\".token: unknown key"},
+        {"[images.auth.\"Reg\"]\nusername = \"u\"\npassword = \"p\"\n[images.auth.\"reg\"]\nusername = \"u\"\npassword = \"p\"\n",
+         "configured twice"},
+    };
+    for (const auto& k : cases) {
+        auto r = parse_config(k.toml, "test.toml");
+        REQUIRE_MESSAGE(!r, k.toml);
+        INFO(r.error().describe());
+        CHECK(r.error().describe().find(k.expect) != std::string::npos);
+    }
+}
