@@ -50,7 +50,14 @@ std::uint64_t DepositSignal::generation()
 }
 
 Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, HostFacts host)
-    : config_(config), stores_(stores), clock_(clock), host_(std::move(host))
+    : config_(config),
+      stores_(stores),
+      clock_(clock),
+      host_(std::move(host)),
+      spawn_resolver_(spawn::resolver_options(config), clock,
+                      [this](const std::string& nid) -> Result<store::Announce> {
+                          return NPS_TRY(stores_.acquire())->resolve_announce(nid);
+                      })
 {
 }
 
@@ -179,6 +186,8 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
         return m == "PUT" ? put_announce(r, s[3]) : method_not_allowed("PUT");
     if (area == "ndp" && n == 3 && s[2] == "resolve")
         return m == "GET" ? resolve(r) : method_not_allowed("GET");
+    if (area == "spawnspecs" && n == 3 && s[2] == "resolve")
+        return m == "POST" ? resolve_spawn_spec(r) : method_not_allowed("POST");
     return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
 }
 

@@ -6,6 +6,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/task_frame.hpp"
+#include "nps/spawn/spec_ref.hpp"
 
 namespace nps::api {
 
@@ -48,6 +49,9 @@ Result<net::HttpResponse> Api::put_announce(const net::HttpRequest& request, con
     if (!*ref && activation != "resident")
         return protocol_error("NDP-ANNOUNCE-INVALID",
                               "Field 'spawn_spec_ref' is required for an " + activation + " agent");
+    if (*ref)
+        if (auto syntax = spawn::check_spawn_spec_ref_syntax(**ref); !syntax)
+            return invalid(syntax.error());
 
     NPS_TRY_VOID(NPS_TRY(stores_.acquire())->put_announce({
         .nid = nid,

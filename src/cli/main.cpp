@@ -27,6 +27,7 @@ Verbs:
   announce NID --spawn-spec REF
                             register an agent NID in the local NDP registry
   announce ls               list registered agents
+  announce resolve NID      show the SpawnSpec an agent resolves to, or why it does not
   run --rootfs DIR -- CMD   run one command in a sandbox, attached
   image import PATH [--name REF]
                             import an OCI layout, oci-archive or docker-archive
@@ -52,6 +53,7 @@ constexpr Verb kVerbs[] = {
     {"task", "wait", task_wait},
     {"task", "cancel", task_cancel},
     {"announce", "ls", announce_ls},
+    {"announce", "resolve", announce_resolve},
     {"announce", nullptr, announce},
     {"run", nullptr, run},
     {"image", "import", image_import},

@@ -12,7 +12,9 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/image/reference.hpp"
+#include "nps/proto/destination_policy.hpp"
 #include "nps/proto/task_frame.hpp"
+#include "nps/proto/url.hpp"
 #include "nps/spawn/quantity.hpp"
 
 namespace nps::config {
@@ -349,6 +351,57 @@ Result<void> apply_workers(const toml::table* table, const TableReader& t, Confi
     return {};
 }
 
+// An operator-configured service: http or https, a host, no user-info
+// (credentials do not belong in a config URL), no query or fragment.
+Result<std::optional<std::string>> service_url(const TableReader& t, const std::string& key)
+{
+    auto v = NPS_TRY(t.string(key));
+    if (!v)
+        return v;
+    const auto parts = proto::split_url(*v);
+    const bool ok = v->size() <= limits::kMaxUrlChars && parts &&
+                    (proto::iequals(parts->scheme, "http") || proto::iequals(parts->scheme, "https")) &&
+                    !parts->host.empty() && !parts->has_userinfo &&
+                    parts->rest.find_first_of("?#") == std::string_view::npos;
+    if (!ok)
+        return t.fail(key, "'" + *v + "' is not an http(s) URL with a host and no user-info, query or fragment");
+    return v;
+}
+
+Result<void> apply_spawn(const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"allow_destinations", "ca_file", "registry_url", "nwp_resolver_url",
+                                "fetch_timeout_seconds", "max_spec_bytes", "max_redirects", "cache_max_age_seconds",
+                                "cache_entries"}));
+    if (auto v = NPS_TRY(t.strings("allow_destinations"))) {
+        if (v->size() > limits::kMaxSpawnAllowDestinations)
+            return t.fail("allow_destinations", "more than " + std::to_string(limits::kMaxSpawnAllowDestinations) +
+                                                    " entries");
+        for (const auto& entry : *v)
+            if (auto parsed = proto::parse_destination_allow_entry(entry); !parsed)
+                return t.fail("allow_destinations", parsed.error().message);
+        c.spawn_allow_destinations = *v;
+    }
+    if (auto v = NPS_TRY(t.string("ca_file"))) {
+        if (v->empty() || v->front() != '/')
+            return t.fail("ca_file", "must be an absolute path to a PEM file");
+        c.spawn_ca_file = *v;
+    }
+    c.spawn_registry_url = NPS_TRY(service_url(t, "registry_url"));
+    c.spawn_nwp_resolver_url = NPS_TRY(service_url(t, "nwp_resolver_url"));
+    if (auto v = NPS_TRY(t.integer("fetch_timeout_seconds", 1, limits::kMaxSpawnFetchTimeoutSeconds)))
+        c.spawn_fetch_timeout_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("max_spec_bytes", 1024, static_cast<std::int64_t>(limits::kMaxSpawnSpecBytes))))
+        c.spawn_max_spec_bytes = static_cast<std::size_t>(*v);
+    if (auto v = NPS_TRY(t.integer("max_redirects", 0, limits::kMaxSpawnRedirects)))
+        c.spawn_max_redirects = static_cast<unsigned>(*v);
+    if (auto v = NPS_TRY(t.integer("cache_max_age_seconds", 0, limits::kMaxSpawnCacheMaxAgeSeconds)))
+        c.spawn_cache_max_age_seconds = *v;
+    if (auto v = NPS_TRY(t.integer("cache_entries", 0, static_cast<std::int64_t>(limits::kMaxSpawnCacheEntries))))
+        c.spawn_cache_entries = static_cast<std::size_t>(*v);
+    return {};
+}
+
 }  // namespace
 
 std::string default_runner_nid()
@@ -379,7 +432,8 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
         return internal_error(msg.str());
     }
     Config config;
-    static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox", "images", "workers"};
+    static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox", "images",
+                                                       "workers", "spawn"};
     for (const auto& [key, node] : root) {
         std::string name(key.str());
         if (!sections.count(name))
@@ -395,6 +449,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     NPS_TRY_VOID(apply_sandbox(root["sandbox"].as_table(), table("sandbox"), config));
     NPS_TRY_VOID(apply_images(root["images"].as_table(), table("images"), origin, config));
     NPS_TRY_VOID(apply_workers(root["workers"].as_table(), table("workers"), config));
+    NPS_TRY_VOID(apply_spawn(table("spawn"), config));
     if (config.runner_nid.empty())
         config.runner_nid = default_runner_nid();
     return config;

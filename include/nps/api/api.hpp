@@ -20,6 +20,7 @@
 #include "nps/base/clock.hpp"
 #include "nps/config/config.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/spawn/resolver.hpp"
 
 namespace nps::api {
 
@@ -85,6 +86,7 @@ private:
     Result<net::HttpResponse> put_announce(const net::HttpRequest& request, const std::string& nid);
     Result<net::HttpResponse> list_announces();
     Result<net::HttpResponse> resolve(const net::HttpRequest& request);
+    Result<net::HttpResponse> resolve_spawn_spec(const net::HttpRequest& request);
     Result<net::HttpResponse> healthz();
     Result<net::HttpResponse> render_metrics();
 
@@ -97,6 +99,7 @@ private:
     HostFacts host_;
     Metrics metrics_;
     DepositSignal deposits_;
+    spawn::SpawnSpecResolver spawn_resolver_;  // announces from the store; remote specs cached
 };
 
 }  // namespace nps::api

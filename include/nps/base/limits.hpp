@@ -46,6 +46,29 @@ inline constexpr std::uint32_t kDefaultTaskListLimit = 100;
 inline constexpr std::size_t kMaxNodeResultBytes = 256 * 1024;
 inline constexpr std::size_t kMaxSpawnSpecRefChars = 64 * 1024;
 
+// --- SpawnSpec resolution (ours; docs/spawnspec.md) ---
+// The JSON of one SpawnSpec, inline or fetched (the reference runner's 64 KiB).
+// An inline ref is also bounded by kMaxSpawnSpecRefChars, i.e. ~48 KiB of JSON.
+inline constexpr std::size_t kDefaultSpawnSpecBytes = 64 * 1024;   // [spawn] max_spec_bytes default
+inline constexpr std::size_t kMaxSpawnSpecBytes = 1 << 20;         // [spawn] max_spec_bytes ceiling
+inline constexpr std::size_t kMaxSpawnSpecJsonDepth = 16;          // nesting of a SpawnSpec document
+inline constexpr std::size_t kMaxSpawnSpecArgs = 1024;             // command entries
+inline constexpr std::size_t kMaxSpawnSpecEnv = 1024;              // env entries
+inline constexpr std::size_t kMaxSpawnSpecEnvNameChars = 256;      // one env variable name
+inline constexpr std::size_t kMaxSpawnSpecExtensions = 64;         // "x-…" members kept
+inline constexpr std::uint32_t kDefaultSpawnFetchTimeoutSeconds = 30;  // one resolution, DNS and redirects included
+inline constexpr std::uint32_t kMaxSpawnFetchTimeoutSeconds = 300;
+inline constexpr unsigned kDefaultSpawnRedirects = 5;              // the reference runner's limit
+inline constexpr unsigned kMaxSpawnRedirects = 10;
+inline constexpr std::size_t kMaxSpawnAllowDestinations = 256;     // [spawn] allow_destinations entries
+inline constexpr std::size_t kMaxNdpRegistryAnswerBytes = 64 * 1024;  // an NDP registry's resolve answer
+inline constexpr std::size_t kMaxSpawnCaFileBytes = 4 << 20;       // spawn.ca_file (and the system bundle)
+inline constexpr std::int64_t kDefaultSpawnCacheMaxAgeSeconds = 3600;  // cap on a response's max-age
+inline constexpr std::int64_t kMaxSpawnCacheMaxAgeSeconds = 86'400;
+inline constexpr std::size_t kDefaultSpawnCacheEntries = 256;
+inline constexpr std::size_t kMaxSpawnCacheEntries = 100'000;
+inline constexpr std::size_t kMaxHttpValidatorChars = 1024;        // an ETag or Last-Modified kept for revalidation
+
 // --- HTTP server ---
 inline constexpr unsigned kMaxHttpConnections = 256;
 inline constexpr unsigned kHttpConnectionTimeoutSeconds = 60;

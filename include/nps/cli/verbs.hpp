@@ -14,6 +14,7 @@ int task_wait(int argc, char** argv, int first);
 int task_cancel(int argc, char** argv, int first);
 int announce(int argc, char** argv, int first);
 int announce_ls(int argc, char** argv, int first);
+int announce_resolve(int argc, char** argv, int first);
 int run(int argc, char** argv, int first);
 int image_import(int argc, char** argv, int first);
 int image_pull(int argc, char** argv, int first);

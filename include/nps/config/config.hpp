@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
 #include "nps/store/store.hpp"
 
@@ -80,6 +81,17 @@ struct Config {
     std::map<std::string, RegistryAuth> images_auth;       // by "host[:port]"
 
     WorkerPolicy workers;
+
+    // [spawn] (docs/spawnspec.md): SpawnSpec resolution.
+    std::vector<std::string> spawn_allow_destinations;   // private destinations allowed (IP, CIDR, host name)
+    std::optional<std::string> spawn_ca_file;            // PEM CAs trusted besides the system store
+    std::optional<std::string> spawn_registry_url;       // remote NDP registry for NIDs not announced locally
+    std::optional<std::string> spawn_nwp_resolver_url;   // nps-registry resolving nwp:// targets
+    std::uint32_t spawn_fetch_timeout_seconds = limits::kDefaultSpawnFetchTimeoutSeconds;
+    std::size_t spawn_max_spec_bytes = limits::kDefaultSpawnSpecBytes;
+    unsigned spawn_max_redirects = limits::kDefaultSpawnRedirects;
+    std::int64_t spawn_cache_max_age_seconds = limits::kDefaultSpawnCacheMaxAgeSeconds;
+    std::size_t spawn_cache_entries = limits::kDefaultSpawnCacheEntries;
 
     std::string database_path() const { return state_dir + "/runner.db"; }
 };

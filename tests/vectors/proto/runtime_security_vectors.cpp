@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 // nop/runtime_security_vectors.json, dispatched on `category`.
 //
-// Checked here: callback, hmac, dedup_key (proto), lifecycle (the
-// supervisor's evaluate_lifecycle).
+// Checked here: callback (the pure policy and the destination guard that
+// outbound requests use, with the vector's DNS answers), hmac, dedup_key,
+// spawn_spec (the parser, and the resolver on the spec as an inline ref),
+// lifecycle (the supervisor's evaluate_lifecycle).
 // Covered by other suites, listed so nothing is skipped silently:
 //   lease       → the store's vector suite (tests/vectors/store)
 //   delegation  → delegation / NDP target resolution (later work)
-//   spawn_spec  → SpawnSpec parsing (later work)
 // Any other category, a missing category, or an id that does not match its
 // category fails.
 #include <chrono>
 #include <map>
 
+#include "nps/base/clock.hpp"
+#include "nps/base/limits.hpp"
+#include "nps/net/destination_guard.hpp"
 #include "nps/proto/callback_policy.hpp"
 #include "nps/proto/callback_signature.hpp"
 #include "nps/proto/dedup.hpp"
+#include "nps/proto/url.hpp"
+#include "nps/spawn/resolver.hpp"
+#include "nps/spawn/spawn_spec.hpp"
 #include "nps/supervisor/lifecycle.hpp"
 #include "vector_harness.hpp"
 
@@ -39,17 +46,64 @@ std::vector<std::string> string_list(const Json& value)
     return out;
 }
 
+// The guard as a callback delivery would use it: the vector's resolved_ips
+// are the DNS answers of the URL's host (and of the redirect's).
+nps::Result<void> admit_through_guard(const std::string& url, const std::vector<std::string>& ips,
+                                      std::string_view what)
+{
+    nps::net::StaticResolver dns;
+    if (const auto parts = split_url(url))
+        dns.add(std::string(parts->host), ips);
+    const nps::net::DestinationGuard guard(DestinationRules{.error_code = "NOP-CALLBACK-INVALID"}, dns);
+    auto admitted = guard.admit(url, what, 1000);
+    if (!admitted)
+        return std::move(admitted).error();
+    return {};
+}
+
 Reasons check_callback(const Json& input, const Json& expected)
 {
     Reasons reasons = unknown_keys(input, {"url", "resolved_ips", "redirect_url", "redirect_resolved_ips"});
     if (!reasons.empty())
         return reasons;
-    auto result = check_callback_destination(input.value("url", ""), string_list(input.value("resolved_ips", Json())));
-    if (result && input.contains("redirect_url"))
-        result = check_callback_destination(input.value("redirect_url", ""),
-                                            string_list(input.value("redirect_resolved_ips", Json())),
-                                            "callback redirect");
-    return compare_expected(expected, Json{{"allowed", result.has_value()}, {"error", error_or_null(result)}});
+    const std::string url = input.value("url", "");
+    const auto ips = string_list(input.value("resolved_ips", Json()));
+    const std::string redirect = input.value("redirect_url", "");
+    const auto redirect_ips = string_list(input.value("redirect_resolved_ips", Json()));
+
+    auto policy = check_callback_destination(url, ips);
+    if (policy && input.contains("redirect_url"))
+        policy = check_callback_destination(redirect, redirect_ips, "callback redirect");
+    auto guarded = admit_through_guard(url, ips, "callback_url");
+    if (guarded && input.contains("redirect_url"))
+        guarded = admit_through_guard(redirect, redirect_ips, "callback redirect");
+
+    for (const auto& [name, result] : {std::pair{"policy", &policy}, std::pair{"guard", &guarded}})
+        for (const std::string& why :
+             compare_expected(expected, Json{{"allowed", result->has_value()}, {"error", error_or_null(*result)}}))
+            reasons.push_back(std::string(name) + ": " + why);
+    return reasons;
+}
+
+Reasons check_spawn_spec(const Json& input, const Json& expected)
+{
+    Reasons reasons = unknown_keys(input, {"spawn_spec"});
+    if (!reasons.empty())
+        return reasons;
+    const std::string json = input.contains("spawn_spec") ? input["spawn_spec"].dump() : "";
+    const auto parsed = nps::spawn::parse_spawn_spec(json, nps::limits::kDefaultSpawnSpecBytes);
+    for (const std::string& why :
+         compare_expected(expected, Json{{"error", parsed ? Json(nullptr) : Json(parsed.error().code)}}))
+        reasons.push_back("parser: " + why);
+
+    // The same document as an inline spawn_spec_ref, through the resolver.
+    nps::FakeClock clock;
+    nps::spawn::SpawnSpecResolver resolver({}, clock, nullptr);
+    const auto resolved = resolver.resolve_ref(nps::spawn::encode_spawnspec_uri(json));
+    for (const std::string& why :
+         compare_expected(expected, Json{{"error", resolved ? Json(nullptr) : Json(resolved.error().code)}}))
+        reasons.push_back("resolver: " + why);
+    return reasons;
 }
 
 Reasons check_hmac(const Json& input, const Json& expected)
@@ -141,7 +195,7 @@ const std::map<std::string, Category> kCategories = {
     {"dedup_key", {"nop.dedup.", check_dedup, nullptr}},
     {"lease", {"nop.lease.", nullptr, "lease store: tests/vectors/store"}},
     {"delegation", {"nop.delegation.", nullptr, "delegation target resolution: later work"}},
-    {"spawn_spec", {"nop.spawnspec.", nullptr, "SpawnSpec validation: later work"}},
+    {"spawn_spec", {"nop.spawnspec.", check_spawn_spec, nullptr}},
     {"lifecycle", {"nop.lifecycle.", check_lifecycle, nullptr}},
 };
 

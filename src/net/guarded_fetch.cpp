@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: Apache-2.0
+// guarded_get / trusted_get on the libcurl easy interface: one handle per hop,
+// so nothing (connections, DNS cache, pinned addresses) outlives a hop.
+#include "nps/net/guarded_fetch.hpp"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "nps/base/limits.hpp"
+#include "nps/base/unique_fd.hpp"
+#include "nps/proto/destination_policy.hpp"
+
+namespace nps::net {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::once_flag g_curl_once;
+CURLcode g_curl_init_result = CURLE_OK;
+
+Result<void> ensure_curl_initialized()
+{
+    std::call_once(g_curl_once, [] { g_curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT); });
+    if (g_curl_init_result != CURLE_OK)
+        return internal_error(std::string("Failed to initialize libcurl: ") + curl_easy_strerror(g_curl_init_result));
+    return {};
+}
+
+struct EasyDeleter {
+    void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
+};
+struct SlistDeleter {
+    void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
+};
+
+// Everything the curl callbacks of one hop touch.
+struct HopState {
+    std::string body;
+    std::size_t max_body_bytes = 0;
+    bool body_overflow = false;
+    std::map<std::string, std::string> headers;
+    const std::vector<proto::IpAddress>* allowed = nullptr;  // null: any address (trusted_get)
+    std::string refused_address;
+};
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
+{
+    auto* state = static_cast<HopState*>(user);
+    const std::size_t bytes = size * count;
+    if (state->body.size() + bytes > state->max_body_bytes) {
+        state->body_overflow = true;
+        return 0;  // aborts the transfer with CURLE_WRITE_ERROR
+    }
+    state->body.append(data, bytes);
+    return bytes;
+}
+
+std::string_view trim(std::string_view text)
+{
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+        text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
+        text.remove_suffix(1);
+    return text;
+}
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user)
+{
+    auto* state = static_cast<HopState*>(user);
+    const std::size_t bytes = size * count;
+    const std::string_view line(data, bytes);
+    if (line.starts_with("HTTP/")) {
+        state->headers.clear();  // a new response block: keep only the last one's headers
+        return bytes;
+    }
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos)
+        return bytes;
+    std::string name(trim(line.substr(0, colon)));
+    for (char& c : name)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    const std::string value(trim(line.substr(colon + 1)));
+    auto [it, inserted] = state->headers.try_emplace(std::move(name), value);
+    if (!inserted)
+        it->second += ", " + value;
+    return bytes;
+}
+
+std::optional<proto::IpAddress> socket_address(const curl_sockaddr* address)
+{
+    proto::IpAddress out;
+    if (address->family == AF_INET && address->addrlen >= sizeof(sockaddr_in)) {
+        sockaddr_in sin{};
+        std::memcpy(&sin, &address->addr, sizeof sin);
+        std::memcpy(out.bytes.data(), &sin.sin_addr, 4);
+        return out;
+    }
+    if (address->family == AF_INET6 && address->addrlen >= sizeof(sockaddr_in6)) {
+        sockaddr_in6 sin6{};
+        std::memcpy(&sin6, &address->addr, sizeof sin6);
+        out.is_v6 = true;
+        std::memcpy(out.bytes.data(), &sin6.sin6_addr, 16);
+        return out;
+    }
+    return std::nullopt;
+}
+
+// Curl asks us for every socket it connects: only admitted addresses get one.
+curl_socket_t open_socket(void* user, curlsocktype purpose, curl_sockaddr* address)
+{
+    auto* state = static_cast<HopState*>(user);
+    if (purpose != CURLSOCKTYPE_IPCXN)
+        return CURL_SOCKET_BAD;
+    if (state->allowed) {
+        const auto ip = socket_address(address);
+        const bool ok = ip && std::any_of(state->allowed->begin(), state->allowed->end(), [&](const auto& a) {
+            return a.is_v6 == ip->is_v6 && a.bytes == ip->bytes;
+        });
+        if (!ok) {
+            state->refused_address = ip ? proto::format_ip(*ip) : "(unknown family)";
+            return CURL_SOCKET_BAD;
+        }
+    }
+    return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
+Result<std::string> read_small_file(const std::string& path, const std::string& what)
+{
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return system_error_errno("Failed to read " + what + " '" + path + "'");
+    std::string data(limits::kMaxSpawnCaFileBytes + 1, '\0');
+    std::size_t filled = 0;
+    while (filled < data.size()) {
+        const ssize_t n = ::read(fd.get(), data.data() + filled, data.size() - filled);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return system_error_errno("Failed to read " + what + " '" + path + "'");
+        if (n == 0)
+            break;
+        filled += static_cast<std::size_t>(n);
+    }
+    if (filled > limits::kMaxSpawnCaFileBytes)
+        return internal_error(what + " '" + path + "' is larger than " + std::to_string(limits::kMaxSpawnCaFileBytes) +
+                              " bytes");
+    data.resize(filled);
+    return data;
+}
+
+// Where this libcurl finds the system CA bundle, or "".
+std::string system_ca_path()
+{
+    static const std::string path = [] {
+        if (!ensure_curl_initialized())
+            return std::string();
+        std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
+        char* found = nullptr;
+        if (!handle || curl_easy_getinfo(handle.get(), CURLINFO_CAINFO, &found) != CURLE_OK || found == nullptr)
+            return std::string();
+        return std::string(found);
+    }();
+    return path;
+}
+
+// The trusted CAs for a configured ca_file: the system bundle plus that file
+// (an addition, as images.ca_file is; CURLOPT_CAINFO alone would replace the
+// system store). nullopt without a ca_file: curl's defaults.
+Result<std::optional<std::string>> ca_bundle(const std::optional<std::string>& ca_file)
+{
+    if (!ca_file || ca_file->empty())
+        return std::optional<std::string>{};
+    const std::string configured = NPS_TRY(read_small_file(*ca_file, "the CA file"));
+    if (configured.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+        return internal_error("The CA file '" + *ca_file + "' holds no PEM certificate");
+    std::string bundle;
+    if (const std::string path = system_ca_path(); !path.empty())
+        if (auto system = read_small_file(path, "the system CA bundle"))
+            bundle = std::move(*system);
+    bundle += "\n" + configured + "\n";
+    return std::optional<std::string>{std::move(bundle)};
+}
+
+struct HopOptions {
+    std::string url;
+    const char* protocols = "https";
+    std::optional<std::string> resolve_entry;              // "host:port:addr,addr"
+    const std::vector<proto::IpAddress>* allowed = nullptr;
+    const std::optional<std::string>* ca_bundle = nullptr;  // PEM text; null or empty: curl's defaults
+    long timeout_ms = 0;
+    std::size_t max_body_bytes = 0;
+    std::vector<std::string> header_lines;
+};
+
+struct HopResult {
+    long status = 0;
+    std::map<std::string, std::string> headers;
+    std::string body;
+    std::optional<std::string> redirect_url;
+};
+
+Result<HopResult> perform_hop(const HopOptions& options)
+{
+    NPS_TRY_VOID(ensure_curl_initialized());
+    const std::string what = "GET '" + options.url + "'";
+    std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
+    if (!handle)
+        return internal_error(what + " failed: curl_easy_init failed");
+    CURL* curl = handle.get();
+
+    CURLcode setopt_error = CURLE_OK;
+    auto set = [&](CURLoption option, auto value) {
+        const CURLcode rc = curl_easy_setopt(curl, option, value);
+        if (rc != CURLE_OK && setopt_error == CURLE_OK)
+            setopt_error = rc;
+    };
+
+    HopState state;
+    state.max_body_bytes = options.max_body_bytes;
+    state.allowed = options.allowed;
+    char error_buffer[CURL_ERROR_SIZE] = {};
+
+    std::unique_ptr<curl_slist, SlistDeleter> resolve;
+    if (options.resolve_entry) {
+        resolve.reset(curl_slist_append(nullptr, options.resolve_entry->c_str()));
+        if (!resolve)
+            return internal_error(what + " failed: out of memory");
+        set(CURLOPT_RESOLVE, resolve.get());
+    }
+    std::unique_ptr<curl_slist, SlistDeleter> headers;
+    for (const std::string& line : options.header_lines) {
+        curl_slist* list = curl_slist_append(headers.get(), line.c_str());
+        if (list == nullptr)
+            return internal_error(what + " failed: out of memory");
+        if (!headers)
+            headers.reset(list);
+    }
+
+    set(CURLOPT_URL, options.url.c_str());
+    set(CURLOPT_PROTOCOLS_STR, options.protocols);
+    set(CURLOPT_REDIR_PROTOCOLS_STR, options.protocols);
+    set(CURLOPT_FOLLOWLOCATION, 0L);
+    set(CURLOPT_HTTPGET, 1L);
+    set(CURLOPT_NOSIGNAL, 1L);
+    set(CURLOPT_PROXY, "");   // never through an environment proxy: it would bypass the pinning
+    set(CURLOPT_NOPROXY, "*");
+    set(CURLOPT_ERRORBUFFER, static_cast<char*>(error_buffer));
+    set(CURLOPT_USERAGENT, "nps-runner/" NPS_RUNNER_VERSION);
+    set(CURLOPT_SSLVERSION, static_cast<long>(CURL_SSLVERSION_TLSv1_2));
+    set(CURLOPT_SSL_VERIFYPEER, 1L);
+    set(CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_blob ca_blob{};
+    if (options.ca_bundle && *options.ca_bundle) {
+        ca_blob = curl_blob{const_cast<char*>((*options.ca_bundle)->data()), (*options.ca_bundle)->size(),
+                            CURL_BLOB_NOCOPY};
+        set(CURLOPT_CAINFO_BLOB, &ca_blob);
+    }
+    set(CURLOPT_TIMEOUT_MS, std::max(options.timeout_ms, 1L));
+    set(CURLOPT_CONNECTTIMEOUT_MS, std::max(options.timeout_ms, 1L));
+    set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(options.max_body_bytes));
+    set(CURLOPT_WRITEFUNCTION, &on_body);
+    set(CURLOPT_WRITEDATA, static_cast<void*>(&state));
+    set(CURLOPT_HEADERFUNCTION, &on_header);
+    set(CURLOPT_HEADERDATA, static_cast<void*>(&state));
+    set(CURLOPT_OPENSOCKETFUNCTION, &open_socket);
+    set(CURLOPT_OPENSOCKETDATA, static_cast<void*>(&state));
+    if (headers)
+        set(CURLOPT_HTTPHEADER, headers.get());
+    if (setopt_error != CURLE_OK)
+        return internal_error(what + " failed: " + curl_easy_strerror(setopt_error));
+
+    const CURLcode rc = curl_easy_perform(curl);
+    if (state.body_overflow || rc == CURLE_FILESIZE_EXCEEDED)
+        return internal_error(what + " failed: the body exceeds " + std::to_string(options.max_body_bytes) + " bytes");
+    if (!state.refused_address.empty())
+        return internal_error(what + " failed: refused to connect to '" + state.refused_address +
+                              "', which was not admitted");
+    if (rc != CURLE_OK) {
+        const std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(rc);
+        return internal_error(what + " failed: " + detail);
+    }
+    HopResult result;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.status);
+    char* redirect = nullptr;
+    if (curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &redirect) == CURLE_OK && redirect != nullptr)
+        result.redirect_url = std::string(redirect);
+    result.headers = std::move(state.headers);
+    result.body = std::move(state.body);
+    return result;
+}
+
+bool is_redirect(long status)
+{
+    return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+std::string resolve_entry(const AdmittedDestination& admitted)
+{
+    std::string entry = admitted.destination.host + ":" + std::to_string(admitted.destination.port) + ":";
+    for (std::size_t i = 0; i < admitted.addresses.size(); ++i) {
+        const auto& a = admitted.addresses[i];
+        if (i > 0)
+            entry += ",";
+        entry += a.is_v6 ? "[" + proto::format_ip(a) + "]" : proto::format_ip(a);
+    }
+    return entry;
+}
+
+// A URL from a server, for a message: quoted, bounded.
+std::string shown(std::string_view url)
+{
+    constexpr std::size_t kMax = 200;
+    std::string out = "'";
+    for (char c : url.substr(0, kMax))
+        out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
+    out += url.size() > kMax ? "'..." : "'";
+    return out;
+}
+
+long remaining_ms(Clock::time_point deadline)
+{
+    return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+}
+
+}  // namespace
+
+Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
+{
+    if (request.guard == nullptr)
+        return internal_error("guarded_get: no destination guard");
+    const auto deadline = Clock::now() + std::chrono::milliseconds(request.limits.timeout_ms);
+    FetchedResponse response;
+    std::string url = request.url;
+    auto fail = [&](const std::string& problem) { return internal_error(request.what + ": " + problem); };
+    auto bundle = ca_bundle(request.ca_file);
+    if (!bundle)
+        return fail(bundle.error().describe());
+    for (unsigned hop = 0;; ++hop) {
+        // A redirect target is a new destination and is checked as one.
+        const std::string what = hop == 0 ? request.what : request.what + ": redirect to " + shown(url);
+        long left = remaining_ms(deadline);
+        if (left <= 0)
+            return fail("no answer within " + std::to_string(request.limits.timeout_ms) + " ms");
+        const AdmittedDestination admitted = NPS_TRY(request.guard->admit(url, what, static_cast<int>(left)));
+
+        HopOptions options;
+        options.url = url;
+        options.allowed = &admitted.addresses;
+        if (!admitted.destination.literal)
+            options.resolve_entry = resolve_entry(admitted);
+        options.ca_bundle = &*bundle;
+        options.max_body_bytes = request.limits.max_body_bytes;
+        for (const auto& [name, value] : request.headers)
+            options.header_lines.push_back(name + ": " + value);
+        const bool revalidating = !request.validators_url.empty() && url == request.validators_url;
+        if (revalidating && request.if_none_match)
+            options.header_lines.push_back("If-None-Match: " + *request.if_none_match);
+        if (revalidating && request.if_modified_since)
+            options.header_lines.push_back("If-Modified-Since: " + *request.if_modified_since);
+        left = remaining_ms(deadline);
+        if (left <= 0)
+            return fail("no answer within " + std::to_string(request.limits.timeout_ms) + " ms");
+        options.timeout_ms = left;
+
+        auto performed = perform_hop(options);
+        if (!performed)
+            return fail(performed.error().describe());
+        HopResult& result = *performed;
+        const std::string answered = hop == 0 ? std::string("the server") : shown(url);
+        if (is_redirect(result.status)) {
+            if (!result.redirect_url)
+                return fail(answered + " answered HTTP " + std::to_string(result.status) + " without a Location");
+            if (hop >= request.limits.max_redirects)
+                return fail("more than " + std::to_string(request.limits.max_redirects) + " redirects");
+            url = *result.redirect_url;
+            response.redirects.push_back(url);
+            continue;
+        }
+        if (!(result.status == 304 && revalidating) && (result.status < 200 || result.status > 299))
+            return fail(answered + " answered HTTP " + std::to_string(result.status));
+        response.status = result.status;
+        response.headers = std::move(result.headers);
+        response.body = std::move(result.body);
+        response.final_url = url;
+        return response;
+    }
+}
+
+Result<FetchedResponse> trusted_get(const TrustedGetRequest& request)
+{
+    const std::optional<std::string> bundle = NPS_TRY(ca_bundle(request.ca_file));
+    HopOptions options;
+    options.url = request.url;
+    options.protocols = "http,https";
+    options.ca_bundle = &bundle;
+    options.timeout_ms = request.timeout_ms;
+    options.max_body_bytes = request.max_body_bytes;
+    options.header_lines.push_back("Accept: application/json");
+    HopResult result = NPS_TRY(perform_hop(options));
+    FetchedResponse response;
+    response.status = result.status;
+    response.headers = std::move(result.headers);
+    response.body = std::move(result.body);
+    response.final_url = request.url;
+    return response;
+}
+
+}  // namespace nps::net
