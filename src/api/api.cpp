@@ -202,7 +202,15 @@ Result<net::HttpResponse> Api::healthz()
     nlohmann::json cgroup = {{"mode", host_.cgroup_mode}, {"limits", limits}};
     if (!host_.cgroup_problem.empty())
         cgroup["problem"] = host_.cgroup_problem;
-    return json_response(200, {{"status", "ok"}, {"schema_version", (*store)->schema_version()}, {"cgroup", cgroup}});
+    nlohmann::json body = {{"status", "ok"},
+                           {"version", NPS_RUNNER_VERSION},
+                           {"runner_nid", config_.runner_nid},
+                           {"inboxes", config_.inboxes},
+                           {"schema_version", (*store)->schema_version()},
+                           {"cgroup", cgroup}};
+    if (hooks_.executor)
+        body["executor"] = nlohmann::json::parse(hooks_.executor(), nullptr, /*allow_exceptions=*/false);
+    return json_response(200, body);
 }
 
 Result<net::HttpResponse> Api::render_metrics()
@@ -214,6 +222,8 @@ Result<net::HttpResponse> Api::render_metrics()
             if (auto d = (*store)->depth(nid))
                 gauges += "nps_inbox_depth{nid=\"" + nid + "\"} " + std::to_string(*d) + "\n";
     }
+    if (hooks_.metrics)
+        gauges += hooks_.metrics();
     net::HttpResponse response;
     response.content_type = "text/plain; version=0.0.4; charset=utf-8";
     response.body = metrics_.render(gauges);

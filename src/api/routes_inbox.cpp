@@ -111,6 +111,8 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
     } else {
         ++metrics_.deposits;
         deposits_.notify();
+        if (hooks_.deposited)
+            hooks_.deposited();
     }
     Json body = message_json(result.message);
     body.erase("payload_b64");

@@ -4,6 +4,7 @@
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::api {
@@ -41,6 +42,16 @@ const char* const kTaskStates[] = {store::kTaskPending, store::kTaskRunning, sto
 const char* const kKilledReasons[] = {"idle_timeout", "max_runtime", "oom",     "signal",
                                       "exit_status",  "spawn_failed", "shutdown"};
 
+// An error code's NPS status and HTTP status (the mapping of the error
+// table), so a reader of a FAILED node sees what an API error would say.
+Json error_status(const std::optional<std::string>& code)
+{
+    if (!code)
+        return nullptr;
+    auto info = proto::classify_error_code(*code);
+    return {{"status", std::string(info.nps_status)}, {"http", info.http_status}};
+}
+
 }  // namespace
 
 Result<net::HttpResponse> Api::get_task(const std::string& task_id)
@@ -52,6 +63,7 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
 
     Json body = task_summary(task);
     body["error_message"] = optional_text(task.error_message);
+    body["error_status"] = error_status(task.error_code);
     body["aggregate"] = parse_or_null(task.aggregate_json);
     body["dag_hash"] = task.dag_hash;
     body["dedup_key"] = task.dedup_key;
@@ -69,6 +81,7 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
             {"attempts", r.attempts},
             {"error_code", optional_text(r.error_code)},
             {"error_message", optional_text(r.error_message)},
+            {"error_status", error_status(r.error_code)},
             {"result", parse_or_null(r.result_json)},
             {"killed_reason", optional_text(r.killed_reason)},
             {"runner_nid", optional_text(r.runner_nid)},
@@ -178,6 +191,8 @@ Result<net::HttpResponse> Api::cancel_task(const std::string& task_id)
 {
     auto store = NPS_TRY(stores_.acquire());
     auto task = NPS_TRY(store->cancel(task_id));
+    if (hooks_.cancelled)
+        hooks_.cancelled(task_id);
     return json_response(200, task_summary(task));
 }
 

@@ -28,12 +28,14 @@ Verbs:
                             register an agent NID in the local NDP registry
   announce ls               list registered agents
   announce resolve NID      show the SpawnSpec an agent resolves to, or why it does not
-  run --rootfs DIR -- CMD   run one command in a sandbox, attached
+  run --image REF | --rootfs DIR -- CMD
+                            run one command in a sandbox, attached
   image import PATH [--name REF]
                             import an OCI layout, oci-archive or docker-archive
   image pull REF            pull an image from an OCI distribution registry
   image ls | rm REF... | gc | inspect REF
                             list, remove, garbage-collect and inspect stored images
+  status                    summarise a running daemon: cgroups, tasks, workers, inboxes
   version                   print the version
 
 Run 'nps-runner VERB --help' for a verb's options; 'man nps-runner' for more.
@@ -62,6 +64,7 @@ constexpr Verb kVerbs[] = {
     {"image", "rm", image_rm},
     {"image", "gc", image_gc},
     {"image", "inspect", image_inspect},
+    {"status", nullptr, status},
     {"version", nullptr, version},
 };
 

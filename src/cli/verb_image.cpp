@@ -17,6 +17,7 @@
 #include "nps/config/config.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/image_store.hpp"
+#include "nps/image/registry_settings.hpp"
 
 namespace nps::cli {
 
@@ -117,21 +118,6 @@ int image_import(int argc, char** argv, int first)
     return kExitOk;
 }
 
-namespace {
-
-image::RegistrySettings registry_settings(const config::Config& config)
-{
-    image::RegistrySettings settings{.default_registry = config.images_default_registry,
-                                     .insecure_registries = config.images_insecure_registries,
-                                     .ca_file = config.images_ca_file};
-    for (const auto& [registry, auth] : config.images_auth)
-        settings.credentials[registry] = {.username = auth.username,
-                                          .password = auth.password,
-                                          .password_file = auth.password_file};
-    return settings;
-}
-
-}  // namespace
 
 int image_pull(int argc, char** argv, int first)
 {
@@ -172,7 +158,7 @@ int image_pull(int argc, char** argv, int first)
     auto ctx = open_store(*args);
     if (!ctx)
         return report_error(ctx.error());
-    request.settings = registry_settings(ctx->config);
+    request.settings = image::registry_settings(ctx->config);
     ImportProgressDisplay display(stderr, ImportProgressDisplay::mode_for(STDERR_FILENO, quiet), {}, "Pulling");
     if (!quiet)
         request.notice = [&](const std::string& message) {

@@ -111,7 +111,8 @@ Result<std::string> read_token_file(const std::string& path)
 
 Result<void> apply_runner(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"state_dir", "nid", "inboxes"}));
+    NPS_TRY_VOID(t.check_keys({"state_dir", "nid", "inboxes", "lease_seconds", "claim_interval_ms", "max_tasks",
+                               "execution", "shutdown_grace_seconds"}));
     if (auto v = NPS_TRY(t.string("state_dir")))
         c.state_dir = *v;
     if (auto v = NPS_TRY(t.string("nid"))) {
@@ -124,6 +125,22 @@ Result<void> apply_runner(const TableReader& t, Config& c)
             if (!proto::is_valid_nid(nid))
                 return t.fail("inboxes", "'" + nid + "' is not a NID (urn:nps:…)");
         c.inboxes = *v;
+    }
+    if (auto v = NPS_TRY(t.integer("lease_seconds", limits::kMinLeaseSeconds, limits::kMaxLeaseSeconds)))
+        c.executor.lease_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("claim_interval_ms", 10, 60'000)))
+        c.executor.claim_interval_ms = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("max_tasks", 0, static_cast<std::int64_t>(limits::kMaxRunnerTasks))))
+        c.executor.max_tasks = static_cast<std::size_t>(*v);
+    if (auto v = NPS_TRY(t.integer("shutdown_grace_seconds", 0, 3600)))
+        c.executor.shutdown_grace_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.string("execution"))) {
+        if (*v == "production")
+            c.executor.conformance = false;
+        else if (*v == "conformance")
+            c.executor.conformance = true;
+        else
+            return t.fail("execution", "must be 'production' or 'conformance', not '" + *v + "'");
     }
     return {};
 }

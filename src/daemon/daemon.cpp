@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/daemon/daemon.hpp"
 
-#include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -22,6 +19,8 @@
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/supervisor/event_loop.hpp"
+#include "executor.hpp"
 
 namespace nps::daemon {
 
@@ -72,34 +71,6 @@ void notify_systemd(const char* state)
              static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + len));
 }
 
-Result<UniqueFd> make_signalfd(sigset_t& mask)
-{
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0)
-        return system_error_errno("Failed to block termination signals");
-    UniqueFd fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!fd)
-        return system_error_errno("Failed to create signalfd");
-    return fd;
-}
-
-Result<UniqueFd> make_interval_timer(int interval_ms)
-{
-    UniqueFd fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-    if (!fd)
-        return system_error_errno("Failed to create timerfd");
-    itimerspec spec{};
-    spec.it_interval.tv_sec = interval_ms / 1000;
-    spec.it_interval.tv_nsec = (interval_ms % 1000) * 1'000'000L;
-    spec.it_value = spec.it_interval;
-    if (timerfd_settime(fd.get(), 0, &spec, nullptr) != 0)
-        return system_error_errno("Failed to arm housekeeping timer");
-    return fd;
-}
-
 // Detects the cgroup layout and prepares the base for worker cgroups. A host
 // without usable cgroups still serves the API; the facts say why, and a
 // worker that asks for a limit is refused (unless the operator allowed
@@ -143,11 +114,13 @@ Result<void> run(const config::Config& config)
     NPS_TRY_VOID(check_listen_policy(config));
     NPS_TRY_VOID(ensure_state_dir(config.state_dir));
 
-    // Signals are blocked before any thread starts, so every thread inherits
-    // the mask and only the signalfd sees them.
-    sigset_t mask;
-    UniqueFd signals = NPS_TRY(make_signalfd(mask));
-    UniqueFd housekeeping = NPS_TRY(make_interval_timer(kHousekeepingIntervalMs));
+    // Signals are blocked (and routed to the loop) before any thread starts,
+    // so every thread inherits the mask.
+    auto loop = NPS_TRY(supervisor::EventLoop::create());
+    std::function<void(int)> on_signal;
+    NPS_TRY_VOID(loop->watch_signals({SIGTERM, SIGINT, SIGHUP}, [&on_signal](const signalfd_siginfo& info) {
+        on_signal(static_cast<int>(info.ssi_signo));
+    }));
 
     const Clock& clock = SystemClock::instance();
     store::OpenOptions store_options{.path = config.database_path(), .synchronous = config.synchronous};
@@ -155,6 +128,18 @@ Result<void> run(const config::Config& config)
     api::StorePool pool(store_options, clock);
     std::optional<cgroup::CgroupBase> cgroup_base;
     api::Api api(config, pool, clock, prepare_worker_cgroups(cgroup_base));
+
+    auto executor = NPS_TRY(Executor::create({.config = config,
+                                              .clock = clock,
+                                              .loop = *loop,
+                                              .store = *loop_store,
+                                              .stores = pool,
+                                              .cgroups = cgroup_base ? &*cgroup_base : nullptr,
+                                              .recorded = {}}));
+    api.set_hooks({.deposited = [&executor] { executor->wake(); },
+                   .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
+                   .metrics = [&executor] { return executor->render_metrics(); },
+                   .executor = [&executor] { return executor->status_json(); }});
 
     net::HttpServerOptions http_options;
     if (!config.listen.empty())
@@ -176,52 +161,36 @@ Result<void> run(const config::Config& config)
     }
     if (http_options.unix_socket)
         log::info("listening on unix:" + *http_options.unix_socket);
+
+    on_signal = [&](int signo) {
+        if (signo == SIGHUP) {
+            log::notice("SIGHUP: configuration reload is not supported; restart the runner to apply changes");
+            return;
+        }
+        log::info(std::string("received ") + strsignal(signo) + ", shutting down");
+        notify_systemd("STOPPING=1");
+        api.begin_shutdown();
+        executor->begin_shutdown([&loop] { loop->stop(); });
+    };
+
+    std::function<void()> housekeeping = [&] {
+        auto swept = loop_store->sweep_expired();
+        if (!swept)
+            log::warning("housekeeping: " + swept.error().describe());
+        else if (*swept > 0) {
+            api.metrics().expired_swept += static_cast<std::uint64_t>(*swept);
+            log::notice(std::to_string(*swept) + " inbox message(s) expired before their first claim");
+        }
+        loop->add_timer_after(std::chrono::milliseconds(kHousekeepingIntervalMs), housekeeping);
+    };
+    loop->add_timer_after(std::chrono::milliseconds(kHousekeepingIntervalMs), housekeeping);
+
+    executor->start();
     log::info("ready, runner " + config.runner_nid);
     notify_systemd("READY=1");
-
-    UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll)
-        return system_error_errno("Failed to create epoll instance");
-    for (int fd : {signals.get(), housekeeping.get()}) {
-        epoll_event ev{};
-        ev.events = EPOLLIN;
-        ev.data.fd = fd;
-        if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
-            return system_error_errno("Failed to watch fd in epoll");
-    }
-
-    for (;;) {
-        epoll_event events[4];
-        int n = epoll_wait(epoll.get(), events, 4, -1);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return system_error_errno("epoll_wait failed");
-        }
-        for (int i = 0; i < n; ++i) {
-            int fd = events[i].data.fd;
-            if (fd == signals.get()) {
-                signalfd_siginfo info{};
-                if (::read(fd, &info, sizeof info) == sizeof info) {
-                    log::info(std::string("received ") + strsignal(static_cast<int>(info.ssi_signo)) +
-                              ", shutting down");
-                    notify_systemd("STOPPING=1");
-                    api.begin_shutdown();
-                    return {};
-                }
-            } else if (fd == housekeeping.get()) {
-                std::uint64_t ticks = 0;
-                [[maybe_unused]] ssize_t r = ::read(fd, &ticks, sizeof ticks);
-                auto swept = loop_store->sweep_expired();
-                if (!swept)
-                    log::warning("housekeeping: " + swept.error().describe());
-                else if (*swept > 0) {
-                    api.metrics().expired_swept += static_cast<std::uint64_t>(*swept);
-                    log::notice(std::to_string(*swept) + " inbox message(s) expired before their first claim");
-                }
-            }
-        }
-    }
+    NPS_TRY_VOID(loop->run());
+    log::info("stopped");
+    return {};
 }
 
 }  // namespace nps::daemon

@@ -32,6 +32,19 @@ NodeResult read_node_result(const SQLite::Statement& st)
 
 }  // namespace
 
+namespace {
+
+// The saga (NPS-5 §3.5.4) moves a terminal node on: COMPLETED → COMPENSATING
+// → COMPENSATED | COMPENSATION_FAILED. No other change of a terminal record
+// is allowed.
+bool is_saga_step(const std::string& from, const std::string& to)
+{
+    return (from == "COMPLETED" && to == "COMPENSATING") ||
+           (from == "COMPENSATING" && (to == "COMPENSATED" || to == "COMPENSATION_FAILED"));
+}
+
+}  // namespace
+
 Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
 {
     if (!is_valid_node_state(result.state))
@@ -70,7 +83,7 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                 st->bindNoCopy(3, result.dedup_key);
                 if (st->executeStep()) {
                     const std::string state = st->getColumn(0).getString();
-                    if (is_terminal_node_state(state)) {
+                    if (is_terminal_node_state(state) && !is_saga_step(state, result.state)) {
                         if (state == result.state && optional_text(*st, 1) == result.error_code &&
                             optional_text(*st, 2) == result.result_json)
                             return RecordOutcome::duplicate;  // nothing to commit

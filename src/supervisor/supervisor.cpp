@@ -233,6 +233,20 @@ Result<void> Supervisor::spawn_worker(Worker& w)
     return {};
 }
 
+void Supervisor::kill(WorkerId id)
+{
+    Worker* w = find(id);
+    if (!w || !w->child.valid()) {  // queued (or unknown): it never ran
+        cancel(id, StopReason::shutdown);
+        return;
+    }
+    if (w->settlement || w->killed || w->exited)
+        return;
+    if (!w->stop_reason)
+        w->stop_reason = StopReason::shutdown;
+    kill_now(*w);
+}
+
 void Supervisor::cancel(WorkerId id, StopReason reason)
 {
     for (auto it = queue_.begin(); it != queue_.end(); ++it) {

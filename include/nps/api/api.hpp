@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -53,9 +54,21 @@ struct HostFacts {
     std::vector<std::pair<std::string, std::string>> limits_enforced_by;
 };
 
+// What the daemon's executor wants to hear from the API threads, at once
+// (each hook must be thread-safe and cheap: it should only wake a loop).
+struct ApiHooks {
+    std::function<void()> deposited;                          // a TaskFrame landed in an inbox
+    std::function<void(const std::string& task_id)> cancelled;  // a task was cancelled
+    std::function<std::string()> metrics;                       // more of GET /metrics (Prometheus text)
+    std::function<std::string()> executor;                      // GET /healthz "executor": a JSON object text
+};
+
 class Api {
 public:
     Api(const config::Config& config, StorePool& stores, const Clock& clock, HostFacts host = {});
+
+    // Set before the HTTP server starts.
+    void set_hooks(ApiHooks hooks) { hooks_ = std::move(hooks); }
 
     net::HttpResponse handle(const net::HttpRequest& request);
 
@@ -99,6 +112,7 @@ private:
     HostFacts host_;
     Metrics metrics_;
     DepositSignal deposits_;
+    ApiHooks hooks_;
     spawn::SpawnSpecResolver spawn_resolver_;  // announces from the store; remote specs cached
 };
 

@@ -95,6 +95,7 @@ inline constexpr std::size_t kMaxWorkerErrorMessageBytes = 4096;   // error.mess
 inline constexpr std::size_t kMaxDelegateFrameBytes = 1 << 20;     // the DelegateFrame line written to stdin
 inline constexpr std::size_t kMaxConcurrentWorkers = 4096;         // [workers] max_concurrent
 inline constexpr std::size_t kMaxQueuedWorkers = 65'536;           // workers waiting for a slot
+inline constexpr std::size_t kMaxRunnerTasks = 4096;               // [runner] max_tasks: tasks one serve executes at once
 inline constexpr std::uint32_t kMaxStopGraceSeconds = 3600;        // [workers] stop_grace_seconds
 inline constexpr std::uint64_t kMinWorkerLogBytes = 4096;          // [workers] log_max_bytes
 inline constexpr std::uint64_t kMaxWorkerLogBytes = 1ull << 30;

@@ -42,11 +42,21 @@ struct WorkerPolicy {
     std::uint32_t log_keep = 1;                     // rotated files kept per stream
 };
 
+// [runner]: how `serve` claims and executes tasks (docs/executor.md).
+struct ExecutorPolicy {
+    std::uint32_t lease_seconds = 60;        // asked for each claim; renewed every third of it
+    std::uint32_t claim_interval_ms = 500;   // look for claimable tasks (other processes' deposits, expired leases)
+    std::size_t max_tasks = 0;               // tasks executed at once; 0: workers.max_concurrent
+    bool conformance = false;                // one attempt at a time in portable order (execution = "conformance")
+    std::uint32_t shutdown_grace_seconds = 30;  // SIGTERM: running tasks may finish this long, then are stopped
+};
+
 struct Config {
     // [runner]
     std::string state_dir = kDefaultStateDir;
     std::string runner_nid;             // default: urn:nps:node:<hostname>:nps-runner
     std::vector<std::string> inboxes;   // NIDs this runner claims from
+    ExecutorPolicy executor;
 
     // [api]
     std::string listen = kDefaultListen;  // "" disables the TCP listener

@@ -117,7 +117,8 @@ public:
     // set, must hold the live lease. An existing terminal record with the same
     // state, error_code and result → duplicate; with a different one →
     // NOP-TASK-ALREADY-COMPLETED (result_json is compared byte for byte). A
-    // non-terminal record may be overwritten. Unknown task →
+    // non-terminal record may be overwritten, and the saga moves a terminal
+    // one on: COMPLETED → COMPENSATING → COMPENSATED | COMPENSATION_FAILED. Unknown task →
     // NOP-TASK-NOT-FOUND; a state that is not a node state or a result over
     // limits::kMaxNodeResultBytes → NWP-HTTP-PARAM-INVALID.
     virtual Result<RecordOutcome> record_node_result(const NodeResult& result) = 0;

@@ -146,6 +146,10 @@ public:
     // Stops a queued or running worker (see above). Unknown or finished ids,
     // and workers already stopping or settled, are left alone.
     void cancel(WorkerId id, StopReason reason = StopReason::cancelled);
+    // Kills a queued or running worker at once, its whole cgroup, with no
+    // cancel frame and no grace (a lost lease: NPS-5 §8.1 fencing). Its
+    // outcome comes as for cancel(id, StopReason::shutdown).
+    void kill(WorkerId id);
     // cancel(shutdown) for every worker.
     void shutdown();
 

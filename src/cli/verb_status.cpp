@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// status: one screen about a running daemon, from GET /healthz and the inbox
+// depths.
+#include <cstdio>
+#include <string>
+
+#include "nps/cli/verb_runner.hpp"
+#include "nps/cli/verbs.hpp"
+#include "nps/net/http_client.hpp"
+
+namespace nps::cli {
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::string text(const Json& value)
+{
+    if (value.is_string())
+        return value.get<std::string>();
+    return value.is_null() ? "-" : value.dump();
+}
+
+}  // namespace
+
+int status(int argc, char** argv, int first)
+{
+    VerbSpec spec{"status", "[--json]",
+                  "Summarise a running daemon: version, runner NID, cgroup mode and the limits it can\n"
+                  "enforce, tasks and workers running, and the depth of each inbox it claims from.",
+                  "",
+                  {{"--json", nullptr, "print GET /healthz as JSON"}},
+                  0,
+                  0};
+    return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
+        auto health = client.call("GET", "/healthz");
+        if (!health)
+            return report_error(health.error());
+        if (args.flag("--json")) {
+            std::printf("%s\n", health->dump(2).c_str());
+            return kExitOk;
+        }
+        const Json& h = *health;
+        std::printf("server    %s (%s)\n", client.describe().c_str(), text(h["status"]).c_str());
+        std::printf("version   %s, schema %s\n", text(h["version"]).c_str(), text(h["schema_version"]).c_str());
+        std::printf("runner    %s\n", text(h["runner_nid"]).c_str());
+        const Json& cg = h["cgroup"];
+        std::string limits;
+        if (cg["limits"].is_object())
+            for (const auto& [controller, by] : cg["limits"].items())
+                limits += (limits.empty() ? "" : ", ") + controller + ": " + (by.is_null() ? "not enforceable" : text(by));
+        std::printf("cgroups   %s (%s)\n", text(cg["mode"]).c_str(), limits.c_str());
+        if (cg.contains("problem"))
+            std::printf("          %s\n", text(cg["problem"]).c_str());
+        if (h["executor"].is_object()) {
+            const Json& e = h["executor"];
+            std::printf("tasks     %s running (at most %s)\n", text(e["tasks_running"]).c_str(),
+                        text(e["max_tasks"]).c_str());
+            std::printf("workers   %s running (at most %s)\n", text(e["workers_running"]).c_str(),
+                        text(e["max_workers"]).c_str());
+        }
+        if (h["inboxes"].is_array() && !h["inboxes"].empty()) {
+            std::printf("inboxes:\n");
+            for (const auto& nid : h["inboxes"]) {
+                auto depth = client.call("GET", "/v1/inbox/" + net::url_encode(text(nid)) + "/depth");
+                std::printf("  %-50s %s queued\n", text(nid).c_str(),
+                            depth ? text((*depth)["depth"]).c_str() : depth.error().describe().c_str());
+            }
+        } else {
+            std::printf("inboxes   none: the daemon serves the API but claims nothing (serve --inbox NID)\n");
+        }
+        return kExitOk;
+    });
+}
+
+}  // namespace nps::cli

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// What every TaskExecution of one `serve` shares: the loop and the things
+// that live on it, and the policy from the configuration.
+#pragma once
+
+#include <functional>
+
+#include "executor_metrics.hpp"
+#include "job_pool.hpp"
+#include "nps/base/clock.hpp"
+#include "nps/cgroup/worker_cgroup.hpp"
+#include "nps/config/config.hpp"
+#include "nps/sandbox/seccomp.hpp"
+#include "nps/store/store.hpp"
+#include "nps/supervisor/event_loop.hpp"
+#include "nps/supervisor/supervisor.hpp"
+#include "worker_launch.hpp"
+
+namespace nps::daemon {
+
+struct ExecutionContext {
+    const config::Config& config;
+    const Clock& clock;
+    supervisor::EventLoop& loop;
+    store::Store& store;  // the loop thread's connection
+    supervisor::Supervisor& supervisor;
+    JobPool& jobs;
+    LaunchContext launch;
+    int netns_fd = -1;                              // the shared loopback-only netns
+    const sandbox::SeccompProgram* seccomp = nullptr;  // nullptr: the default filter
+    cgroup::Enforcement enforcement = cgroup::Enforcement::strict;
+    ExecutorMetrics& metrics;
+    // Told when a node or compensation state was recorded (the report outbox).
+    std::function<void()> recorded;
+};
+
+}  // namespace nps::daemon

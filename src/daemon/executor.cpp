@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "executor.hpp"
+
+#include <algorithm>
+
+#include "nps/base/limits.hpp"
+#include "nps/base/log.hpp"
+#include "nps/proto/task_frame.hpp"
+#include "recovery.hpp"
+
+namespace nps::daemon {
+
+namespace {
+
+// Blocking preparations at once: resolutions, pulls, unpacks, mounts.
+constexpr std::size_t kLaunchThreads = 2;
+
+}  // namespace
+
+Executor::Executor(const ExecutorParts& parts) : parts_(parts) {}
+
+Executor::~Executor()
+{
+    parts_.loop.cancel_timer(claim_timer_);
+    parts_.loop.cancel_timer(grace_timer_);
+    // Executions first (they hold workers and jobs), then the supervisor
+    // kills what is left, then the pool joins its threads.
+    executions_.clear();
+    supervisor_.reset();
+    jobs_.reset();
+}
+
+Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
+{
+    std::unique_ptr<Executor> e(new Executor(parts));
+    const config::Config& config = parts.config;
+
+    api::StorePool& stores = parts.stores;
+    e->resolver_ = std::make_unique<spawn::SpawnSpecResolver>(
+        spawn::resolver_options(config), parts.clock, [&stores](const std::string& nid) -> Result<store::Announce> {
+            return NPS_TRY(stores.acquire())->resolve_announce(nid);
+        });
+
+    auto options = supervisor::supervisor_options(config);
+    options.log_root = config.state_dir + "/logs";
+    options.cgroup_base = parts.cgroups;
+    options.clock = &parts.clock;
+    e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(options)));
+    e->jobs_ = NPS_TRY(JobPool::create(parts.loop, kLaunchThreads));
+
+    // One loopback-only network namespace for every worker (the SpawnSpec
+    // has no network field: workers reach nothing but themselves).
+    auto netns = sandbox::LoopbackNetns::create();
+    if (!netns)
+        return Error{netns.error().code, "Failed to prepare the workers' network namespace: " + netns.error().message,
+                     netns.error().sys_errno};
+    e->netns_.emplace(std::move(*netns));
+    if (!config.seccomp_allow.empty())
+        e->seccomp_ = NPS_TRY(sandbox::SeccompProgram::compile(config.seccomp_allow));
+
+    e->context_.reset(new ExecutionContext{
+        .config = config,
+        .clock = parts.clock,
+        .loop = parts.loop,
+        .store = parts.store,
+        .supervisor = *e->supervisor_,
+        .jobs = *e->jobs_,
+        .launch = {.config = config, .resolver = *e->resolver_},
+        .netns_fd = e->netns_->fd(),
+        .seccomp = e->seccomp_.get(),
+        .enforcement = config.allow_unenforced_limits ? cgroup::Enforcement::allow_unenforced
+                                                      : cgroup::Enforcement::strict,
+        .metrics = e->metrics_,
+        .recorded = parts.recorded,
+    });
+    e->max_tasks_ = config.executor.max_tasks ? config.executor.max_tasks : config.workers.max_concurrent;
+    e->max_tasks_ = std::max<std::size_t>(e->max_tasks_, 1);
+    return e;
+}
+
+std::string Executor::status_json() const
+{
+    return "{\"tasks_running\":" + std::to_string(metrics_.tasks_running.load()) +
+           ",\"workers_running\":" + std::to_string(metrics_.workers_running.load()) +
+           ",\"max_tasks\":" + std::to_string(max_tasks_) +
+           ",\"max_workers\":" + std::to_string(parts_.config.workers.max_concurrent) + "}";
+}
+
+void Executor::start()
+{
+    auto report = remove_stale_workers(parts_.config.state_dir, parts_.cgroups);
+    if (report.worker_dirs || report.cgroups || report.killed)
+        log::notice("recovery: removed " + std::to_string(report.worker_dirs) + " worker dir(s) and " +
+                    std::to_string(report.cgroups) + " cgroup(s) a dead runner left, killing " +
+                    std::to_string(report.killed) + " leftover process(es)");
+    for (const auto& problem : report.problems)
+        log::warning("recovery: " + problem);
+    if (parts_.config.inboxes.empty()) {
+        log::info("executor: no inbox to claim from (give --inbox NID or runner.inboxes); serving the API only");
+        return;
+    }
+    resume_own_leases();
+    claim_round();
+    arm_claim_timer();
+}
+
+void Executor::resume_own_leases()
+{
+    const auto& config = parts_.config;
+    auto tasks = parts_.store.list_tasks({.state = std::string(store::kTaskRunning), .limit = limits::kMaxTaskListLimit});
+    if (!tasks) {
+        log::warning("recovery: " + tasks.error().describe());
+        return;
+    }
+    for (const auto& task : *tasks) {
+        if (task.lease_owner != config.runner_nid)
+            continue;
+        // Our own live lease from before a crash: give it back and take it
+        // again at once, so the task resumes now instead of when it expires.
+        if (auto released = parts_.store.release(task.task_id, config.runner_nid); !released)
+            continue;  // it expired meanwhile: the claim loop gets it like any other
+        if (std::find(config.inboxes.begin(), config.inboxes.end(), task.nid) == config.inboxes.end())
+            continue;
+        auto lease = parts_.store.claim({.nid = task.nid,
+                                         .runner_nid = config.runner_nid,
+                                         .lease_seconds = config.executor.lease_seconds,
+                                         .task_id = task.task_id});
+        if (lease && *lease) {
+            log::notice("recovery: resuming task " + task.task_id + " this runner held before it restarted");
+            execute(std::move(**lease));
+        }
+    }
+}
+
+void Executor::arm_claim_timer()
+{
+    claim_timer_ = parts_.loop.add_timer_after(std::chrono::milliseconds(parts_.config.executor.claim_interval_ms),
+                                               [this] {
+                                                   claim_timer_ = 0;
+                                                   claim_round();
+                                                   if (!stopping_)
+                                                       arm_claim_timer();
+                                               });
+}
+
+void Executor::wake()
+{
+    jobs_->post([this] { claim_round(); });
+}
+
+void Executor::cancelled(const std::string& task_id)
+{
+    jobs_->post([this, task_id] {
+        if (auto it = executions_.find(task_id); it != executions_.end())
+            it->second->cancelled_elsewhere();
+    });
+}
+
+void Executor::claim_round()
+{
+    const auto& config = parts_.config;
+    if (stopping_ || claiming_ || config.inboxes.empty())
+        return;
+    claiming_ = true;  // execute() may retire a task at once and ask again
+    std::size_t idle_inboxes = 0;
+    while (executions_.size() < max_tasks_ && idle_inboxes < config.inboxes.size()) {
+        const std::string& nid = config.inboxes[next_inbox_ % config.inboxes.size()];
+        next_inbox_ = (next_inbox_ + 1) % config.inboxes.size();
+        auto lease = parts_.store.claim(
+            {.nid = nid, .runner_nid = config.runner_nid, .lease_seconds = config.executor.lease_seconds});
+        if (!lease) {
+            log::warning("executor: claim from " + nid + ": " + lease.error().describe());
+            ++idle_inboxes;
+            continue;
+        }
+        if (!*lease) {
+            ++idle_inboxes;
+            continue;
+        }
+        idle_inboxes = 0;
+        execute(std::move(**lease));
+    }
+    claiming_ = false;
+}
+
+void Executor::execute(store::Lease lease)
+{
+    auto task = proto::decode_task_frame(lease.message.payload);
+    if (!task) {
+        // Validated at the door; a frame that no longer decodes (a newer
+        // runner's extension?) fails rather than looping through claims.
+        store::TaskOutcome outcome{.state = store::kTaskFailed,
+                                   .error_code = task.error().code.empty() ? "NOP-TASK-DAG-INVALID" : task.error().code,
+                                   .error_message = task.error().describe()};
+        if (auto done = parts_.store.complete(lease.task_id, lease.runner_nid, outcome); !done)
+            log::warning("task " + lease.task_id + ": " + done.error().describe());
+        return;
+    }
+    const std::string task_id = lease.task_id;
+    ++(lease.outcome == store::ClaimOutcome::reclaimed ? metrics_.claims_reclaimed : metrics_.claims_granted);
+    log::info("task " + task_id + ": " + store::to_string(lease.outcome) + " (claim " + std::to_string(lease.claims) +
+              "), " + std::to_string(task->dag.nodes.size()) + " node(s)");
+    auto execution = std::make_unique<TaskExecution>(*context_, std::move(lease), std::move(*task),
+                                                     [this](const std::string& id) { retired(id); });
+    TaskExecution& started = *execution;
+    executions_[task_id] = std::move(execution);
+    metrics_.tasks_running = static_cast<std::int64_t>(executions_.size());
+    metrics_.leases_live = metrics_.tasks_running.load();
+    started.start();
+}
+
+void Executor::retired(const std::string& task_id)
+{
+    executions_.erase(task_id);
+    metrics_.tasks_running = static_cast<std::int64_t>(executions_.size());
+    metrics_.leases_live = metrics_.tasks_running.load();
+    if (stopping_) {
+        if (executions_.empty() && stopped_) {
+            parts_.loop.cancel_timer(std::exchange(grace_timer_, 0));
+            std::exchange(stopped_, nullptr)();
+        }
+        return;
+    }
+    claim_round();
+}
+
+void Executor::begin_shutdown(std::function<void()> stopped)
+{
+    if (stopping_) {
+        end_grace();
+        return;
+    }
+    stopping_ = true;
+    stopped_ = std::move(stopped);
+    parts_.loop.cancel_timer(std::exchange(claim_timer_, 0));
+    if (executions_.empty()) {
+        parts_.loop.defer([this] {
+            if (stopped_)
+                std::exchange(stopped_, nullptr)();
+        });
+        return;
+    }
+    log::info("executor: waiting up to " + std::to_string(parts_.config.executor.shutdown_grace_seconds) + " s for " +
+              std::to_string(executions_.size()) + " running task(s)");
+    grace_timer_ = parts_.loop.add_timer_after(std::chrono::seconds(parts_.config.executor.shutdown_grace_seconds),
+                                               [this] {
+                                                   grace_timer_ = 0;
+                                                   end_grace();
+                                               });
+}
+
+void Executor::end_grace()
+{
+    parts_.loop.cancel_timer(std::exchange(grace_timer_, 0));
+    std::vector<TaskExecution*> running;
+    for (auto& [id, execution] : executions_)
+        running.push_back(execution.get());
+    if (!running.empty())
+        log::notice("executor: stopping " + std::to_string(running.size()) + " task(s) still running");
+    for (auto* execution : running)
+        execution->shut_down();
+}
+
+}  // namespace nps::daemon

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// Executor: the part of `serve` that claims tasks from the configured inboxes
+// and runs them (docs/executor.md).
+//
+//  - Claiming: whenever a deposit lands through this API, a task retires, or
+//    every [runner] claim_interval_ms (deposits by other processes sharing
+//    runner.db, leases that expired), it claims inbox heads, round-robin over
+//    the inboxes, while fewer than max_tasks tasks run. The worker cap of
+//    the supervisor is the back-pressure inside a task.
+//  - Each claimed task becomes a TaskExecution (task_execution.hpp).
+//  - Start-up recovery: leftovers of a dead predecessor are removed
+//    (recovery.hpp), and tasks whose live lease names this runner are taken
+//    back at once and resume after their terminal nodes.
+//  - Shutdown: claiming stops; running tasks get [runner]
+//    shutdown_grace_seconds to finish; then their workers are killed and their
+//    leases released, so another runner resumes them without waiting for
+//    the leases to expire.
+// Everything runs on the loop's thread except wake() and cancelled().
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "execution_context.hpp"
+#include "executor_metrics.hpp"
+#include "job_pool.hpp"
+#include "nps/api/store_pool.hpp"
+#include "nps/cgroup/delegation.hpp"
+#include "nps/sandbox/loopback_netns.hpp"
+#include "nps/spawn/resolver.hpp"
+#include "task_execution.hpp"
+
+namespace nps::daemon {
+
+struct ExecutorParts {
+    const config::Config& config;
+    const Clock& clock;
+    supervisor::EventLoop& loop;
+    store::Store& store;                        // the loop thread's connection
+    api::StorePool& stores;                     // for the pool threads (announce lookups)
+    const cgroup::CgroupBase* cgroups = nullptr;  // null: no worker cgroups
+    std::function<void()> recorded;             // a node or task state was recorded
+};
+
+class Executor {
+public:
+    static Result<std::unique_ptr<Executor>> create(const ExecutorParts& parts);
+    ~Executor();
+    Executor(const Executor&) = delete;
+    Executor& operator=(const Executor&) = delete;
+
+    // Recovery, then the first claims.
+    void start();
+    // Any thread: a deposit landed; look for work now.
+    void wake();
+    // Any thread: the task was cancelled in the store.
+    void cancelled(const std::string& task_id);
+    // Stops claiming; calls `stopped` (from the loop) once no task runs.
+    // A second call ends the grace at once.
+    void begin_shutdown(std::function<void()> stopped);
+
+    std::size_t running_tasks() const { return executions_.size(); }
+    // Any thread: the Prometheus text of the executor's metrics.
+    std::string render_metrics() const { return metrics_.render(); }
+    // Any thread: {"tasks_running", "workers_running", "max_tasks", "max_workers"} for /healthz.
+    std::string status_json() const;
+    const supervisor::Supervisor& supervisor() const { return *supervisor_; }
+
+private:
+    explicit Executor(const ExecutorParts& parts);
+
+    void claim_round();
+    void arm_claim_timer();
+    void resume_own_leases();
+    void execute(store::Lease lease);
+    void retired(const std::string& task_id);
+    void end_grace();
+
+    ExecutorParts parts_;
+    ExecutorMetrics metrics_;
+    std::unique_ptr<spawn::SpawnSpecResolver> resolver_;
+    std::unique_ptr<supervisor::Supervisor> supervisor_;
+    std::unique_ptr<JobPool> jobs_;
+    std::optional<sandbox::LoopbackNetns> netns_;
+    std::shared_ptr<const sandbox::SeccompProgram> seccomp_;
+    std::unique_ptr<ExecutionContext> context_;
+    std::map<std::string, std::unique_ptr<TaskExecution>> executions_;
+    std::size_t max_tasks_ = 1;
+    std::size_t next_inbox_ = 0;
+    supervisor::EventLoop::TimerId claim_timer_ = 0;
+    supervisor::EventLoop::TimerId grace_timer_ = 0;
+    bool claiming_ = false;
+    bool stopping_ = false;
+    std::function<void()> stopped_;
+};
+
+}  // namespace nps::daemon

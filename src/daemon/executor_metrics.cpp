@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "executor_metrics.hpp"
+
+#include <sstream>
+
+namespace nps::daemon {
+
+namespace {
+
+void header(std::ostringstream& out, const char* name, const char* type, const char* help)
+{
+    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+}
+
+template <class T>
+void sample(std::ostringstream& out, const char* name, const char* labels, const std::atomic<T>& value)
+{
+    out << name << labels << ' ' << value.load(std::memory_order_relaxed) << '\n';
+}
+
+}  // namespace
+
+void ExecutorMetrics::observe_start(std::uint64_t microseconds)
+{
+    std::size_t i = 0;
+    while (i < kStartBuckets.size() && static_cast<double>(microseconds) > kStartBuckets[i] * 1e6)
+        ++i;
+    ++start_buckets[i];
+    ++start_count;
+    start_sum_us += microseconds;
+}
+
+void ExecutorMetrics::count_node(std::string_view state)
+{
+    if (state == "COMPLETED")
+        ++nodes_completed;
+    else if (state == "FAILED")
+        ++nodes_failed;
+    else if (state == "SKIPPED")
+        ++nodes_skipped;
+    else if (state == "CANCELLED")
+        ++nodes_cancelled;
+    else if (state == "COMPENSATED")
+        ++nodes_compensated;
+    else if (state == "COMPENSATION_FAILED")
+        ++nodes_compensation_failed;
+}
+
+void ExecutorMetrics::count_task(std::string_view state)
+{
+    if (state == "COMPLETED")
+        ++tasks_completed;
+    else if (state == "FAILED")
+        ++tasks_failed;
+    else if (state == "CANCELLED")
+        ++tasks_cancelled;
+}
+
+std::string ExecutorMetrics::render() const
+{
+    std::ostringstream out;
+    header(out, "nps_executor_claims_total", "counter", "Tasks this runner claimed from its inboxes, by outcome.");
+    sample(out, "nps_executor_claims_total", "{outcome=\"granted\"}", claims_granted);
+    sample(out, "nps_executor_claims_total", "{outcome=\"reclaimed\"}", claims_reclaimed);
+    header(out, "nps_tasks_running", "gauge", "Tasks this runner is executing.");
+    sample(out, "nps_tasks_running", "", tasks_running);
+    header(out, "nps_leases_live", "gauge", "Leases this runner holds.");
+    sample(out, "nps_leases_live", "", leases_live);
+    header(out, "nps_workers_running", "gauge", "Workers starting or running.");
+    sample(out, "nps_workers_running", "", workers_running);
+
+    header(out, "nps_worker_start_seconds", "histogram",
+           "From dispatch to the worker running: SpawnSpec, image, rootfs and sandbox.");
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < start_buckets.size(); ++i) {
+        cumulative += start_buckets[i].load(std::memory_order_relaxed);
+        out << "nps_worker_start_seconds_bucket{le=\"";
+        if (i < kStartBuckets.size())
+            out << kStartBuckets[i];
+        else
+            out << "+Inf";
+        out << "\"} " << cumulative << '\n';
+    }
+    out << "nps_worker_start_seconds_sum " << static_cast<double>(start_sum_us.load()) / 1e6 << '\n';
+    out << "nps_worker_start_seconds_count " << start_count.load() << '\n';
+
+    header(out, "nps_worker_timeouts_total", "counter", "Workers killed for a lifecycle limit, by kind.");
+    sample(out, "nps_worker_timeouts_total", "{kind=\"idle\"}", timeouts_idle);
+    sample(out, "nps_worker_timeouts_total", "{kind=\"max_runtime\"}", timeouts_max_runtime);
+    header(out, "nps_worker_oom_kills_total", "counter", "Workers the kernel's OOM killer ended.");
+    sample(out, "nps_worker_oom_kills_total", "", oom_kills);
+
+    header(out, "nps_node_outcomes_total", "counter", "Nodes that reached a terminal or saga state, by state.");
+    sample(out, "nps_node_outcomes_total", "{state=\"completed\"}", nodes_completed);
+    sample(out, "nps_node_outcomes_total", "{state=\"failed\"}", nodes_failed);
+    sample(out, "nps_node_outcomes_total", "{state=\"skipped\"}", nodes_skipped);
+    sample(out, "nps_node_outcomes_total", "{state=\"cancelled\"}", nodes_cancelled);
+    sample(out, "nps_node_outcomes_total", "{state=\"compensated\"}", nodes_compensated);
+    sample(out, "nps_node_outcomes_total", "{state=\"compensation_failed\"}", nodes_compensation_failed);
+    header(out, "nps_task_outcomes_total", "counter", "Tasks this runner ended, by state.");
+    sample(out, "nps_task_outcomes_total", "{state=\"completed\"}", tasks_completed);
+    sample(out, "nps_task_outcomes_total", "{state=\"failed\"}", tasks_failed);
+    sample(out, "nps_task_outcomes_total", "{state=\"cancelled\"}", tasks_cancelled);
+    return out.str();
+}
+
+}  // namespace nps::daemon

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the executor counts for GET /metrics. The loop thread writes, API
+// threads read at scrape time: every member is atomic.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace nps::daemon {
+
+struct ExecutorMetrics {
+    // Upper bounds (seconds) of the worker start-latency histogram buckets.
+    static constexpr std::array<double, 10> kStartBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,
+                                                             0.25,  0.5,  1,     2.5,  10};
+
+    std::atomic<std::uint64_t> claims_granted{0};
+    std::atomic<std::uint64_t> claims_reclaimed{0};
+    std::atomic<std::int64_t> tasks_running{0};
+    std::atomic<std::int64_t> workers_running{0};
+    std::atomic<std::int64_t> leases_live{0};
+    std::array<std::atomic<std::uint64_t>, kStartBuckets.size() + 1> start_buckets{};  // last: +Inf
+    std::atomic<std::uint64_t> start_count{0};
+    std::atomic<std::uint64_t> start_sum_us{0};
+    std::atomic<std::uint64_t> timeouts_idle{0};
+    std::atomic<std::uint64_t> timeouts_max_runtime{0};
+    std::atomic<std::uint64_t> oom_kills{0};
+    std::atomic<std::uint64_t> nodes_completed{0};
+    std::atomic<std::uint64_t> nodes_failed{0};
+    std::atomic<std::uint64_t> nodes_skipped{0};
+    std::atomic<std::uint64_t> nodes_cancelled{0};
+    std::atomic<std::uint64_t> nodes_compensated{0};
+    std::atomic<std::uint64_t> nodes_compensation_failed{0};
+    std::atomic<std::uint64_t> tasks_completed{0};
+    std::atomic<std::uint64_t> tasks_failed{0};
+    std::atomic<std::uint64_t> tasks_cancelled{0};
+
+    // From dispatch to the worker's first instruction (resolution, image,
+    // rootfs, sandbox), in microseconds.
+    void observe_start(std::uint64_t microseconds);
+    // A node reached a terminal or saga state (store spelling).
+    void count_node(std::string_view state);
+    void count_task(std::string_view state);
+
+    std::string render() const;
+};
+
+}  // namespace nps::daemon

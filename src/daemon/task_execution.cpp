@@ -1,0 +1,470 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "task_execution.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include <nlohmann/json.hpp>
+
+#include "delegate_frame.hpp"
+#include "nps/base/log.hpp"
+#include "nps/image/image_store.hpp"
+
+namespace nps::daemon {
+
+namespace {
+
+constexpr const char* kClaimConflict = "NOP-CLAIM-CONFLICT";
+constexpr const char* kTaskNotFound = "NOP-TASK-NOT-FOUND";
+constexpr std::chrono::seconds kRenewRetry{1};
+
+// Worker directory names: unique in this process, and carrying its pid so a
+// later start-up can tell a dead runner's leftovers from a live one's.
+std::string next_worker_name()
+{
+    static std::atomic<std::uint64_t> counter{0};
+    return "t-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
+
+nop::AttemptOutcome failure(const Error& error, bool retryable)
+{
+    return {.status = nop::AttemptStatus::failure,
+            .error_code = error.code.empty() ? "NPS-SERVER-INTERNAL" : error.code,
+            .error_message = error.describe(),
+            .retryable = retryable};
+}
+
+nop::AttemptOutcome from_worker(const supervisor::WorkerOutcome& o)
+{
+    nop::AttemptOutcome out;
+    out.killed_reason = std::string(supervisor::to_string(o.killed_reason));
+    if (o.state == supervisor::WorkerState::completed) {
+        out.status = nop::AttemptStatus::success;
+        out.result_json = o.result_json;
+        return out;
+    }
+    out.status = nop::AttemptStatus::failure;
+    out.error_code = o.error_code;
+    out.error_message = o.error_message;
+    out.retryable = o.state == supervisor::WorkerState::failed && o.retryable;
+    return out;
+}
+
+std::string worker_event_detail(const supervisor::WorkerOutcome& o)
+{
+    nlohmann::json detail = {
+        {"state", std::string(supervisor::to_string(o.state))},
+        {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(o.ended - o.started).count()},
+    };
+    if (!o.error_code.empty())
+        detail["error_code"] = o.error_code;
+    if (o.killed_reason != supervisor::KilledReason::none)
+        detail["killed_reason"] = std::string(supervisor::to_string(o.killed_reason));
+    if (o.exit_code)
+        detail["exit_code"] = *o.exit_code;
+    if (o.signal)
+        detail["signal"] = *o.signal;
+    if (!o.log_dir.empty())
+        detail["log_dir"] = o.log_dir;
+    return detail.dump();
+}
+
+bool is_final_task_event(const std::string& name)
+{
+    // The store logs these itself, in the statement that ends the task.
+    return name == "task:completed" || name == "task:failed" || name == "task:cancelled";
+}
+
+}  // namespace
+
+struct TaskExecution::Slot {
+    nop::Attempt attempt;
+    std::uint64_t serial = 0;
+    std::optional<supervisor::WorkerId> worker;
+    std::unique_ptr<PreparedWorker> prepared;  // held while the worker runs
+    bool stop_requested = false;
+    supervisor::EventLoop::TimePoint dispatched{};
+};
+
+TaskExecution::TaskExecution(ExecutionContext& context, store::Lease lease, proto::TaskFrame task, Retired retired)
+    : ctx_(context), lease_(std::move(lease)), task_(std::move(task)), retired_(std::move(retired))
+{
+}
+
+TaskExecution::~TaskExecution()
+{
+    *alive_ = false;
+    ctx_.loop.cancel_timer(renew_timer_);
+    for (auto id : timers_)
+        ctx_.loop.cancel_timer(id);
+}
+
+void TaskExecution::start()
+{
+    nop::RunOptions options{.mode = ctx_.config.executor.conformance ? nop::Mode::conformance : nop::Mode::production,
+                            .max_parallel = ctx_.supervisor.options().max_concurrent,
+                            .clock = &ctx_.clock};
+    if (auto prior = ctx_.store.node_results(task_id()); prior) {
+        for (const auto& r : *prior) {
+            if (r.dedup_key != lease_.dedup_key || !store::is_terminal_node_state(r.state))
+                continue;
+            options.prior.push_back({.node_id = r.node_id,
+                                     .state = r.state,
+                                     .attempts = r.attempts,
+                                     .error_code = r.error_code,
+                                     .error_message = r.error_message,
+                                     .result_json = r.result_json,
+                                     .killed_reason = r.killed_reason});
+        }
+    } else {
+        log::warning("task " + task_id() + ": " + prior.error().describe() + "; running every node");
+    }
+    if (!options.prior.empty())
+        log::info("task " + task_id() + ": resuming after " + std::to_string(options.prior.size()) +
+                  " node(s) an earlier claim finished");
+    run_ = std::make_unique<nop::TaskRun>(task_, *this, std::move(options));
+    renew_timer_ = ctx_.loop.add_timer_after(std::chrono::milliseconds(ctx_.config.executor.lease_seconds * 1000 / 3),
+                                             [this] { renew_lease(); });
+    run_->start();
+}
+
+// --- attempts ------------------------------------------------------------------
+
+void TaskExecution::dispatch(const nop::Attempt& attempt)
+{
+    auto slot = std::make_unique<Slot>();
+    slot->attempt = attempt;
+    slot->serial = next_serial_++;
+    slot->dispatched = supervisor::EventLoop::now();
+    const std::uint64_t serial = slot->serial;
+    slots_[attempt.node_id] = std::move(slot);
+    ++outstanding_;
+    ++ctx_.metrics.workers_running;
+
+    auto prepared = std::make_shared<std::optional<Result<std::unique_ptr<PreparedWorker>>>>();
+    ctx_.jobs.submit(
+        [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name()] {
+            *prepared = prepare_worker(launch, agent, name);
+        },
+        [this, node = attempt.node_id, serial, prepared] {
+            auto& result = **prepared;
+            if (!result) {
+                const Error& error = result.error();
+                finish_attempt(node, serial, failure(error, error.code == kImageUnavailable));
+                return;
+            }
+            launch(node, serial, std::move(*result));
+        });
+}
+
+void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared)
+{
+    auto it = slots_.find(node_id);
+    if (it == slots_.end() || it->second->serial != serial || abandoned_ || it->second->stop_requested) {
+        finish_attempt(node_id, serial,
+                       failure(protocol_error("NOP-TASK-CANCELLED", "stopped before the worker started"), false));
+        return;
+    }
+    Slot& slot = *it->second;
+    const spawn::SpawnSpec& spec = prepared->resolution.spec;
+    const config::Config& config = ctx_.config;
+
+    supervisor::WorkerSpec worker;
+    worker.sandbox.rootfs = prepared->rootfs->path();
+    worker.sandbox.argv = prepared->process.argv;
+    worker.sandbox.env = prepared->process.env;
+    worker.sandbox.cwd = prepared->process.cwd;
+    worker.sandbox.uid = prepared->process.ids.uid;
+    worker.sandbox.gid = prepared->process.ids.gid;
+    worker.sandbox.netns_fd = ctx_.netns_fd;
+    worker.sandbox.seccomp = ctx_.seccomp;
+    if (config.user_namespace) {
+        auto first = static_cast<std::uint32_t>(config.userns_first_host_id);
+        worker.sandbox.user_namespace = sandbox::UserNamespace{
+            .host_uid = first, .host_gid = first, .count = static_cast<std::uint32_t>(config.userns_id_count)};
+    }
+    worker.limits = {.memory_bytes = spec.memory_bytes, .cpu_millicores = spec.cpu_millicores};
+    worker.enforcement = ctx_.enforcement;
+    if (spec.idle_timeout_seconds)
+        worker.idle_timeout = std::chrono::seconds(*spec.idle_timeout_seconds);
+    if (spec.max_runtime_seconds)
+        worker.max_runtime = std::chrono::seconds(*spec.max_runtime_seconds);
+    worker.delegate_frame = make_delegate_frame(task_, slot.attempt, spec.cgn_budget);
+    worker.attempt = slot.attempt.number;
+    worker.cgn_budget = spec.cgn_budget;
+
+    auto id = ctx_.supervisor.start(
+        std::move(worker), {.on_outcome = [this, node_id, serial](const supervisor::WorkerOutcome& outcome) {
+            count_worker(node_id, serial, outcome);
+            if (!abandoned_)
+                on_event(node_id + ":worker", worker_event_detail(outcome));
+            finish_attempt(node_id, serial, from_worker(outcome));
+        }});
+    if (!id) {
+        finish_attempt(node_id, serial,
+                       failure(protocol_error("NOP-RESOURCE-INSUFFICIENT",
+                                              "Failed to start the worker of node '" + node_id +
+                                                  "': " + id.error().describe()),
+                               true));
+        return;
+    }
+    slot.worker = *id;
+    slot.prepared = std::move(prepared);
+}
+
+void TaskExecution::count_worker(const std::string& node_id, std::uint64_t serial,
+                                 const supervisor::WorkerOutcome& outcome)
+{
+    ExecutorMetrics& m = ctx_.metrics;
+    auto it = slots_.find(node_id);
+    if (it != slots_.end() && it->second->serial == serial && outcome.started > it->second->dispatched &&
+        outcome.ended > outcome.started)
+        m.observe_start(static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(outcome.started - it->second->dispatched).count()));
+    if (outcome.killed_reason == supervisor::KilledReason::idle_timeout)
+        ++m.timeouts_idle;
+    else if (outcome.killed_reason == supervisor::KilledReason::max_runtime)
+        ++m.timeouts_max_runtime;
+    if (outcome.oom_killed)
+        ++m.oom_kills;
+}
+
+void TaskExecution::finish_attempt(const std::string& node_id, std::uint64_t serial, nop::AttemptOutcome outcome)
+{
+    --outstanding_;
+    --ctx_.metrics.workers_running;
+    std::unique_ptr<Slot> slot;
+    if (auto it = slots_.find(node_id); it != slots_.end() && it->second->serial == serial) {
+        slot = std::move(it->second);
+        slots_.erase(it);
+    }
+    if (slot && slot->prepared) {
+        if (auto released = slot->prepared->release(); !released)
+            log::warning("task " + task_id() + " node " + node_id + ": " + released.error().describe());
+    }
+    if (slot && run_ && !ended_)
+        run_->attempt_finished(node_id, outcome);
+    maybe_retire();
+}
+
+void TaskExecution::stop(const std::string& node_id)
+{
+    auto it = slots_.find(node_id);
+    if (it == slots_.end())
+        return;
+    it->second->stop_requested = true;
+    if (it->second->worker)
+        ctx_.supervisor.cancel(*it->second->worker, supervisor::StopReason::cancelled);
+}
+
+void TaskExecution::stop_all(bool at_once)
+{
+    for (auto& [node, slot] : slots_) {
+        slot->stop_requested = true;
+        if (!slot->worker)
+            continue;
+        if (at_once)
+            ctx_.supervisor.kill(*slot->worker);
+        else
+            ctx_.supervisor.cancel(*slot->worker, supervisor::StopReason::shutdown);
+    }
+}
+
+void TaskExecution::preflight(const std::vector<std::pair<std::string, std::string>>& probes)
+{
+    ++outstanding_;
+    auto rejection = std::make_shared<std::optional<Error>>();
+    ctx_.jobs.submit(
+        [rejection, probes, launch = ctx_.launch] {
+            std::unique_ptr<image::ImageStore> images;
+            for (const auto& [agent, action] : probes) {
+                auto resolution = resolve_agent_spec(launch, agent);
+                Result<void> ready = resolution ? Result<void>() : Result<void>(resolution.error());
+                if (ready && !images) {
+                    auto opened = image::ImageStore::open({.state_dir = launch.config.state_dir});
+                    if (opened)
+                        images = std::move(*opened);
+                    else
+                        ready = opened.error();
+                }
+                if (ready)
+                    ready = ensure_image(launch, *images, resolution->spec.image);
+                if (!ready) {
+                    *rejection = protocol_error("NOP-RESOURCE-INSUFFICIENT", "Preflight of agent '" + agent +
+                                                                                 "' for '" + action +
+                                                                                 "': " + ready.error().describe());
+                    return;
+                }
+            }
+        },
+        [this, rejection] {
+            --outstanding_;
+            if (run_ && !ended_)
+                run_->preflight_finished(*rejection);
+            maybe_retire();
+        });
+}
+
+nop::TaskHost::TimerId TaskExecution::start_timer(std::chrono::milliseconds delay, std::function<void()> fire)
+{
+    auto key = std::make_shared<TimerId>(0);
+    *key = ctx_.loop.add_timer_after(delay, [this, key, fire = std::move(fire)] {
+        timers_.erase(*key);
+        fire();
+    });
+    timers_.insert(*key);
+    return *key;
+}
+
+void TaskExecution::cancel_timer(TimerId id)
+{
+    timers_.erase(id);
+    ctx_.loop.cancel_timer(id);
+}
+
+// --- records -------------------------------------------------------------------
+
+void TaskExecution::on_event(const std::string& name, const std::string& detail_json)
+{
+    if (abandoned_ || is_final_task_event(name))
+        return;
+    if (auto appended = ctx_.store.append_event(task_id(), name, detail_json); !appended)
+        log::warning("task " + task_id() + ": event " + name + ": " + appended.error().describe());
+}
+
+void TaskExecution::on_node(const nop::NodeUpdate& update)
+{
+    if (abandoned_)
+        return;
+    store::NodeResult result{.task_id = task_id(),
+                             .node_id = update.node_id,
+                             .dedup_key = lease_.dedup_key,
+                             .state = update.state,
+                             .attempts = update.attempts,
+                             .error_code = update.error_code,
+                             .error_message = update.error_message,
+                             .result_json = update.result_json,
+                             .killed_reason = update.killed_reason};
+    if (result.killed_reason && result.killed_reason->empty())
+        result.killed_reason.reset();
+    if (fence_ == Fence::lease)
+        result.runner_nid = lease_.runner_nid;
+    auto recorded = ctx_.store.record_node_result(result);
+    if (!recorded) {
+        // Not from inside the run's own call: decide in the next round.
+        ctx_.loop.defer([this, alive = alive_, error = recorded.error()] {
+            if (*alive)
+                lease_refused(error);
+        });
+        return;
+    }
+    ctx_.metrics.count_node(update.state);
+    if (ctx_.recorded)
+        ctx_.recorded();
+}
+
+void TaskExecution::on_task_end(const nop::TaskEnd& end)
+{
+    ended_ = true;
+    ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
+    if (!abandoned_ && fence_ == Fence::lease) {
+        store::TaskOutcome outcome{.state = end.state,
+                                   .error_code = end.error_code,
+                                   .error_message = end.error_message,
+                                   .aggregate_json = end.aggregate_json};
+        if (auto completed = ctx_.store.complete(task_id(), lease_.runner_nid, outcome); !completed)
+            log::warning("task " + task_id() + ": could not record its end (" + end.state +
+                         "): " + completed.error().describe());
+        else
+            log::info("task " + task_id() + ": " + end.state + (end.error_code ? " " + *end.error_code : ""));
+        ctx_.metrics.count_task(end.state);
+        if (ctx_.recorded)
+            ctx_.recorded();
+    }
+    maybe_retire();
+}
+
+// --- the lease -------------------------------------------------------------------
+
+void TaskExecution::renew_lease()
+{
+    renew_timer_ = 0;
+    if (ended_)
+        return;
+    auto renewed = ctx_.store.renew(task_id(), lease_.runner_nid, ctx_.config.executor.lease_seconds);
+    std::chrono::milliseconds next(ctx_.config.executor.lease_seconds * 1000 / 3);
+    if (!renewed) {
+        if (renewed.error().code == kClaimConflict || renewed.error().code == kTaskNotFound) {
+            lease_refused(renewed.error());
+            return;
+        }
+        log::warning("task " + task_id() + ": lease renewal failed, retrying: " + renewed.error().describe());
+        next = kRenewRetry;
+    }
+    renew_timer_ = ctx_.loop.add_timer_after(next, [this] { renew_lease(); });
+}
+
+void TaskExecution::lease_refused(const Error& error)
+{
+    if (ended_)
+        return;
+    auto task = ctx_.store.task(task_id());
+    if (task && task->state == store::kTaskCancelled) {
+        cancelled_elsewhere();
+        return;
+    }
+    if (error.code == kClaimConflict || error.code == kTaskNotFound)
+        abandon("its lease is lost (" + error.describe() + ")");
+    else
+        abandon("the store refused a record (" + error.describe() + ")");
+}
+
+void TaskExecution::cancelled_elsewhere()
+{
+    if (ended_)
+        return;
+    log::info("task " + task_id() + ": cancelled, stopping its workers");
+    fence_ = Fence::none;
+    run_->cancel("cancelled through the API");
+}
+
+void TaskExecution::abandon(const std::string& why)
+{
+    if (ended_)
+        return;
+    log::warning("task " + task_id() + ": abandoned, " + why);
+    abandoned_ = true;
+    ended_ = true;
+    ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
+    run_->abandon();
+    stop_all(/*at_once=*/true);
+    maybe_retire();
+}
+
+void TaskExecution::shut_down()
+{
+    release_on_retire_ = !ended_;
+    abandon("the runner is shutting down");
+}
+
+void TaskExecution::maybe_retire()
+{
+    if (!ended_ || outstanding_ > 0 || retiring_)
+        return;
+    retiring_ = true;
+    if (release_on_retire_) {
+        if (auto released = ctx_.store.release(task_id(), lease_.runner_nid); !released)
+            log::warning("task " + task_id() + ": " + released.error().describe());
+        else
+            log::info("task " + task_id() + ": lease released for another runner to resume");
+    }
+    ctx_.loop.defer([this, alive = alive_] {
+        if (!*alive)
+            return;
+        const std::string id = task_id();  // retiring destroys this object
+        retired_(id);
+    });
+}
+
+}  // namespace nps::daemon

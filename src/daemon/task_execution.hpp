@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// TaskExecution: one claimed task, from its lease to its end. It is the
+// nop::TaskRun's host: it launches each attempt as a sandboxed worker (the
+// blocking preparation on the JobPool, the worker under the Supervisor),
+// records every node state and event in the store fenced by the lease,
+// renews the lease every third of its length, and completes the task in the
+// store when the run ends.
+//
+// Fencing: a record or renewal refused with NOP-CLAIM-CONFLICT means the
+// lease is gone. If the task was cancelled (the API), the run is cancelled:
+// its workers stop and the nodes they ran end CANCELLED. Otherwise another
+// runner may own the task now: the run is abandoned, its workers are
+// killed at once, and nothing more is written for it.
+//
+// The object retires (the `retired` callback, from the loop) once the run
+// has ended and no worker or preparation of it is outstanding, so no
+// callback ever reaches a destroyed execution.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "execution_context.hpp"
+#include "nps/nop/task_run.hpp"
+#include "nps/proto/task_frame.hpp"
+#include "nps/store/types.hpp"
+
+namespace nps::daemon {
+
+class TaskExecution final : public nop::TaskHost {
+public:
+    using Retired = std::function<void(const std::string& task_id)>;
+
+    TaskExecution(ExecutionContext& context, store::Lease lease, proto::TaskFrame task, Retired retired);
+    ~TaskExecution() override;
+    TaskExecution(const TaskExecution&) = delete;
+    TaskExecution& operator=(const TaskExecution&) = delete;
+
+    // Reads the nodes an earlier claim finished (a reclaim resumes after
+    // them), arms the lease renewal and starts the run.
+    void start();
+    // The task was cancelled through the store (the API): stop and end.
+    void cancelled_elsewhere();
+    // The daemon is stopping and the grace is over: kill the workers, give
+    // the lease back so another runner resumes the task at once.
+    void shut_down();
+
+    const std::string& task_id() const { return lease_.task_id; }
+    std::size_t workers() const { return outstanding_; }
+
+    // nop::TaskHost
+    void dispatch(const nop::Attempt& attempt) override;
+    void stop(const std::string& node_id) override;
+    void preflight(const std::vector<std::pair<std::string, std::string>>& probes) override;
+    TimerId start_timer(std::chrono::milliseconds delay, std::function<void()> fire) override;
+    void cancel_timer(TimerId id) override;
+    void on_event(const std::string& name, const std::string& detail_json) override;
+    void on_node(const nop::NodeUpdate& update) override;
+    void on_task_end(const nop::TaskEnd& end) override;
+
+private:
+    enum class Fence { lease, none };  // how records are written: fenced by our lease, or (cancelled) not
+    struct Slot;
+
+    void launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared);
+    void count_worker(const std::string& node_id, std::uint64_t serial, const supervisor::WorkerOutcome& outcome);
+    void finish_attempt(const std::string& node_id, std::uint64_t serial, nop::AttemptOutcome outcome);
+    void renew_lease();
+    void lease_refused(const Error& error);
+    void abandon(const std::string& why);
+    void stop_all(bool at_once);
+    void maybe_retire();
+
+    ExecutionContext& ctx_;
+    store::Lease lease_;
+    proto::TaskFrame task_;
+    Retired retired_;
+    std::unique_ptr<nop::TaskRun> run_;
+    std::map<std::string, std::unique_ptr<Slot>> slots_;  // by node id: the attempt in flight
+    std::uint64_t next_serial_ = 1;
+    std::size_t outstanding_ = 0;                          // preparations + workers not yet ended
+    supervisor::EventLoop::TimerId renew_timer_ = 0;
+    std::set<TimerId> timers_;                             // the run's timers still pending
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for deferred callbacks
+    Fence fence_ = Fence::lease;
+    bool ended_ = false;      // the run ended (or was abandoned): nothing more is dispatched
+    bool abandoned_ = false;  // nothing more is written
+    bool retiring_ = false;
+    bool release_on_retire_ = false;
+};
+
+}  // namespace nps::daemon

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "worker_launch.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "nps/image/registry_settings.hpp"
+
+namespace nps::daemon {
+
+namespace {
+
+Error unavailable(const std::string& what, const Error& cause)
+{
+    return protocol_error(kImageUnavailable, what + ": " + cause.describe());
+}
+
+}  // namespace
+
+PreparedWorker::~PreparedWorker()
+{
+    (void)release();
+}
+
+Result<void> PreparedWorker::release()
+{
+    Result<void> first;
+    if (rootfs) {
+        first = rootfs->overlay.release();
+        rootfs.reset();  // the pin goes after the overlay
+        if (!worker_dir.empty() && ::rmdir(worker_dir.c_str()) < 0 && errno != ENOENT && first)
+            first = system_error_errno("Failed to remove worker directory '" + worker_dir + "'");
+    }
+    return first;
+}
+
+Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent)
+{
+    auto resolution = context.resolver.resolve_agent(agent);
+    if (!resolution)
+        return resolution.error().code.empty()
+                   ? protocol_error(spawn::kSpawnSpecInvalid, resolution.error().describe())
+                   : std::move(resolution).error();
+    return resolution;
+}
+
+Result<void> ensure_image(const LaunchContext& context, image::ImageStore& images, const std::string& reference)
+{
+    auto found = images.resolve(reference);
+    if (found)
+        return {};
+    image::PullRequest pull{.reference = reference, .settings = image::registry_settings(context.config)};
+    auto pulled = images.pull(pull);
+    if (!pulled)
+        return unavailable("Image '" + reference + "' is not in the image store (" + found.error().describe() +
+                               ") and could not be pulled",
+                           pulled.error());
+    return {};
+}
+
+Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
+                                                       const std::string& worker_name)
+{
+    auto prepared = std::make_unique<PreparedWorker>();
+    prepared->resolution = NPS_TRY(resolve_agent_spec(context, agent));
+    const spawn::SpawnSpec& spec = prepared->resolution.spec;
+
+    auto images = image::ImageStore::open({.state_dir = context.config.state_dir});
+    if (!images)
+        return unavailable("Failed to open the image store", images.error());
+    prepared->images = std::move(*images);
+    NPS_TRY_VOID(ensure_image(context, *prepared->images, spec.image));
+
+    prepared->worker_dir = context.config.state_dir + "/workers/" + worker_name;
+    auto rootfs = image::prepare_worker_rootfs(
+        *prepared->images, {.ref = spec.image, .worker_dir = prepared->worker_dir, .holder = "worker " + worker_name});
+    if (!rootfs)
+        return unavailable("Failed to make the root filesystem of image '" + spec.image + "'", rootfs.error());
+    prepared->rootfs.emplace(std::move(*rootfs));
+
+    image::ProcessOverrides overrides;
+    if (!spec.command.empty())
+        overrides.command = spec.command;
+    for (const auto& [key, value] : spec.env)
+        overrides.env.push_back(key + "=" + value);
+    auto process = image::image_process(prepared->rootfs->config(), prepared->rootfs->path(), overrides);
+    if (!process)
+        return protocol_error(spawn::kSpawnSpecInvalid, "Agent '" + agent + "': image '" + spec.image +
+                                                            "': " + process.error().describe());
+    prepared->process = std::move(*process);
+    return prepared;
+}
+
+}  // namespace nps::daemon

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "executor_fixture.hpp"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "nps/base/digest.hpp"
+
+namespace nps::test {
+
+namespace {
+
+using Json = nlohmann::json;
+
+bool have(const char* tool)
+{
+    std::string command = std::string("command -v ") + tool + " >/dev/null 2>&1";
+    return std::system(command.c_str()) == 0;
+}
+
+bool terminal(const std::string& state)
+{
+    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+}
+
+}  // namespace
+
+std::string executor_unavailable_reason()
+{
+    if (::geteuid() != 0)
+        return "needs root (namespaces, cgroups, overlay mounts)";
+    if (!have("umoci"))
+        return "needs umoci to build the demo image (scripts/install-deps)";
+    if (!have("busybox"))
+        return "needs busybox-static for the demo image (scripts/install-deps)";
+    return "";
+}
+
+const std::string& demo_image_layout()
+{
+    static const std::string layout = [] {
+        static TempDir dir("nps-demo-image");
+        std::string command = std::string(NPS_SOURCE_ROOT) + "/demo/make-image " + dir.path() + " 2>&1";
+        if (std::system(command.c_str()) != 0)
+            throw std::runtime_error("demo/make-image failed");
+        return dir.path() + "/oci";
+    }();
+    return layout;
+}
+
+std::string inline_spawn_spec(const std::vector<std::string>& command, const Json& extra)
+{
+    Json spec = {{"image", kDemoImage}, {"command", Json(command)}};
+    if (extra.is_object())
+        spec.update(extra);
+    return "spawnspec:" + base64url_encode(spec.dump());
+}
+
+ExecutorFixture::ExecutorFixture(const std::string& extra_config) : dir_("nps-exec")
+{
+    const std::string config = "[runner]\ninboxes = [\"" + std::string(kInbox) + "\"]\n" + extra_config;
+    runner_.emplace(RunnerOptions{.state_dir = dir_.path(), .config_text = config});
+    auto imported =
+        run_command({"image", "import", demo_image_layout(), "--name", kDemoImage, "--state-dir", dir_.path()});
+    REQUIRE_MESSAGE(imported.exit_status == 0, imported.err);
+    start();
+}
+
+void ExecutorFixture::start()
+{
+    REQUIRE_MESSAGE(runner_->start(), runner_->log());
+}
+
+void ExecutorFixture::announce(const std::string& agent, const std::string& spawn_spec_ref)
+{
+    auto reply = http("PUT", runner_->url() + "/v1/ndp/announces/" + agent,
+                      Json{{"nid", agent}, {"activation_mode", "ephemeral"}, {"spawn_spec_ref", spawn_spec_ref}}.dump());
+    REQUIRE_MESSAGE(reply.status == 200, reply.raw);
+}
+
+std::string ExecutorFixture::submit(const Json& frame)
+{
+    auto reply = http("POST", runner_->url() + "/v1/inbox/" + kInbox, frame.dump());
+    REQUIRE_MESSAGE(reply.status == 201, reply.raw);
+    return frame.at("task_id").get<std::string>();
+}
+
+Json ExecutorFixture::task(const std::string& task_id)
+{
+    auto reply = http("GET", runner_->url() + "/v1/tasks/" + task_id);
+    REQUIRE_MESSAGE(reply.status == 200, reply.raw);
+    return reply.body;
+}
+
+Json ExecutorFixture::wait_until(const std::string& task_id, const std::function<bool(const Json&)>& pred,
+                                 std::chrono::seconds timeout)
+{
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    Json last;
+    while (std::chrono::steady_clock::now() < deadline) {
+        last = task(task_id);
+        if (pred(last))
+            return last;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL("task " << task_id << " did not reach the expected state in time: " << last.dump() << "\nlog:\n"
+                 << runner_->log());
+    return last;
+}
+
+Json ExecutorFixture::wait_terminal(const std::string& task_id, std::chrono::seconds timeout)
+{
+    return wait_until(
+        task_id, [](const Json& t) { return terminal(t.value("state", "")); }, timeout);
+}
+
+Json dag_node(const std::string& id, const std::string& agent, const std::string& action,
+              const std::vector<std::string>& input_from, const Json& extra)
+{
+    Json node = {{"id", id}, {"agent", agent}, {"action", action}};
+    if (!input_from.empty())
+        node["input_from"] = input_from;
+    if (extra.is_object())
+        node.update(extra);
+    return node;
+}
+
+Json task_frame_of(const std::string& task_id, const std::vector<Json>& nodes, const Json& extra)
+{
+    Json edges = Json::array();
+    for (const auto& node : nodes)
+        if (node.contains("input_from"))
+            for (const auto& from : node["input_from"])
+                edges.push_back({{"from", from}, {"to", node["id"]}});
+    Json frame = {{"task_id", task_id}, {"dag", {{"nodes", nodes}, {"edges", edges}}}};
+    if (extra.is_object())
+        frame.update(extra);
+    return frame;
+}
+
+std::vector<pid_t> worker_processes_of(pid_t runner_pid)
+{
+    const std::string marker = "/w-" + std::to_string(runner_pid) + "-";
+    std::vector<pid_t> found;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos)
+            continue;
+        std::ifstream in(entry.path() / "cgroup");
+        std::string line;
+        while (std::getline(in, line))
+            if (line.find(marker) != std::string::npos) {
+                found.push_back(std::stoi(name));
+                break;
+            }
+    }
+    return found;
+}
+
+std::vector<std::string> worker_cgroups_of(pid_t runner_pid)
+{
+    const std::string prefix = "w-" + std::to_string(runner_pid) + "-";
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator("/sys/fs/cgroup", ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_directory(ec) && it->path().filename().string().rfind(prefix, 0) == 0) {
+            found.push_back(it->path().string());
+            it.disable_recursion_pending();
+        }
+    }
+    return found;
+}
+
+}  // namespace nps::test

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: Apache-2.0
+// `nps-runner serve` claiming and executing TaskFrames with real sandboxed
+// workers from a locally built image: the TC-N3 black-box cases of the
+// executor (DAG-01, Saga-01, Life-01/02, Spawn-03 at run time), cancellation,
+// shutdown and crash recovery.
+#include <signal.h>
+#include <unistd.h>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "executor_fixture.hpp"
+#include "nps/base/digest.hpp"
+
+namespace nps::test {
+namespace {
+
+using Json = nlohmann::json;
+
+const std::string kFetch = "urn:nps:agent:exec.test:fetch";
+const std::string kDouble = "urn:nps:agent:exec.test:double";
+const std::string kReport = "urn:nps:agent:exec.test:report";
+const std::string kSleeper = "urn:nps:agent:exec.test:sleeper";
+
+std::vector<std::string> event_names(const Json& task)
+{
+    std::vector<std::string> names;
+    for (const auto& e : task.at("events"))
+        names.push_back(e.at("event").get<std::string>());
+    return names;
+}
+
+bool has_event(const Json& task, const std::string& name)
+{
+    auto names = event_names(task);
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Nothing of the runner's workers is left: no process in a worker cgroup,
+// no worker cgroup, no worker directory.
+void check_no_worker_left(ExecutorFixture& f, pid_t runner_pid)
+{
+    // Reaping and cgroup removal happen just after the node is recorded.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline &&
+           (!worker_processes_of(runner_pid).empty() || !worker_cgroups_of(runner_pid).empty()))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(worker_processes_of(runner_pid).empty());
+    CHECK(worker_cgroups_of(runner_pid).empty());
+    std::error_code ec;
+    std::size_t dirs = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(f.state_dir() + "/workers", ec))
+        ++dirs;
+    CHECK(dirs == 0);
+}
+
+void announce_pipeline(ExecutorFixture& f)
+{
+    f.announce(kFetch, inline_spawn_spec({"/bin/worker", "emit", R"({"value":2})"}));
+    f.announce(kDouble, inline_spawn_spec({"/bin/worker", "double"}));
+    f.announce(kReport, inline_spawn_spec({"/bin/worker", "report"}));
+}
+
+Json pipeline_frame(const std::string& task_id)
+{
+    return task_frame_of(task_id, {dag_node("fetch", kFetch, "nwp://exec.test/fetch/invoke"),
+                                   dag_node("double", kDouble, "nwp://exec.test/double/invoke", {"fetch"},
+                                            {{"input_mapping", {{"value", "$.fetch.value"}}}}),
+                                   dag_node("report", kReport, "nwp://exec.test/report/invoke", {"double"},
+                                            {{"input_mapping", {{"answer", "$.double.value"}}}})});
+}
+
+}  // namespace
+
+TEST_CASE("TC-N3-DAG-01: a 3-node linear DAG of sandboxed workers completes with mapped results")
+{
+    ExecutorFixture f;
+    announce_pipeline(f);
+    std::string task_id = f.submit(pipeline_frame("dag-01"));
+    Json task = f.wait_terminal(task_id);
+    INFO(task.dump(2));
+    CHECK(task["state"] == "COMPLETED");
+    CHECK(task["error_code"].is_null());
+    CHECK(task["aggregate"] == Json{{"answer", 4}});
+    CHECK(task["nodes"]["fetch"]["result"] == Json{{"value", 2}});
+    CHECK(task["nodes"]["double"]["result"] == Json{{"value", 4}});
+    CHECK(task["nodes"]["report"]["result"] == Json{{"answer", 4}});
+    for (const char* node : {"fetch", "double", "report"}) {
+        CHECK(task["nodes"][node]["state"] == "COMPLETED");
+        CHECK(task["nodes"][node]["attempts"] == 1);
+    }
+    // The portable order of canonical events, each node's worker in between.
+    auto names = event_names(task);
+    std::vector<std::string> canonical;
+    for (const auto& n : names)
+        if (n.rfind("task:", 0) == 0 || n.find(":attempt:") != std::string::npos || n.ends_with(":completed"))
+            canonical.push_back(n);
+    CHECK(canonical == std::vector<std::string>{"task:running", "fetch:attempt:1", "fetch:completed",
+                                                "double:attempt:1", "double:completed", "report:attempt:1",
+                                                "report:completed", "task:completed"});
+    check_no_worker_left(f, f.runner().pid());
+}
+
+TEST_CASE("a plain command worker (no frame) completes with its exit code, a failing one fails")
+{
+    ExecutorFixture f;
+    f.announce(kFetch, inline_spawn_spec({"/bin/true"}));
+    f.announce(kDouble, inline_spawn_spec({"/bin/sh", "-c", "echo oops >&2; exit 3"}));
+    Json ok = f.wait_terminal(f.submit(task_frame_of("plain-ok", {dag_node("a", kFetch, "nwp://exec.test/a")})));
+    CHECK(ok["state"] == "COMPLETED");
+    CHECK(ok["nodes"]["a"]["result"] == Json{{"exit_code", 0}});
+    Json bad = f.wait_terminal(
+        f.submit(task_frame_of("plain-bad", {dag_node("a", kDouble, "nwp://exec.test/a")}, {{"max_retries", 0}})));
+    INFO(bad.dump(2));
+    CHECK(bad["state"] == "FAILED");
+    CHECK(bad["nodes"]["a"]["state"] == "FAILED");
+    CHECK(bad["nodes"]["a"]["killed_reason"] == "exit_status");
+    CHECK(!bad["error_code"].is_null());
+}
+
+TEST_CASE("TC-N3-Life-01: an idle worker is killed and its node fails with NOP-RUNTIME-IDLE-TIMEOUT (504)")
+{
+    ExecutorFixture f;
+    f.announce(kSleeper, inline_spawn_spec({"/bin/worker", "sleep", "30"},
+                                           {{"idle_timeout_seconds", 1}, {"max_runtime_seconds", 60}}));
+    Json task = f.wait_terminal(
+        f.submit(task_frame_of("life-01", {dag_node("idle", kSleeper, "nwp://exec.test/idle")}, {{"max_retries", 0}})));
+    INFO(task.dump(2));
+    CHECK(task["state"] == "FAILED");
+    CHECK(task["error_code"] == "NOP-RUNTIME-IDLE-TIMEOUT");
+    CHECK(task["error_status"]["http"] == 504);
+    const Json& node = task["nodes"]["idle"];
+    CHECK(node["state"] == "FAILED");
+    CHECK(node["error_code"] == "NOP-RUNTIME-IDLE-TIMEOUT");
+    CHECK(node["error_status"] == Json{{"status", "NPS-SERVER-TIMEOUT"}, {"http", 504}});
+    CHECK(node["killed_reason"] == "idle_timeout");
+    check_no_worker_left(f, f.runner().pid());
+}
+
+TEST_CASE("TC-N3-Life-02: a worker past its max runtime is killed: NOP-RUNTIME-MAX-RUNTIME (504), even when chatty")
+{
+    ExecutorFixture f;
+    f.announce(kSleeper, inline_spawn_spec({"/bin/worker", "chatter", "30"},
+                                           {{"idle_timeout_seconds", 5}, {"max_runtime_seconds", 2}}));
+    Json task = f.wait_terminal(
+        f.submit(task_frame_of("life-02", {dag_node("long", kSleeper, "nwp://exec.test/long")}, {{"max_retries", 0}})));
+    INFO(task.dump(2));
+    CHECK(task["state"] == "FAILED");
+    const Json& node = task["nodes"]["long"];
+    CHECK(node["error_code"] == "NOP-RUNTIME-MAX-RUNTIME");
+    CHECK(node["error_status"]["http"] == 504);
+    CHECK(node["killed_reason"] == "max_runtime");
+    check_no_worker_left(f, f.runner().pid());
+}
+
+TEST_CASE("TC-N3-Spawn-03 at run time: an agent whose SpawnSpec is invalid fails its node with NOP-SPAWN-SPEC-INVALID")
+{
+    ExecutorFixture f;
+    f.announce(kFetch, "spawnspec:" + base64url_encode(R"({"command":["/bin/true"]})"));  // no image
+    f.announce(kDouble, inline_spawn_spec({"/bin/true"}, {{"idle_timeout_seconds", 60}, {"max_runtime_seconds", 30}}));
+    for (const auto& [task_id, agent] : {std::pair{"spawn-03-a", kFetch}, std::pair{"spawn-03-b", kDouble}}) {
+        Json task = f.wait_terminal(f.submit(task_frame_of(task_id, {dag_node("n", agent, "nwp://exec.test/n")})));
+        INFO(task.dump(2));
+        CHECK(task["state"] == "FAILED");
+        CHECK(task["nodes"]["n"]["state"] == "FAILED");
+        CHECK(task["nodes"]["n"]["error_code"] == "NOP-SPAWN-SPEC-INVALID");
+        CHECK(task["nodes"]["n"]["error_status"]["http"] == 400);
+        CHECK(task["nodes"]["n"]["attempts"] == 1);  // not retried
+    }
+    // An agent nobody announced.
+    Json task = f.wait_terminal(
+        f.submit(task_frame_of("spawn-03-c", {dag_node("n", "urn:nps:agent:exec.test:nobody", "nwp://exec.test/n")})));
+    CHECK(task["nodes"]["n"]["error_code"] == "NOP-SPAWN-SPEC-INVALID");
+}
+
+TEST_CASE("TC-N3-Saga-01: a downstream failure compensates the completed ancestors with sandboxed workers")
+{
+    ExecutorFixture f;
+    f.announce(kFetch, inline_spawn_spec({"/bin/worker", "emit", R"({"reserved":"r-1"})"}));
+    f.announce(kDouble, inline_spawn_spec({"/bin/worker", "emit", R"({"charge_id":"c-9","amount":12})"}));
+    f.announce(kReport, inline_spawn_spec({"/bin/worker", "fail", "NOP-DELEGATE-REJECTED"}));
+    Json frame = task_frame_of(
+        "saga-01",
+        {dag_node("reserve", kFetch, "nwp://exec.test/reserve/invoke", {},
+                  {{"compensate_action", "nwp://exec.test/reserve/compensate"}}),
+         dag_node("charge", kDouble, "nwp://exec.test/charge/invoke", {"reserve"},
+                  {{"compensate_action", "nwp://exec.test/charge/compensate"},
+                   {"compensate_params_mapping", {{"charge_id", "$.charge_id"}}}}),
+         dag_node("ship", kReport, "nwp://exec.test/ship/invoke", {"charge"})},
+        {{"max_retries", 0}, {"compensation_policy", "best_effort"}});
+    Json task = f.wait_terminal(f.submit(frame));
+    INFO(task.dump(2));
+    CHECK(task["state"] == "FAILED");
+    CHECK(task["error_code"] == "NOP-DELEGATE-REJECTED");
+    CHECK(task["nodes"]["ship"]["state"] == "FAILED");
+    CHECK(task["nodes"]["charge"]["state"] == "COMPENSATED");
+    CHECK(task["nodes"]["reserve"]["state"] == "COMPENSATED");
+    auto names = event_names(task);
+    std::vector<std::string> saga;
+    for (const auto& n : names)
+        if (n.find("compensat") != std::string::npos)
+            saga.push_back(n);
+    CHECK(saga == std::vector<std::string>{"charge:compensating", "charge:compensated", "reserve:compensating",
+                                           "reserve:compensated"});
+    check_no_worker_left(f, f.runner().pid());
+}
+
+TEST_CASE("cancelling a running task stops its worker at once and ends it CANCELLED")
+{
+    ExecutorFixture f;
+    f.announce(kSleeper, inline_spawn_spec({"/bin/worker", "sleep", "60"}));
+    std::string task_id = f.submit(task_frame_of("cancel-me", {dag_node("s", kSleeper, "nwp://exec.test/s")}));
+    f.wait_until(task_id, [&](const Json& t) { return !worker_processes_of(f.runner().pid()).empty() &&
+                                                      t["nodes"].contains("s"); });
+    auto reply = http("POST", f.runner().url() + "/v1/tasks/" + task_id + "/cancel");
+    REQUIRE_MESSAGE(reply.status == 200, reply.raw);
+    Json task = f.wait_until(task_id, [](const Json& t) {
+        return t["state"] == "CANCELLED" && t["nodes"]["s"]["state"] == "CANCELLED";
+    });
+    CHECK(task["error_code"] == "NOP-TASK-CANCELLED");
+    check_no_worker_left(f, f.runner().pid());
+}
+
+TEST_CASE("kill -9 of the daemon mid-run: a restart removes the orphans, resumes after the finished node, completes")
+{
+    ExecutorFixture f;
+    f.announce(kFetch, inline_spawn_spec({"/bin/worker", "emit", R"({"value":2})"}));
+    f.announce(kSleeper, inline_spawn_spec({"/bin/worker", "sleep", "3"}));
+    std::string task_id = f.submit(task_frame_of(
+        "crash-01", {dag_node("first", kFetch, "nwp://exec.test/first"),
+                     dag_node("second", kSleeper, "nwp://exec.test/second", {"first"})}));
+    f.wait_until(task_id, [&](const Json& t) {
+        return t["nodes"].contains("first") && t["nodes"]["first"]["state"] == "COMPLETED" &&
+               !worker_processes_of(f.runner().pid()).empty();
+    });
+    const pid_t old_pid = f.runner().pid();
+    f.runner().kill_hard();
+
+    f.start();  // same state directory, same runner NID
+    Json task = f.wait_terminal(task_id);
+    INFO(task.dump(2));
+    INFO(f.runner().log());
+    CHECK(task["state"] == "COMPLETED");
+    CHECK(task["nodes"]["first"]["attempts"] == 1);
+    auto names = event_names(task);
+    CHECK(std::count(names.begin(), names.end(), "first:attempt:1") == 1);  // not run again
+    CHECK(std::count(names.begin(), names.end(), "second:completed") == 1);
+    // The dead daemon's worker and cgroups are gone, and so are the new one's.
+    CHECK(worker_processes_of(old_pid).empty());
+    CHECK(worker_cgroups_of(old_pid).empty());
+    check_no_worker_left(f, f.runner().pid());
+}
+
+TEST_CASE("SIGTERM: running tasks get the grace, then their workers die and their leases go back")
+{
+    ExecutorFixture f("shutdown_grace_seconds = 1\n");
+    f.announce(kSleeper, inline_spawn_spec({"/bin/worker", "sleep", "60"}));
+    std::string task_id = f.submit(task_frame_of("term-01", {dag_node("s", kSleeper, "nwp://exec.test/s")}));
+    f.wait_until(task_id, [&](const Json&) { return !worker_processes_of(f.runner().pid()).empty(); });
+    const pid_t pid = f.runner().pid();
+    CHECK(f.runner().stop() == 0);
+    CHECK(worker_processes_of(pid).empty());
+    CHECK(worker_cgroups_of(pid).empty());
+
+    // The lease went back: a restart claims the task again at once instead
+    // of after the 60 s lease, and runs its node again.
+    f.start();
+    Json task = f.wait_until(
+        task_id, [](const Json& t) { return t["claims"].get<int>() == 2 && t["state"] == "RUNNING"; },
+        std::chrono::seconds(20));
+    CHECK(has_event(task, "lease:released"));
+}
+
+}  // namespace nps::test
