@@ -62,4 +62,17 @@ std::string_view to_string(Backoff backoff)
     return "exponential";
 }
 
+std::string_view to_string(AggregateMode mode)
+{
+    switch (mode) {
+    case AggregateMode::merge: return "merge";
+    case AggregateMode::first: return "first";
+    case AggregateMode::all: return "all";
+    case AggregateMode::fastest_k: return "fastest_k";
+    case AggregateMode::weighted_first_k: return "weighted_first_k";
+    case AggregateMode::merge_all: return "merge_all";
+    }
+    return "merge";
+}
+
 }  // namespace nps::proto

@@ -71,6 +71,36 @@ Result<CompensationPolicy> read_compensation_policy(element value)
                        "expected \"best_effort\" or \"strict\", got " + quoted(text));
 }
 
+Result<AggregateMode> read_aggregate(element value)
+{
+    const std::string_view text = NPS_TRY(read_string(value, kMalformed, "aggregate"));
+    for (AggregateMode mode : {AggregateMode::merge, AggregateMode::first, AggregateMode::all, AggregateMode::fastest_k,
+                               AggregateMode::weighted_first_k, AggregateMode::merge_all})
+        if (text == to_string(mode))
+            return mode;
+    return field_error(kMalformed, "aggregate",
+                       "expected \"merge\", \"first\", \"all\", \"fastest_k\", \"weighted_first_k\" or "
+                       "\"merge_all\", got " + quoted(text));
+}
+
+// The task-level aggregation extension: `aggregate_k` only means something
+// for the two K modes, so it is refused elsewhere rather than ignored.
+Result<void> decode_aggregate_fields(const object& root, TaskFrame& frame)
+{
+    if (auto v = optional_member(root, "aggregate"))
+        frame.aggregate = NPS_TRY(read_aggregate(*v));
+    if (auto v = optional_member(root, "aggregate_k")) {
+        const std::uint64_t k = NPS_TRY(read_uint(*v, kMalformed, "aggregate_k", 0, limits::kMaxDagNodes));
+        if (frame.aggregate != AggregateMode::fastest_k && frame.aggregate != AggregateMode::weighted_first_k)
+            return field_error(kMalformed, "aggregate_k",
+                               "only applies to aggregate \"fastest_k\" or \"weighted_first_k\", not \"" +
+                                   std::string(to_string(frame.aggregate)) + "\"");
+        if (k > 0)
+            frame.aggregate_k = static_cast<std::uint32_t>(k);
+    }
+    return {};
+}
+
 // Everything but `dag` and the callback fields.
 Result<void> decode_task_fields(const object& root, TaskFrame& frame)
 {
@@ -95,6 +125,7 @@ Result<void> decode_task_fields(const object& root, TaskFrame& frame)
         frame.context_json = NPS_TRY(decode_context(*v));
     if (auto v = optional_member(root, "request_id"))
         frame.request_id = NPS_TRY(read_identifier(*v, "request_id"));
+    NPS_TRY_VOID(decode_aggregate_fields(root, frame));
     return {};
 }
 

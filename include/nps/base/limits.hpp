@@ -153,4 +153,9 @@ inline constexpr std::size_t kLayerMaxXattrBytesPerEntry = 256 * 1024;
 // Lower layers in one overlay mount: overlayfs's own stack limit (OVL_MAX_STACK).
 inline constexpr std::size_t kLayerMaxChainDepth = 500;
 
+// --- NOP DAG engine (ours; docs/dag-engine.md) ---
+// Nesting of '(', '[' and '!' in one condition: a 512-character condition
+// cannot make the recursive-descent parser or the evaluator recurse deeply.
+inline constexpr std::size_t kMaxConditionNesting = 32;
+
 }  // namespace nps::limits

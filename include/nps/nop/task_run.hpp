@@ -41,12 +41,19 @@
 //    NOP-TASK-CANCELLED.
 //  - The aggregate is computed over COMPLETED terminal (sink) nodes only, in
 //    topological order; none → no aggregate.
+//  - Events and node states: "<node>:attempt:<n>" is reported together with
+//    that attempt's outcome (success, failure, its deadline or the task's),
+//    just before "<node>:retrying|completed|failed"; an attempt cut short by
+//    cancel() or abandon() has no outcome and no event. on_node() reports
+//    RUNNING at every dispatch, and CANCELLED for nodes stopped by cancel()
+//    or by another node's failure (these have no canonical event).
 //
 // Threading and re-entrancy: single-threaded. Host methods are called from
 // TaskRun's methods; the host must not call back into TaskRun from inside a
 // host method (deliver outcomes and timer expiries later, e.g. from its event
-// loop). After on_task_end() or abandon(), TaskRun calls no host method except
-// stop() and cancel_timer(), and ignores further input.
+// loop), nor destroy the TaskRun there. After on_task_end() or abandon(),
+// TaskRun calls no host method except stop() and cancel_timer(), and ignores
+// further input. Destroying a TaskRun cancels its timers and nothing else.
 #pragma once
 
 #include <chrono>

@@ -11,7 +11,8 @@
 //      limits::kMaxJsonDepth → NWP-HTTP-FRAME-BODY-MALFORMED
 //   2. task-level fields (frame, task_id, timeout_ms, max_retries, priority,
 //      preflight, compensation_policy, result_ttl_seconds, context,
-//      request_id) wrong → NWP-HTTP-FRAME-BODY-MALFORMED
+//      request_id, and the extensions aggregate / aggregate_k) wrong →
+//      NWP-HTTP-FRAME-BODY-MALFORMED
 //   3. dag missing / not an object, empty dag, node or edge field wrong,
 //      duplicate or unknown node ids → NOP-TASK-DAG-INVALID;
 //      more than 32 nodes → NOP-TASK-DAG-TOO-LARGE (before any node field);
@@ -42,6 +43,9 @@ namespace nps::proto {
 enum class TaskPriority { low, normal, high };
 enum class CompensationPolicy { best_effort, strict };
 enum class Backoff { exponential, fixed, linear };
+// How the task's result is built from its completed terminal nodes (the
+// NPS-5 §3.3.2 SyncFrame modes, applied to the whole task; nop/aggregate.hpp).
+enum class AggregateMode { merge, first, all, fastest_k, weighted_first_k, merge_all };
 
 struct RetryPolicy {
     std::optional<std::uint8_t> max_retries;  // absent → the task's max_retries
@@ -87,6 +91,12 @@ struct TaskFrame {
     std::uint32_t result_ttl_seconds = 3600;
     std::string context_json;  // canonical JSON object text, empty if absent
     std::optional<std::string> request_id;
+    // Extension fields (not in NPS-5 §3.1; docs/protocol-choices.md):
+    // `aggregate` is one of the six mode names; `aggregate_k` (1..32, only
+    // with fastest_k / weighted_first_k; 0 means "all", as SyncFrame's
+    // min_required) is K. Absent K: every completed terminal node.
+    AggregateMode aggregate = AggregateMode::merge;
+    std::optional<std::uint32_t> aggregate_k;
 
     // Derived at decode time.
     std::string canonical_dag_json;    // JCS form of `dag`, unknown members included
@@ -114,5 +124,6 @@ bool is_valid_nid(std::string_view nid);
 std::string_view to_string(TaskPriority priority);
 std::string_view to_string(CompensationPolicy policy);
 std::string_view to_string(Backoff backoff);
+std::string_view to_string(AggregateMode mode);
 
 }  // namespace nps::proto

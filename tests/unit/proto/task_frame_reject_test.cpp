@@ -146,6 +146,15 @@ TEST_CASE("TaskFrame rejects: task-level fields")
         {"/context", Json{{"session_id", 1}}, kMalformed, "context.session_id: expected a string, got a number"},
         {"/request_id", Json("a/b"), kMalformed,
          "request_id: invalid identifier 'a/b' (expected 1..128 characters of A-Z a-z 0-9 . _ : -)"},
+        {"/aggregate", Json("sum"), kMalformed,
+         "aggregate: expected \"merge\", \"first\", \"all\", \"fastest_k\", \"weighted_first_k\" or "
+         "\"merge_all\", got 'sum'"},
+        {"/aggregate", Json("MERGE"), kMalformed,
+         "aggregate: expected \"merge\", \"first\", \"all\", \"fastest_k\", \"weighted_first_k\" or "
+         "\"merge_all\", got 'MERGE'"},
+        {"/aggregate", Json(1), kMalformed, "aggregate: expected a string, got a number"},
+        {"/aggregate_k", Json(2), kMalformed,
+         "aggregate_k: only applies to aggregate \"fastest_k\" or \"weighted_first_k\", not \"merge\""},
     };
     for (const Mutation& m : cases)
         check_mutation(m);
@@ -316,4 +325,30 @@ TEST_CASE("TaskFrame rejects: check order between areas")
     dag_and_callback["callback_url"] = "http://x.example/cb";
     dag_and_callback["dag"]["edges"].push_back(Json{{"from", "analyze"}, {"to", "fetch"}});
     CHECK(decode_error(dag_and_callback.dump()).code == "NOP-TASK-DAG-CYCLE");
+}
+
+TEST_CASE("TaskFrame rejects: aggregate_k out of range or with another mode")
+{
+    const std::vector<Mutation> cases = {
+        {"/aggregate_k", Json(33), kMalformed, "aggregate_k: must be an integer from 0 to 32, got 33"},
+        {"/aggregate_k", Json(-1), kMalformed, "aggregate_k: must be an integer from 0 to 32, got -1"},
+        {"/aggregate_k", Json(1.5), kMalformed,
+         "aggregate_k: must be an integer from 0 to 32, got a number with a fraction or exponent"},
+        {"/aggregate_k", Json("2"), kMalformed, "aggregate_k: expected an integer, got a string"},
+    };
+    for (Mutation m : cases) {
+        Json frame = valid_frame();
+        frame["aggregate"] = "fastest_k";
+        frame[Json::json_pointer(m.pointer)] = *m.value;
+        CAPTURE(m.pointer);
+        const nps::Error error = decode_error(frame.dump());
+        CHECK(error.code == m.code);
+        CHECK(error.message == m.message);
+    }
+    Json all = valid_frame();
+    all["aggregate"] = "all";
+    all["aggregate_k"] = 1;
+    const nps::Error error = decode_error(all.dump());
+    CHECK(error.code == kMalformed);
+    CHECK(error.message == "aggregate_k: only applies to aggregate \"fastest_k\" or \"weighted_first_k\", not \"all\"");
 }

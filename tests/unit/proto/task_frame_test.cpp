@@ -50,6 +50,8 @@ TEST_CASE("TaskFrame: minimal frame and spec defaults")
     CHECK(frame.result_ttl_seconds == 3600);
     CHECK(frame.context_json.empty());
     CHECK_FALSE(frame.request_id);
+    CHECK(frame.aggregate == AggregateMode::merge);
+    CHECK_FALSE(frame.aggregate_k);
 
     REQUIRE(frame.dag.nodes.size() == 2);
     const DagNode& analyze = frame.dag.nodes[1];
@@ -251,4 +253,41 @@ TEST_CASE("identifiers and NIDs")
     CHECK(to_string(TaskPriority::normal) == "normal");
     CHECK(to_string(CompensationPolicy::best_effort) == "best_effort");
     CHECK(to_string(Backoff::fixed) == "fixed");
+}
+
+TEST_CASE("TaskFrame: the aggregate extension fields")
+{
+    const struct {
+        const char* name;
+        AggregateMode mode;
+    } modes[] = {
+        {"merge", AggregateMode::merge},         {"first", AggregateMode::first},
+        {"all", AggregateMode::all},             {"fastest_k", AggregateMode::fastest_k},
+        {"weighted_first_k", AggregateMode::weighted_first_k}, {"merge_all", AggregateMode::merge_all},
+    };
+    for (const auto& m : modes) {
+        Json j = Json::parse(kMinimal);
+        j["aggregate"] = m.name;
+        const TaskFrame frame = decode_ok(j.dump());
+        CHECK(frame.aggregate == m.mode);
+        CHECK(to_string(frame.aggregate) == m.name);
+        CHECK_FALSE(frame.aggregate_k);
+    }
+
+    Json k = Json::parse(kMinimal);
+    k["aggregate"] = "weighted_first_k";
+    k["aggregate_k"] = 32;
+    CHECK(decode_ok(k.dump()).aggregate_k == 32u);
+    k["aggregate"] = "fastest_k";
+    k["aggregate_k"] = 1;
+    CHECK(decode_ok(k.dump()).aggregate_k == 1u);
+    // 0 means "all", as SyncFrame's min_required.
+    k["aggregate_k"] = 0;
+    CHECK_FALSE(decode_ok(k.dump()).aggregate_k);
+    // null is absent, like every optional field.
+    k["aggregate"] = nullptr;
+    k["aggregate_k"] = nullptr;
+    const TaskFrame nulls = decode_ok(k.dump());
+    CHECK(nulls.aggregate == AggregateMode::merge);
+    CHECK_FALSE(nulls.aggregate_k);
 }
