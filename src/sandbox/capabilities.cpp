@@ -26,11 +26,11 @@ Failure drop_privileges(unsigned uid, unsigned gid, cap_t empty_caps)
     }
     if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
         return {Step::clear_ambient, errno};
-    if (::setgroups(0, nullptr) < 0)
+    if (raw_clear_groups() < 0)
         return {Step::set_groups, errno};
-    if (::setresgid(gid, gid, gid) < 0)
+    if (raw_setresgid(gid) < 0)
         return {Step::set_gid, errno};
-    if (::setresuid(uid, uid, uid) < 0)
+    if (raw_setresuid(uid) < 0)
         return {Step::set_uid, errno};
     // A uid-0 sandbox keeps its sets across setresuid: clear them explicitly.
     if (::cap_set_proc(empty_caps) < 0)

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <sys/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstddef>
 
@@ -47,6 +49,16 @@ enum class Step : int {
     seccomp,
     exec,
 };
+
+// Credential changes as bare system calls. glibc's setresuid() & co. change
+// the ids of every thread of the process, signalling each thread it
+// believes exists and waiting for it: in a child cloned from a
+// multi-threaded runner those are the parent's threads, and one caught
+// starting or exiting at clone time is waited for forever. The child is a
+// single thread, so the per-thread system call is exactly what it needs.
+inline int raw_setresuid(unsigned uid) { return static_cast<int>(::syscall(SYS_setresuid, uid, uid, uid)); }
+inline int raw_setresgid(unsigned gid) { return static_cast<int>(::syscall(SYS_setresgid, gid, gid, gid)); }
+inline int raw_clear_groups() { return static_cast<int>(::syscall(SYS_setgroups, 0, nullptr)); }
 
 // The parent turns a Step into "Failed to <step> <object>".
 

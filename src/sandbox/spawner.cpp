@@ -133,13 +133,19 @@ int exec_program(const ChildPlan& plan)
     ::close(plan.sync_parent_fd);
     ::close(plan.error_read_fd);
     reset_signals();
+    // A worker never outlives the runner that started it: when the runner
+    // dies (kill -9 included), the kernel kills the worker and with it its
+    // pid namespace. Set before waiting for the go byte: a parent that died
+    // before this closed the socket, and the read fails.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        report(plan, Step::sync, errno);
     char go = 0;
     if (::read(plan.sync_fd, &go, 1) != 1)
         report(plan, Step::sync, errno ? errno : EPIPE);
     ::close(plan.sync_fd);
     // Credentials do not follow the id maps the parent wrote: until now we
     // are the host's root, which the new namespace cannot even name.
-    if (plan.spec->user_namespace && (::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0))
+    if (plan.spec->user_namespace && (detail::raw_setresgid(0) < 0 || detail::raw_setresuid(0) < 0))
         report(plan, Step::user_namespace_root, errno);
     // Leave the caller's session: sharing its controlling terminal would let
     // TIOCSTI type into the caller's shell.
