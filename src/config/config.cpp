@@ -194,14 +194,17 @@ Result<void> apply_inbox(const TableReader& t, Config& c)
 
 Result<void> apply_store(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"synchronous"}));
-    if (auto v = NPS_TRY(t.string("synchronous"))) {
-        if (*v == "full")
-            c.synchronous = store::Synchronous::full;
-        else if (*v == "normal")
-            c.synchronous = store::Synchronous::normal;
-        else
-            return t.fail("synchronous", "must be \"full\" or \"normal\"");
+    NPS_TRY_VOID(t.check_keys({"synchronous", "progress_synchronous"}));
+    for (auto [key, target] : {std::pair{"synchronous", &c.synchronous},
+                               std::pair{"progress_synchronous", &c.progress_synchronous}}) {
+        if (auto v = NPS_TRY(t.string(key))) {
+            if (*v == "full")
+                *target = store::Synchronous::full;
+            else if (*v == "normal")
+                *target = store::Synchronous::normal;
+            else
+                return t.fail(key, "must be \"full\" or \"normal\"");
+        }
     }
     return {};
 }

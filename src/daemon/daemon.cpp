@@ -124,7 +124,10 @@ Result<void> run(const config::Config& config)
 
     const Clock& clock = SystemClock::instance();
     store::OpenOptions store_options{.path = config.database_path(), .synchronous = config.synchronous};
-    auto loop_store = NPS_TRY(store::Store::open(store_options, clock));
+    // The executor's progress (claims, node states, events) on its own
+    // connection: docs/executor.md "Durability".
+    auto loop_store = NPS_TRY(store::Store::open(
+        {.path = store_options.path, .synchronous = config.progress_synchronous}, clock));
     api::StorePool pool(store_options, clock);
     std::optional<cgroup::CgroupBase> cgroup_base;
     api::Api api(config, pool, clock, prepare_worker_cgroups(cgroup_base));

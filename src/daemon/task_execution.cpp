@@ -240,8 +240,17 @@ void TaskExecution::finish_attempt(const std::string& node_id, std::uint64_t ser
         slots_.erase(it);
     }
     if (slot && slot->prepared) {
-        if (auto released = slot->prepared->release(); !released)
-            log::warning("task " + task_id() + " node " + node_id + ": " + released.error().describe());
+        // Unmounting and removing the worker's directories takes a few ms:
+        // off the loop, so the next node does not wait for it.
+        auto released = std::make_shared<std::optional<Result<void>>>();
+        ctx_.jobs.submit(
+            [released, prepared = std::shared_ptr<PreparedWorker>(std::move(slot->prepared))] {
+                *released = prepared->release();
+            },
+            [released, where = "task " + task_id() + " node " + node_id] {
+                if (*released && !**released)
+                    log::warning(where + ": " + (*released)->error().describe());
+            });
     }
     if (slot && run_ && !ended_)
         run_->attempt_finished(node_id, outcome);
@@ -277,19 +286,14 @@ void TaskExecution::preflight(const std::vector<std::pair<std::string, std::stri
     auto rejection = std::make_shared<std::optional<Error>>();
     ctx_.jobs.submit(
         [rejection, probes, launch = ctx_.launch] {
-            std::unique_ptr<image::ImageStore> images;
             for (const auto& [agent, action] : probes) {
                 auto resolution = resolve_agent_spec(launch, agent);
                 Result<void> ready = resolution ? Result<void>() : Result<void>(resolution.error());
-                if (ready && !images) {
-                    auto opened = image::ImageStore::open({.state_dir = launch.config.state_dir});
-                    if (opened)
-                        images = std::move(*opened);
-                    else
-                        ready = opened.error();
+                if (ready) {
+                    auto images = thread_image_store(launch.config.state_dir);
+                    ready = images ? ensure_image(launch, **images, resolution->spec.image)
+                                   : Result<void>(images.error());
                 }
-                if (ready)
-                    ready = ensure_image(launch, *images, resolution->spec.image);
                 if (!ready) {
                     *rejection = protocol_error("NOP-RESOURCE-INSUFFICIENT", "Preflight of agent '" + agent +
                                                                                  "' for '" + action +

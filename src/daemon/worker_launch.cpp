@@ -45,6 +45,20 @@ Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const
     return resolution;
 }
 
+Result<image::ImageStore*> thread_image_store(const std::string& state_dir)
+{
+    thread_local std::unique_ptr<image::ImageStore> store;
+    thread_local std::string opened_for;
+    if (!store || opened_for != state_dir) {
+        auto opened = image::ImageStore::open({.state_dir = state_dir});
+        if (!opened)
+            return unavailable("Failed to open the image store", opened.error());
+        store = std::move(*opened);
+        opened_for = state_dir;
+    }
+    return store.get();
+}
+
 Result<void> ensure_image(const LaunchContext& context, image::ImageStore& images, const std::string& reference)
 {
     auto found = images.resolve(reference);
@@ -66,15 +80,12 @@ Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& cont
     prepared->resolution = NPS_TRY(resolve_agent_spec(context, agent));
     const spawn::SpawnSpec& spec = prepared->resolution.spec;
 
-    auto images = image::ImageStore::open({.state_dir = context.config.state_dir});
-    if (!images)
-        return unavailable("Failed to open the image store", images.error());
-    prepared->images = std::move(*images);
-    NPS_TRY_VOID(ensure_image(context, *prepared->images, spec.image));
+    image::ImageStore* images = NPS_TRY(thread_image_store(context.config.state_dir));
+    NPS_TRY_VOID(ensure_image(context, *images, spec.image));
 
     prepared->worker_dir = context.config.state_dir + "/workers/" + worker_name;
     auto rootfs = image::prepare_worker_rootfs(
-        *prepared->images, {.ref = spec.image, .worker_dir = prepared->worker_dir, .holder = "worker " + worker_name});
+        *images, {.ref = spec.image, .worker_dir = prepared->worker_dir, .holder = "worker " + worker_name});
     if (!rootfs)
         return unavailable("Failed to make the root filesystem of image '" + spec.image + "'", rootfs.error());
     prepared->rootfs.emplace(std::move(*rootfs));

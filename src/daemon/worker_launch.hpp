@@ -29,7 +29,6 @@ inline constexpr const char* kImageUnavailable = "NOP-RESOURCE-INSUFFICIENT";
 
 struct PreparedWorker {
     spawn::Resolution resolution;
-    std::unique_ptr<image::ImageStore> images;
     std::optional<image::WorkerRootfs> rootfs;
     std::string worker_dir;
     image::ImageProcess process;
@@ -52,6 +51,10 @@ struct LaunchContext {
 
 // Resolves `agent` to its SpawnSpec only (preflight and dispatch share it).
 Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent);
+
+// This thread's connection to the image store of `state_dir`, opened on first
+// use (the pool's threads keep theirs; an ImageStore is not shared).
+Result<image::ImageStore*> thread_image_store(const std::string& state_dir);
 
 // The image named by the SpawnSpec, present in the store or pulled now.
 Result<void> ensure_image(const LaunchContext& context, image::ImageStore& images, const std::string& reference);

@@ -71,7 +71,8 @@ struct Config {
     std::size_t max_message_bytes = 256 * 1024;
 
     // [store]
-    store::Synchronous synchronous = store::Synchronous::full;
+    store::Synchronous synchronous = store::Synchronous::full;           // deposits and the API's writes
+    store::Synchronous progress_synchronous = store::Synchronous::normal;  // the executor's claims and node records
     // [sandbox]
     bool allow_host_network = false;        // may workers use the host's network
     bool allow_unenforced_limits = false;   // run with a limit the host cannot enforce (warned)

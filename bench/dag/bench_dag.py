@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""bench/dag: submit → COMPLETED latency of a 3-node linear DAG with trivial
+sandboxed workers (DESIGN.md §5: median ≤ 25 ms), through the real daemon.
+
+nps-runner: a `serve` on a scratch state directory (SQLite synchronous=FULL,
+the default), the demo worker image, three agents (emit → double → report).
+Each task is deposited over HTTP and polled until COMPLETED (client figure);
+the server figure is inbox:deposited → task:completed from the event log.
+
+Peer, in the same run: the same three workers as three cold `crun run`
+containers of the same image, one after the other, each fed its DelegateFrame
+on stdin — what a runner that starts a container per node pays, without any
+store or scheduling.
+
+    python3 bench/dag/bench_dag.py [--runner build/nps-runner] [--tasks 40]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import base64
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+INBOX = "urn:nps:agent:bench.local:pipeline"
+AGENTS = {
+    "fetch": ["emit", '{"value":2}'],
+    "double": ["double"],
+    "report": ["report"],
+}
+
+
+def spec_ref(command):
+    spec = {"image": "nps-demo-worker:1", "command": ["/bin/worker", *command]}
+    return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
+
+
+def http(method, url, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read() or b"null")
+
+
+def frame(task_id):
+    return {
+        "task_id": task_id,
+        "dag": {
+            "nodes": [
+                {"id": "fetch", "action": "nwp://bench.local/fetch", "agent": "urn:nps:agent:bench.local:fetch"},
+                {"id": "double", "action": "nwp://bench.local/double", "agent": "urn:nps:agent:bench.local:double",
+                 "input_from": ["fetch"], "input_mapping": {"value": "$.fetch.value"}},
+                {"id": "report", "action": "nwp://bench.local/report", "agent": "urn:nps:agent:bench.local:report",
+                 "input_from": ["double"], "input_mapping": {"answer": "$.double.value"}},
+            ],
+            "edges": [{"from": "fetch", "to": "double"}, {"from": "double", "to": "report"}],
+        },
+    }
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def rfc3339_ms(text):
+    # 2026-11-29T14:25:28.209Z
+    t = time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")
+    return (time.mktime(t) - time.timezone) * 1000 + int(text[20:23])
+
+
+def bench_nps(runner, image_dir, state, tasks):
+    subprocess.run([runner, "image", "import", image_dir, "--name", "nps-demo-worker:1", "--state-dir", state],
+                   check=True, stdout=subprocess.DEVNULL)
+    open(os.path.join(state, "config.toml"), "w").close()
+    log = open(os.path.join(state, "serve.log"), "w+")
+    serve = subprocess.Popen([runner, "serve", "--config", os.path.join(state, "config.toml"), "--state-dir", state,
+                              "--listen", "127.0.0.1:0", "--socket", "none", "--inbox", INBOX],
+                             stdout=log, stderr=log)
+    try:
+        url = None
+        for _ in range(300):
+            log.seek(0)
+            text = log.read()
+            m = re.search(r"listening on (http://[0-9.:]+)", text)
+            if m and "ready" in text:
+                url = m.group(1)
+                break
+            time.sleep(0.05)
+        if not url:
+            sys.exit("serve did not start:\n" + text)
+        for node, command in AGENTS.items():
+            nid = "urn:nps:agent:bench.local:" + node
+            http("PUT", f"{url}/v1/ndp/announces/{nid}",
+                 {"nid": nid, "activation_mode": "ephemeral", "spawn_spec_ref": spec_ref(command)})
+        client, server = [], []
+        for i in range(tasks + 3):
+            task_id = f"bench-{i}"
+            t0 = time.perf_counter()
+            http("POST", f"{url}/v1/inbox/{INBOX}", frame(task_id))
+            while True:
+                task = http("GET", f"{url}/v1/tasks/{task_id}")
+                if task["state"] in ("COMPLETED", "FAILED", "CANCELLED"):
+                    break
+                time.sleep(0.0005)
+            t1 = time.perf_counter()
+            if task["state"] != "COMPLETED" or task["aggregate"] != {"answer": 4}:
+                sys.exit(f"task {task_id} ended {task['state']}: {json.dumps(task)[:2000]}")
+            if i < 3:
+                continue  # warm-up: first layer unpack, page cache
+            events = {e["event"]: e["at"] for e in task["events"]}
+            client.append((t1 - t0) * 1000)
+            server.append(rfc3339_ms(events["task:completed"]) - rfc3339_ms(events["inbox:deposited"]))
+        return client, server
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.wait(timeout=30)
+
+
+def bench_crun(image_dir, work, tasks):
+    crun = shutil.which("crun")
+    if not crun:
+        return None
+    bundle = os.path.join(work, "bundle")
+    subprocess.run(["umoci", "unpack", "--image", image_dir + ":latest", bundle], check=True,
+                   stdout=subprocess.DEVNULL)
+    config_path = os.path.join(bundle, "config.json")
+    with open(config_path) as f:
+        base = json.load(f)
+    base["process"]["terminal"] = False
+    base["root"]["readonly"] = True
+    configs = {}
+    for node, command in AGENTS.items():
+        c = json.loads(json.dumps(base))
+        c["process"]["args"] = ["/bin/worker", *command]
+        c["process"]["env"] = ["PATH=/bin", "NPS_ACTION=nwp://bench.local/" + node, "NPS_NODE_ID=" + node]
+        configs[node] = c
+    with open(os.path.join(work, "configs.json"), "w") as f:
+        json.dump(configs, f)
+    # crun 1.8 refuses a hybrid cgroup host: run it in a mount namespace where
+    # the cgroup2 mount is hidden, so it uses the v1 hierarchies (as
+    # bench/spawn does). The namespace is made once, not per container.
+    hide = "mount -t tmpfs tmpfs /sys/fs/cgroup/unified && " if os.path.isdir("/sys/fs/cgroup/unified") else ""
+    out = subprocess.run(["unshare", "-m", "sh", "-c",
+                          hide + f"exec {sys.executable} {os.path.abspath(__file__)} --crun-peer {work} {tasks}"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("crun peer failed: " + out.stdout + out.stderr)
+    return json.loads(out.stdout)
+
+
+def crun_peer(work, tasks):
+    crun = shutil.which("crun")
+    bundle = os.path.join(work, "bundle")
+    config_path = os.path.join(bundle, "config.json")
+    with open(os.path.join(work, "configs.json")) as f:
+        configs = json.load(f)
+    params = {"fetch": {}, "double": {"value": 2}, "report": {"answer": 4}}
+    times = []
+    for i in range(tasks + 3):
+        t0 = time.perf_counter()
+        for node in ("fetch", "double", "report"):
+            with open(config_path, "w") as f:
+                json.dump(configs[node], f)
+            line = json.dumps({"node_id": node, "params": params[node]}) + "\n"
+            out = subprocess.run([crun, "run", "--bundle", bundle, f"bench-{os.getpid()}-{i}-{node}"],
+                                 input=line.encode(), capture_output=True, check=True)
+            if b'"is_final":true' not in out.stdout:
+                sys.exit(f"crun worker {node}: {out.stdout!r} {out.stderr!r}")
+        if i >= 3:
+            times.append((time.perf_counter() - t0) * 1000)
+    print(json.dumps(times))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runner", default=os.path.join(ROOT, "build", "nps-runner"))
+    parser.add_argument("--tasks", type=int, default=40)
+    parser.add_argument("--crun-peer", nargs=2, metavar=("WORK", "TASKS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.crun_peer:
+        crun_peer(args.crun_peer[0], int(args.crun_peer[1]))
+        return 0
+    if os.geteuid() != 0:
+        print("bench-dag: needs root (sandboxes, cgroups, overlay mounts)")
+        return 77
+    with tempfile.TemporaryDirectory(prefix="nps-bench-dag-") as work:
+        subprocess.run([os.path.join(ROOT, "demo", "make-image"), work], check=True, stdout=subprocess.DEVNULL)
+        image = os.path.join(work, "oci")
+        state = os.path.join(work, "state")
+        os.makedirs(state)
+        client, server = bench_nps(args.runner, image, state, args.tasks)
+        crun = bench_crun(image, work, max(10, args.tasks // 4))
+        for m in open("/proc/mounts").read().splitlines():
+            if work in m.split()[1]:
+                subprocess.run(["umount", "-l", m.split()[1]])
+    print(f"3-node linear DAG, trivial workers, {args.tasks} tasks one after another "
+          f"(load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cpus)")
+    print(f"  nps-runner submit → COMPLETED (client): median {statistics.median(client):6.1f} ms  "
+          f"p90 {pct(client, 90):6.1f} ms  min {min(client):6.1f} ms")
+    print(f"  nps-runner deposit → task:completed (server): median {statistics.median(server):6.1f} ms  "
+          f"p90 {pct(server, 90):6.1f} ms")
+    if crun:
+        print(f"  peer: 3 cold `crun run` of the same workers: median {statistics.median(crun):6.1f} ms  "
+              f"p90 {pct(crun, 90):6.1f} ms")
+        print(f"  ratio crun / nps-runner (medians): {statistics.median(crun) / statistics.median(client):.2f}x")
+    else:
+        print("  peer: crun not installed (apt install crun)")
+    print(f"  target: median ≤ 25 ms — {'MET' if statistics.median(client) <= 25 else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
