@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// guarded_get / trusted_get on the libcurl easy interface: one handle per hop,
-// so nothing (connections, DNS cache, pinned addresses) outlives a hop.
+// guarded_request / trusted_request (and their GET forms) on the libcurl easy
+// interface: one handle per hop, so nothing (connections, DNS cache, pinned
+// addresses) outlives a hop.
 #include "nps/net/guarded_fetch.hpp"
 
 #include <curl/curl.h>
@@ -12,11 +13,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <memory>
-#include <mutex>
 
 #include "nps/base/limits.hpp"
 #include "nps/base/unique_fd.hpp"
+#include "nps/net/curl_easy.hpp"
 #include "nps/proto/destination_policy.hpp"
 
 namespace nps::net {
@@ -24,24 +24,6 @@ namespace nps::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::once_flag g_curl_once;
-CURLcode g_curl_init_result = CURLE_OK;
-
-Result<void> ensure_curl_initialized()
-{
-    std::call_once(g_curl_once, [] { g_curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-    if (g_curl_init_result != CURLE_OK)
-        return internal_error(std::string("Failed to initialize libcurl: ") + curl_easy_strerror(g_curl_init_result));
-    return {};
-}
-
-struct EasyDeleter {
-    void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
-};
-struct SlistDeleter {
-    void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
-};
 
 // Everything the curl callbacks of one hop touch.
 struct HopState {
@@ -79,35 +61,10 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     return bytes;
 }
 
-std::string_view trim(std::string_view text)
-{
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-        text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
-        text.remove_suffix(1);
-    return text;
-}
-
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user)
 {
-    auto* state = static_cast<HopState*>(user);
     const std::size_t bytes = size * count;
-    const std::string_view line(data, bytes);
-    if (line.starts_with("HTTP/")) {
-        state->headers.clear();  // a new response block: keep only the last one's headers
-        return bytes;
-    }
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos)
-        return bytes;
-    std::string name(trim(line.substr(0, colon)));
-    for (char& c : name)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    const std::string value(trim(line.substr(colon + 1)));
-    auto [it, inserted] = state->headers.try_emplace(std::move(name), value);
-    if (!inserted)
-        it->second += ", " + value;
+    curl::collect_header(static_cast<HopState*>(user)->headers, std::string_view(data, bytes));
     return bytes;
 }
 
@@ -176,15 +133,7 @@ Result<std::string> read_small_file(const std::string& path, const std::string& 
 // Where this libcurl finds the system CA bundle, or "".
 std::string system_ca_path()
 {
-    static const std::string path = [] {
-        if (!ensure_curl_initialized())
-            return std::string();
-        std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
-        char* found = nullptr;
-        if (!handle || curl_easy_getinfo(handle.get(), CURLINFO_CAINFO, &found) != CURLE_OK || found == nullptr)
-            return std::string();
-        return std::string(found);
-    }();
+    static const std::string path = curl::default_ca_path();
     return path;
 }
 
@@ -229,19 +178,10 @@ struct HopResult {
 
 Result<HopResult> perform_hop(const HopOptions& options)
 {
-    NPS_TRY_VOID(ensure_curl_initialized());
     const std::string what = options.method + " '" + options.url + "'";
-    std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
-    if (!handle)
-        return internal_error(what + " failed: curl_easy_init failed");
+    const curl::Easy handle = NPS_TRY(curl::new_easy(what));
     CURL* curl = handle.get();
-
-    CURLcode setopt_error = CURLE_OK;
-    auto set = [&](CURLoption option, auto value) {
-        const CURLcode rc = curl_easy_setopt(curl, option, value);
-        if (rc != CURLE_OK && setopt_error == CURLE_OK)
-            setopt_error = rc;
-    };
+    curl::Setter set(curl);
 
     HopState state;
     state.max_body_bytes = options.max_body_bytes;
@@ -251,10 +191,9 @@ Result<HopResult> perform_hop(const HopOptions& options)
     if (options.cancel && options.cancel->load())
         return internal_error(what + " cancelled");
 
-    std::unique_ptr<curl_slist, SlistDeleter> resolve;
+    curl::Slist resolve;
     if (options.resolve_entry) {
-        resolve.reset(curl_slist_append(nullptr, options.resolve_entry->c_str()));
-        if (!resolve)
+        if (!curl::append(resolve, *options.resolve_entry))
             return internal_error(what + " failed: out of memory");
         set(CURLOPT_RESOLVE, resolve.get());
     }
@@ -262,14 +201,10 @@ Result<HopResult> perform_hop(const HopOptions& options)
     std::vector<std::string> header_lines = options.header_lines;
     if (has_body)
         header_lines.emplace_back("Expect:");  // no 100-continue round trip
-    std::unique_ptr<curl_slist, SlistDeleter> headers;
-    for (const std::string& line : header_lines) {
-        curl_slist* list = curl_slist_append(headers.get(), line.c_str());
-        if (list == nullptr)
+    curl::Slist headers;
+    for (const std::string& line : header_lines)
+        if (!curl::append(headers, line))
             return internal_error(what + " failed: out of memory");
-        if (!headers)
-            headers.reset(list);
-    }
 
     set(CURLOPT_URL, options.url.c_str());
     set(CURLOPT_PROTOCOLS_STR, options.protocols);
@@ -316,8 +251,8 @@ Result<HopResult> perform_hop(const HopOptions& options)
     set(CURLOPT_OPENSOCKETDATA, static_cast<void*>(&state));
     if (headers)
         set(CURLOPT_HTTPHEADER, headers.get());
-    if (setopt_error != CURLE_OK)
-        return internal_error(what + " failed: " + curl_easy_strerror(setopt_error));
+    if (set.error() != CURLE_OK)
+        return internal_error(what + " failed: " + curl_easy_strerror(set.error()));
 
     const CURLcode rc = curl_easy_perform(curl);
     if (state.cancelled)
