@@ -205,6 +205,14 @@ Result<std::int64_t> SqliteStore::discard_node_reports()
     return guarded<std::int64_t>(
         [&] { return std::string("Failed to discard node reports"); },
         [&]() -> Result<std::int64_t> {
+            {
+                // A runner without a task store calls this at every wake: take
+                // the write lock only when there is something to delete.
+                auto st = use(report_any_node_,
+                              "SELECT EXISTS (SELECT 1 FROM report_outbox WHERE kind = 'node' AND status = 'pending')");
+                if (!st->executeStep() || st->getColumn(0).getInt() == 0)
+                    return std::int64_t{0};
+            }
             WriteTransaction txn(*this);
             std::int64_t discarded = 0;
             {

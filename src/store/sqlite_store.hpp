@@ -256,7 +256,8 @@ private:
     CachedStatement announce_put_, announce_get_, announce_list_;
     // outbox.cpp
     CachedStatement report_claim_, report_delivered_, report_retry_, report_dead_, report_release_;
-    CachedStatement report_discard_, report_counts_, report_due_, report_dead_list_, report_task_key_;
+    CachedStatement report_discard_, report_any_node_, report_counts_, report_due_, report_dead_list_;
+    CachedStatement report_task_key_;
 };
 
 }  // namespace nps::store::detail
