@@ -221,6 +221,14 @@ Result<net::HttpResponse> Api::render_metrics()
         for (const auto& nid : config_.inboxes)
             if (auto d = (*store)->depth(nid))
                 gauges += "nps_inbox_depth{nid=\"" + nid + "\"} " + std::to_string(*d) + "\n";
+        if (auto counts = (*store)->report_counts()) {
+            gauges += "# HELP nps_report_backlog Outbox reports (node states, callbacks) not yet delivered.\n"
+                      "# TYPE nps_report_backlog gauge\nnps_report_backlog " +
+                      std::to_string(counts->backlog) + "\n";
+            gauges += "# HELP nps_report_dead Outbox reports refused or abandoned (kept for inspection).\n"
+                      "# TYPE nps_report_dead gauge\nnps_report_dead " +
+                      std::to_string(counts->dead) + "\n";
+        }
     }
     if (hooks_.metrics)
         gauges += hooks_.metrics();

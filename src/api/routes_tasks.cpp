@@ -134,11 +134,26 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
 
 namespace {
 
-// The node report body (DESIGN §3.2): {dedup_key, state, attempts?, runner_nid?,
-// result?, error?:{code, message} | error_code?, killed_reason?}.
-Result<store::NodeResult> parse_node_report(const Json& body)
+// The node report body (DESIGN §3.2; docs/reporting.md): {dedup_key, state,
+// attempts?, runner_nid?, result?, error?:{code, message} | error_code?,
+// killed_reason?} plus what report::node_report_body sends besides: task_id?
+// and node_id? (must name the path's task and node), reported_at? (RFC 3339;
+// informational). The record is not fenced on runner_nid's lease: a report
+// arrives through the sender's durable outbox, possibly after its lease
+// ended; idempotency on (task_id, node_id, dedup_key) and the terminal-state
+// rules of record_node_result decide.
+Result<store::NodeResult> parse_node_report(const Json& body, const std::string& task_id, const std::string& node_id)
 {
     store::NodeResult result;
+    result.task_id = task_id;
+    result.node_id = node_id;
+    result.fence = store::LeaseFence::none;
+    if (auto named = NPS_TRY(optional_string(body, "task_id", limits::kMaxIdChars)); named && *named != task_id)
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "task_id '" + *named + "' does not match the path's task");
+    if (auto named = NPS_TRY(optional_string(body, "node_id", limits::kMaxIdChars)); named && *named != node_id)
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "node_id '" + *named + "' does not match the path's node");
+    if (auto at = NPS_TRY(optional_string(body, "reported_at", 64)); at && !parse_rfc3339_ms(*at))
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "reported_at '" + *at + "' is not an RFC 3339 time");
     result.dedup_key = NPS_TRY(required_string(body, "dedup_key", 64));
     result.state = NPS_TRY(required_string(body, "state", 32));
     for (auto& c : result.state)
@@ -176,9 +191,7 @@ Result<net::HttpResponse> Api::report_node(const net::HttpRequest& request, cons
 {
     if (!proto::is_valid_identifier(node_id))
         return protocol_error("NWP-HTTP-PARAM-INVALID", "node id '" + node_id + "' is not a valid identifier");
-    auto result = NPS_TRY(parse_node_report(NPS_TRY(parse_json_object(request.body))));
-    result.task_id = task_id;
-    result.node_id = node_id;
+    auto result = NPS_TRY(parse_node_report(NPS_TRY(parse_json_object(request.body)), task_id, node_id));
     auto outcome = NPS_TRY(NPS_TRY(stores_.acquire())->record_node_result(result));
     ++metrics_.node_results;
     return json_response(200, {{"outcome", store::to_string(outcome)},

@@ -95,17 +95,19 @@ private:
     const std::string& origin_;
 };
 
-Result<std::string> read_token_file(const std::string& path)
+// The first line of a token file; `key` names the setting in messages.
+Result<std::string> read_token_file(const std::string& path, const std::string& key, std::size_t min_chars)
 {
     std::ifstream in(path);
     if (!in)
-        return system_error_errno("Failed to read api.token_file '" + path + "'");
+        return system_error_errno("Failed to read " + key + " '" + path + "'");
     std::string token;
     std::getline(in, token);
     while (!token.empty() && (token.back() == '\r' || token.back() == ' '))
         token.pop_back();
-    if (token.size() < 16)
-        return internal_error("api.token_file '" + path + "' holds a token shorter than 16 characters");
+    if (token.size() < min_chars)
+        return internal_error(key + " '" + path + "' holds a token shorter than " + std::to_string(min_chars) +
+                              " characters");
     return token;
 }
 
@@ -170,7 +172,7 @@ Result<void> apply_api(const TableReader& t, Config& c)
         c.token = *token;
     }
     if (token_file)
-        c.token = NPS_TRY(read_token_file(*token_file));
+        c.token = NPS_TRY(read_token_file(*token_file, "api.token_file", 16));
     if (auto v = NPS_TRY(t.strings("allowed_nids"))) {
         for (const auto& nid : *v)
             if (!proto::is_valid_nid(nid))
@@ -422,6 +424,63 @@ Result<void> apply_spawn(const TableReader& t, Config& c)
     return {};
 }
 
+Result<void> apply_report(const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"task_store_url", "task_store_token", "task_store_token_file", "ca_file",
+                                "timeout_seconds", "retry_initial_ms", "retry_max_ms", "max_age_seconds",
+                                "callback_allow_destinations"}));
+    ReportPolicy& r = c.report;
+    r.task_store_url = NPS_TRY(service_url(t, "task_store_url"));
+    if (r.task_store_url)
+        while (r.task_store_url->size() > 1 && r.task_store_url->back() == '/')  // ".../tasks/" = ".../tasks"
+            r.task_store_url->pop_back();
+    auto token = NPS_TRY(t.string("task_store_token"));
+    auto token_file = NPS_TRY(t.string("task_store_token_file"));
+    if (token && token_file)
+        return t.fail("task_store_token", "set either task_store_token or task_store_token_file, not both");
+    if (token_file) {
+        if (token_file->empty())
+            return t.fail("task_store_token_file", "must name a file");
+        token = NPS_TRY(read_token_file(*token_file, "report.task_store_token_file", 1));
+    }
+    if (token) {
+        const bool ok = !token->empty() && token->size() <= limits::kMaxReportTokenChars && !has_control(*token) &&
+                        token->find(' ') == std::string::npos;
+        if (!ok)
+            return t.fail(token_file ? "task_store_token_file" : "task_store_token",
+                          "the token must be 1 to " + std::to_string(limits::kMaxReportTokenChars) +
+                              " characters without spaces or control characters");
+        if (!r.task_store_url)
+            return t.fail("task_store_token", "is set but task_store_url is not");
+        r.task_store_token = *token;
+    }
+    if (auto v = NPS_TRY(t.string("ca_file"))) {
+        if (v->empty() || v->front() != '/')
+            return t.fail("ca_file", "must be an absolute path to a PEM file");
+        r.ca_file = *v;
+    }
+    if (auto v = NPS_TRY(t.integer("timeout_seconds", 1, limits::kMaxReportTimeoutSeconds)))
+        r.timeout_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("retry_initial_ms", limits::kMinReportRetryMs, limits::kMaxReportRetryMs)))
+        r.retry_initial_ms = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("retry_max_ms", limits::kMinReportRetryMs, limits::kMaxReportRetryMs)))
+        r.retry_max_ms = static_cast<std::uint32_t>(*v);
+    if (r.retry_initial_ms > r.retry_max_ms)
+        return t.fail("retry_initial_ms", "must not exceed retry_max_ms (" + std::to_string(r.retry_max_ms) + ")");
+    if (auto v = NPS_TRY(t.integer("max_age_seconds", 60, limits::kMaxReportMaxAgeSeconds)))
+        r.max_age_seconds = *v;
+    if (auto v = NPS_TRY(t.strings("callback_allow_destinations"))) {
+        if (v->size() > limits::kMaxReportAllowDestinations)
+            return t.fail("callback_allow_destinations",
+                          "more than " + std::to_string(limits::kMaxReportAllowDestinations) + " entries");
+        for (const auto& entry : *v)
+            if (auto parsed = proto::parse_destination_allow_entry(entry); !parsed)
+                return t.fail("callback_allow_destinations", parsed.error().message);
+        r.callback_allow_destinations = *v;
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string default_runner_nid()
@@ -453,7 +512,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     }
     Config config;
     static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox", "images",
-                                                       "workers", "spawn"};
+                                                       "workers", "spawn", "report"};
     for (const auto& [key, node] : root) {
         std::string name(key.str());
         if (!sections.count(name))
@@ -470,6 +529,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     NPS_TRY_VOID(apply_images(root["images"].as_table(), table("images"), origin, config));
     NPS_TRY_VOID(apply_workers(root["workers"].as_table(), table("workers"), config));
     NPS_TRY_VOID(apply_spawn(table("spawn"), config));
+    NPS_TRY_VOID(apply_report(table("report"), config));
     if (config.runner_nid.empty())
         config.runner_nid = default_runner_nid();
     return config;

@@ -19,6 +19,7 @@
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/report/deliverer.hpp"
 #include "nps/supervisor/event_loop.hpp"
 #include "executor.hpp"
 
@@ -132,13 +133,16 @@ Result<void> run(const config::Config& config)
     std::optional<cgroup::CgroupBase> cgroup_base;
     api::Api api(config, pool, clock, prepare_worker_cgroups(cgroup_base));
 
+    // The report outbox's deliverer (docs/reporting.md): node states to the
+    // task store, task callbacks; told whenever the executor records.
+    auto deliverer = NPS_TRY(report::Deliverer::start(config, clock));
     auto executor = NPS_TRY(Executor::create({.config = config,
                                               .clock = clock,
                                               .loop = *loop,
                                               .store = *loop_store,
                                               .stores = pool,
                                               .cgroups = cgroup_base ? &*cgroup_base : nullptr,
-                                              .recorded = {}}));
+                                              .recorded = [&deliverer] { deliverer->notify(); }}));
     api.set_hooks({.deposited = [&executor] { executor->wake(); },
                    .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
                    .metrics = [&executor] { return executor->render_metrics(); },

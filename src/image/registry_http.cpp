@@ -6,47 +6,16 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cctype>
 #include <ctime>
 #include <memory>
-#include <mutex>
 
 #include "nps/base/limits.hpp"
+#include "nps/net/curl_easy.hpp"
 #include "nps/net/http_server.hpp"  // is_loopback_host
 
 namespace nps::image::detail {
 
 namespace {
-
-std::once_flag g_curl_once;
-CURLcode g_curl_init = CURLE_OK;
-
-struct EasyDeleter {
-    void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
-};
-struct SlistDeleter {
-    void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
-};
-struct UrlDeleter {
-    void operator()(CURLU* url) const noexcept { curl_url_cleanup(url); }
-};
-
-std::string lower(std::string_view text)
-{
-    std::string out(text);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
-std::string_view trim(std::string_view text)
-{
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-        text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
-        text.remove_suffix(1);
-    return text;
-}
 
 // State the callbacks share with http_get.
 struct Transfer {
@@ -60,23 +29,11 @@ struct Transfer {
     std::optional<Error> sink_error;
 };
 
+// A followed redirect starts a new response: only the last one's headers are kept.
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user)
 {
-    auto* t = static_cast<Transfer*>(user);
     const std::size_t bytes = size * count;
-    const std::string_view line(data, bytes);
-    if (line.substr(0, 5) == "HTTP/") {
-        t->answer->headers.clear();  // a new response (a redirect was followed): keep only the last one's
-        return bytes;
-    }
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos)
-        return bytes;
-    std::string name = lower(trim(line.substr(0, colon)));
-    std::string value(trim(line.substr(colon + 1)));
-    auto [it, inserted] = t->answer->headers.try_emplace(std::move(name), value);
-    if (!inserted)
-        it->second += ", " + value;
+    net::curl::collect_header(static_cast<Transfer*>(user)->answer->headers, std::string_view(data, bytes));
     return bytes;
 }
 
@@ -136,19 +93,6 @@ bool transient(CURLcode rc)
     }
 }
 
-std::string url_host(const std::string& url)
-{
-    std::unique_ptr<CURLU, UrlDeleter> parsed(curl_url());
-    if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
-        return {};
-    char* host = nullptr;
-    if (curl_url_get(parsed.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK || host == nullptr)
-        return {};
-    std::string out(host);
-    curl_free(host);
-    return out;
-}
-
 HttpOutcome failure(std::string message, bool is_transient)
 {
     HttpOutcome out;
@@ -161,14 +105,7 @@ HttpOutcome failure(std::string message, bool is_transient)
 
 std::string default_ca_bundle_path()
 {
-    std::call_once(g_curl_once, [] { g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT); });
-    std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
-    if (!handle)
-        return {};
-    char* path = nullptr;
-    if (curl_easy_getinfo(handle.get(), CURLINFO_CAINFO, &path) != CURLE_OK || path == nullptr)
-        return {};
-    return path;
+    return net::curl::default_ca_path();
 }
 
 std::optional<long> retry_after_ms(const HttpAnswer& answer)
@@ -191,20 +128,13 @@ std::optional<long> retry_after_ms(const HttpAnswer& answer)
 
 HttpOutcome http_get(const HttpSession& session, const HttpGet& request)
 {
-    std::call_once(g_curl_once, [] { g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT); });
-    if (g_curl_init != CURLE_OK)
-        return failure(std::string("Failed to initialize libcurl: ") + curl_easy_strerror(g_curl_init), false);
-    std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
+    if (auto init = net::curl::global_init(); !init)
+        return failure(init.error().message, false);
+    net::curl::Easy handle(curl_easy_init());
     if (!handle)
         return failure("curl_easy_init failed", false);
     CURL* curl = handle.get();
-
-    CURLcode setopt_error = CURLE_OK;
-    auto set = [&](CURLoption option, auto value) {
-        const CURLcode rc = curl_easy_setopt(curl, option, value);
-        if (rc != CURLE_OK && setopt_error == CURLE_OK)
-            setopt_error = rc;
-    };
+    net::curl::Setter set(curl);
 
     HttpAnswer answer;
     Transfer transfer{.curl = curl, .request = &request, .answer = &answer};
@@ -241,20 +171,16 @@ HttpOutcome http_get(const HttpSession& session, const HttpGet& request)
         ca.flags = CURL_BLOB_NOCOPY;
         set(CURLOPT_CAINFO_BLOB, &ca);
     }
-    if (net::is_loopback_host(url_host(request.url)))
+    if (net::is_loopback_host(net::curl::url_host(request.url)))
         set(CURLOPT_PROXY, "");  // a registry on loopback is never behind the environment's proxy
 
-    std::unique_ptr<curl_slist, SlistDeleter> headers;
-    for (const auto& line : request.headers) {
-        curl_slist* list = curl_slist_append(headers.get(), line.c_str());
-        if (list == nullptr)
+    net::curl::Slist headers;
+    for (const auto& line : request.headers)
+        if (!net::curl::append(headers, line))
             return failure("out of memory building request headers", false);
-        if (!headers)
-            headers.reset(list);
-    }
     set(CURLOPT_HTTPHEADER, headers.get());
-    if (setopt_error != CURLE_OK)
-        return failure(std::string("Failed to set up the request: ") + curl_easy_strerror(setopt_error), false);
+    if (set.error() != CURLE_OK)
+        return failure(std::string("Failed to set up the request: ") + curl_easy_strerror(set.error()), false);
 
     const CURLcode rc = curl_easy_perform(curl);
     if (transfer.sink_error) {

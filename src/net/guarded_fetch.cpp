@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// guarded_get / trusted_get on the libcurl easy interface: one handle per hop,
-// so nothing (connections, DNS cache, pinned addresses) outlives a hop.
+// guarded_request / trusted_request (and their GET forms) on the libcurl easy
+// interface: one handle per hop, so nothing (connections, DNS cache, pinned
+// addresses) outlives a hop.
 #include "nps/net/guarded_fetch.hpp"
 
 #include <curl/curl.h>
@@ -12,11 +13,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <memory>
-#include <mutex>
 
 #include "nps/base/limits.hpp"
 #include "nps/base/unique_fd.hpp"
+#include "nps/net/curl_easy.hpp"
 #include "nps/proto/destination_policy.hpp"
 
 namespace nps::net {
@@ -24,24 +24,6 @@ namespace nps::net {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::once_flag g_curl_once;
-CURLcode g_curl_init_result = CURLE_OK;
-
-Result<void> ensure_curl_initialized()
-{
-    std::call_once(g_curl_once, [] { g_curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-    if (g_curl_init_result != CURLE_OK)
-        return internal_error(std::string("Failed to initialize libcurl: ") + curl_easy_strerror(g_curl_init_result));
-    return {};
-}
-
-struct EasyDeleter {
-    void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
-};
-struct SlistDeleter {
-    void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
-};
 
 // Everything the curl callbacks of one hop touch.
 struct HopState {
@@ -51,7 +33,21 @@ struct HopState {
     std::map<std::string, std::string> headers;
     const std::vector<proto::IpAddress>* allowed = nullptr;  // null: any address (trusted_get)
     std::string refused_address;
+    const std::atomic<bool>* cancel = nullptr;
+    bool cancelled = false;
 };
+
+// Curl calls this about once a second, and more often while data moves: a
+// set cancel flag aborts the transfer (CURLE_ABORTED_BY_CALLBACK).
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
+{
+    auto* state = static_cast<HopState*>(user);
+    if (state->cancel && state->cancel->load()) {
+        state->cancelled = true;
+        return 1;
+    }
+    return 0;
+}
 
 std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
 {
@@ -65,35 +61,10 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     return bytes;
 }
 
-std::string_view trim(std::string_view text)
-{
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-        text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
-        text.remove_suffix(1);
-    return text;
-}
-
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user)
 {
-    auto* state = static_cast<HopState*>(user);
     const std::size_t bytes = size * count;
-    const std::string_view line(data, bytes);
-    if (line.starts_with("HTTP/")) {
-        state->headers.clear();  // a new response block: keep only the last one's headers
-        return bytes;
-    }
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos)
-        return bytes;
-    std::string name(trim(line.substr(0, colon)));
-    for (char& c : name)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    const std::string value(trim(line.substr(colon + 1)));
-    auto [it, inserted] = state->headers.try_emplace(std::move(name), value);
-    if (!inserted)
-        it->second += ", " + value;
+    curl::collect_header(static_cast<HopState*>(user)->headers, std::string_view(data, bytes));
     return bytes;
 }
 
@@ -162,15 +133,7 @@ Result<std::string> read_small_file(const std::string& path, const std::string& 
 // Where this libcurl finds the system CA bundle, or "".
 std::string system_ca_path()
 {
-    static const std::string path = [] {
-        if (!ensure_curl_initialized())
-            return std::string();
-        std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
-        char* found = nullptr;
-        if (!handle || curl_easy_getinfo(handle.get(), CURLINFO_CAINFO, &found) != CURLE_OK || found == nullptr)
-            return std::string();
-        return std::string(found);
-    }();
+    static const std::string path = curl::default_ca_path();
     return path;
 }
 
@@ -193,6 +156,9 @@ Result<std::optional<std::string>> ca_bundle(const std::optional<std::string>& c
 }
 
 struct HopOptions {
+    std::string method = "GET";
+    const std::optional<std::string>* body = nullptr;  // null or empty optional: no body
+    const std::atomic<bool>* cancel = nullptr;
     std::string url;
     const char* protocols = "https";
     std::optional<std::string> resolve_entry;              // "host:port:addr,addr"
@@ -212,46 +178,54 @@ struct HopResult {
 
 Result<HopResult> perform_hop(const HopOptions& options)
 {
-    NPS_TRY_VOID(ensure_curl_initialized());
-    const std::string what = "GET '" + options.url + "'";
-    std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
-    if (!handle)
-        return internal_error(what + " failed: curl_easy_init failed");
+    const std::string what = options.method + " '" + options.url + "'";
+    const curl::Easy handle = NPS_TRY(curl::new_easy(what));
     CURL* curl = handle.get();
-
-    CURLcode setopt_error = CURLE_OK;
-    auto set = [&](CURLoption option, auto value) {
-        const CURLcode rc = curl_easy_setopt(curl, option, value);
-        if (rc != CURLE_OK && setopt_error == CURLE_OK)
-            setopt_error = rc;
-    };
+    curl::Setter set(curl);
 
     HopState state;
     state.max_body_bytes = options.max_body_bytes;
     state.allowed = options.allowed;
+    state.cancel = options.cancel;
     char error_buffer[CURL_ERROR_SIZE] = {};
+    if (options.cancel && options.cancel->load())
+        return internal_error(what + " cancelled");
 
-    std::unique_ptr<curl_slist, SlistDeleter> resolve;
+    curl::Slist resolve;
     if (options.resolve_entry) {
-        resolve.reset(curl_slist_append(nullptr, options.resolve_entry->c_str()));
-        if (!resolve)
+        if (!curl::append(resolve, *options.resolve_entry))
             return internal_error(what + " failed: out of memory");
         set(CURLOPT_RESOLVE, resolve.get());
     }
-    std::unique_ptr<curl_slist, SlistDeleter> headers;
-    for (const std::string& line : options.header_lines) {
-        curl_slist* list = curl_slist_append(headers.get(), line.c_str());
-        if (list == nullptr)
+    const bool has_body = options.body && options.body->has_value();
+    std::vector<std::string> header_lines = options.header_lines;
+    if (has_body)
+        header_lines.emplace_back("Expect:");  // no 100-continue round trip
+    curl::Slist headers;
+    for (const std::string& line : header_lines)
+        if (!curl::append(headers, line))
             return internal_error(what + " failed: out of memory");
-        if (!headers)
-            headers.reset(list);
-    }
 
     set(CURLOPT_URL, options.url.c_str());
     set(CURLOPT_PROTOCOLS_STR, options.protocols);
     set(CURLOPT_REDIR_PROTOCOLS_STR, options.protocols);
     set(CURLOPT_FOLLOWLOCATION, 0L);
-    set(CURLOPT_HTTPGET, 1L);
+    if (has_body) {
+        const std::string& body = **options.body;
+        set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+        set(CURLOPT_POSTFIELDS, body.c_str());
+        if (options.method != "POST")
+            set(CURLOPT_CUSTOMREQUEST, options.method.c_str());
+    } else if (options.method == "GET") {
+        set(CURLOPT_HTTPGET, 1L);
+    } else {
+        set(CURLOPT_CUSTOMREQUEST, options.method.c_str());
+    }
+    if (options.cancel) {
+        set(CURLOPT_NOPROGRESS, 0L);
+        set(CURLOPT_XFERINFOFUNCTION, &on_progress);
+        set(CURLOPT_XFERINFODATA, static_cast<void*>(&state));
+    }
     set(CURLOPT_NOSIGNAL, 1L);
     set(CURLOPT_PROXY, "");   // never through an environment proxy: it would bypass the pinning
     set(CURLOPT_NOPROXY, "*");
@@ -277,10 +251,12 @@ Result<HopResult> perform_hop(const HopOptions& options)
     set(CURLOPT_OPENSOCKETDATA, static_cast<void*>(&state));
     if (headers)
         set(CURLOPT_HTTPHEADER, headers.get());
-    if (setopt_error != CURLE_OK)
-        return internal_error(what + " failed: " + curl_easy_strerror(setopt_error));
+    if (set.error() != CURLE_OK)
+        return internal_error(what + " failed: " + curl_easy_strerror(set.error()));
 
     const CURLcode rc = curl_easy_perform(curl);
+    if (state.cancelled)
+        return internal_error(what + " cancelled");
     if (state.body_overflow || rc == CURLE_FILESIZE_EXCEEDED)
         return internal_error(what + " failed: the body exceeds " + std::to_string(options.max_body_bytes) + " bytes");
     if (!state.refused_address.empty())
@@ -333,12 +309,31 @@ long remaining_ms(Clock::time_point deadline)
     return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
 }
 
-}  // namespace
+// The validators of a conditional GET (guarded_get's revalidation).
+struct Validators {
+    const std::string& url;
+    const std::optional<std::string>& if_none_match;
+    const std::optional<std::string>& if_modified_since;
+};
 
-Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
+bool follows(RedirectRule rule, long status)
+{
+    switch (rule) {
+    case RedirectRule::all:
+        return is_redirect(status);
+    case RedirectRule::method_preserving:
+        return status == 307 || status == 308;
+    case RedirectRule::none:
+        return false;
+    }
+    return false;
+}
+
+// Hops until an answer the rule does not follow; any status is a response.
+Result<FetchedResponse> run_guarded(const GuardedRequest& request, const Validators* validators)
 {
     if (request.guard == nullptr)
-        return internal_error("guarded_get: no destination guard");
+        return internal_error("guarded request: no destination guard");
     const auto deadline = Clock::now() + std::chrono::milliseconds(request.limits.timeout_ms);
     FetchedResponse response;
     std::string url = request.url;
@@ -355,6 +350,11 @@ Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
         const AdmittedDestination admitted = NPS_TRY(request.guard->admit(url, what, static_cast<int>(left)));
 
         HopOptions options;
+        // RedirectRule::all follows with a GET (no body), as browsers and curl do for 301/302/303.
+        const bool resend = hop == 0 || request.redirects == RedirectRule::method_preserving;
+        options.method = resend ? request.method : "GET";
+        options.body = resend ? &request.body : nullptr;
+        options.cancel = request.cancel;
         options.url = url;
         options.allowed = &admitted.addresses;
         if (!admitted.destination.literal)
@@ -363,11 +363,11 @@ Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
         options.max_body_bytes = request.limits.max_body_bytes;
         for (const auto& [name, value] : request.headers)
             options.header_lines.push_back(name + ": " + value);
-        const bool revalidating = !request.validators_url.empty() && url == request.validators_url;
-        if (revalidating && request.if_none_match)
-            options.header_lines.push_back("If-None-Match: " + *request.if_none_match);
-        if (revalidating && request.if_modified_since)
-            options.header_lines.push_back("If-Modified-Since: " + *request.if_modified_since);
+        const bool revalidating = validators && url == validators->url;
+        if (revalidating && validators->if_none_match)
+            options.header_lines.push_back("If-None-Match: " + *validators->if_none_match);
+        if (revalidating && validators->if_modified_since)
+            options.header_lines.push_back("If-Modified-Since: " + *validators->if_modified_since);
         left = remaining_ms(deadline);
         if (left <= 0)
             return fail("no answer within " + std::to_string(request.limits.timeout_ms) + " ms");
@@ -378,7 +378,7 @@ Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
             return fail(performed.error().describe());
         HopResult& result = *performed;
         const std::string answered = hop == 0 ? std::string("the server") : shown(url);
-        if (is_redirect(result.status)) {
+        if (follows(request.redirects, result.status)) {
             if (!result.redirect_url)
                 return fail(answered + " answered HTTP " + std::to_string(result.status) + " without a Location");
             if (hop >= request.limits.max_redirects)
@@ -387,8 +387,6 @@ Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
             response.redirects.push_back(url);
             continue;
         }
-        if (!(result.status == 304 && revalidating) && (result.status < 200 || result.status > 299))
-            return fail(answered + " answered HTTP " + std::to_string(result.status));
         response.status = result.status;
         response.headers = std::move(result.headers);
         response.body = std::move(result.body);
@@ -397,16 +395,57 @@ Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
     }
 }
 
+}  // namespace
+
+Result<FetchedResponse> guarded_get(const GuardedGetRequest& request)
+{
+    const GuardedRequest generic{.url = request.url,
+                                 .what = request.what,
+                                 .guard = request.guard,
+                                 .ca_file = request.ca_file,
+                                 .limits = request.limits,
+                                 .redirects = RedirectRule::all,
+                                 .headers = request.headers};
+    const Validators validators{request.validators_url, request.if_none_match, request.if_modified_since};
+    FetchedResponse response =
+        NPS_TRY(run_guarded(generic, request.validators_url.empty() ? nullptr : &validators));
+    const bool revalidated = response.status == 304 && !request.validators_url.empty() &&
+                             response.final_url == request.validators_url;
+    if (!revalidated && (response.status < 200 || response.status > 299)) {
+        const std::string answered = response.redirects.empty() ? std::string("the server") : shown(response.final_url);
+        return internal_error(request.what + ": " + answered + " answered HTTP " + std::to_string(response.status));
+    }
+    return response;
+}
+
+Result<FetchedResponse> guarded_request(const GuardedRequest& request)
+{
+    return run_guarded(request, nullptr);
+}
+
 Result<FetchedResponse> trusted_get(const TrustedGetRequest& request)
+{
+    return trusted_request({.url = request.url,
+                            .ca_file = request.ca_file,
+                            .timeout_ms = request.timeout_ms,
+                            .max_body_bytes = request.max_body_bytes,
+                            .headers = {{"Accept", "application/json"}}});
+}
+
+Result<FetchedResponse> trusted_request(const TrustedRequest& request)
 {
     const std::optional<std::string> bundle = NPS_TRY(ca_bundle(request.ca_file));
     HopOptions options;
+    options.method = request.method;
+    options.body = &request.body;
+    options.cancel = request.cancel;
     options.url = request.url;
     options.protocols = "http,https";
     options.ca_bundle = &bundle;
     options.timeout_ms = request.timeout_ms;
     options.max_body_bytes = request.max_body_bytes;
-    options.header_lines.push_back("Accept: application/json");
+    for (const auto& [name, value] : request.headers)
+        options.header_lines.push_back(name + ": " + value);
     HopResult result = NPS_TRY(perform_hop(options));
     FetchedResponse response;
     response.status = result.status;

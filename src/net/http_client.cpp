@@ -6,37 +6,15 @@
 
 #include <algorithm>
 #include <cctype>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "nps/net/curl_easy.hpp"
 #include "nps/net/http_server.hpp"  // is_loopback_host
 
 namespace nps::net {
 
 namespace {
-
-std::once_flag g_curl_once;
-CURLcode g_curl_init_result = CURLE_OK;
-
-Result<void> ensure_curl_initialized()
-{
-    std::call_once(g_curl_once, [] { g_curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT); });
-    if (g_curl_init_result != CURLE_OK)
-        return internal_error(std::string("Failed to initialize libcurl: ") + curl_easy_strerror(g_curl_init_result));
-    return {};
-}
-
-struct EasyDeleter {
-    void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
-};
-struct SlistDeleter {
-    void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
-};
-struct UrlDeleter {
-    void operator()(CURLU* url) const noexcept { curl_url_cleanup(url); }
-};
 
 struct BodySink {
     std::string* body = nullptr;
@@ -64,32 +42,10 @@ std::string lower(std::string_view text)
     return out;
 }
 
-std::string_view trim(std::string_view text)
-{
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-        text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n'))
-        text.remove_suffix(1);
-    return text;
-}
-
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user)
 {
-    auto* headers = static_cast<std::map<std::string, std::string>*>(user);
     const std::size_t bytes = size * count;
-    const std::string_view line(data, bytes);
-    if (line.substr(0, 5) == "HTTP/") {
-        headers->clear();  // a new response (after "100 Continue"): keep only the final one's headers
-        return bytes;
-    }
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos)
-        return bytes;  // the blank line ending the block, or a malformed line
-    std::string name = lower(trim(line.substr(0, colon)));
-    std::string value(trim(line.substr(colon + 1)));
-    auto [it, inserted] = headers->try_emplace(std::move(name), value);
-    if (!inserted)
-        it->second += ", " + value;
+    curl::collect_header(*static_cast<std::map<std::string, std::string>*>(user), std::string_view(data, bytes));
     return bytes;
 }
 
@@ -99,41 +55,17 @@ bool has_header(const ClientRequest& request, std::string_view lowercase_name)
                        [&](const auto& header) { return lower(header.first) == lowercase_name; });
 }
 
-// The URL's host, or empty if curl cannot parse the URL (perform then reports it).
-std::string url_host(const std::string& url)
-{
-    std::unique_ptr<CURLU, UrlDeleter> parsed(curl_url());
-    if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
-        return {};
-    char* host = nullptr;
-    if (curl_url_get(parsed.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK || host == nullptr)
-        return {};
-    std::string out(host);
-    curl_free(host);
-    return out;
-}
-
 }  // namespace
 
 Result<ClientResponse> http_request(const ClientRequest& request)
 {
-    NPS_TRY_VOID(ensure_curl_initialized());
-
     std::string what = "HTTP " + request.method + " '" + request.url + "'";
     if (request.unix_socket)
         what += " via unix socket '" + *request.unix_socket + "'";
 
-    std::unique_ptr<CURL, EasyDeleter> handle(curl_easy_init());
-    if (!handle)
-        return internal_error(what + " failed: curl_easy_init failed");
+    const curl::Easy handle = NPS_TRY(curl::new_easy(what));
     CURL* curl = handle.get();
-
-    CURLcode setopt_error = CURLE_OK;
-    auto set = [&](CURLoption option, auto value) {
-        const CURLcode rc = curl_easy_setopt(curl, option, value);
-        if (rc != CURLE_OK && setopt_error == CURLE_OK)
-            setopt_error = rc;
-    };
+    curl::Setter set(curl);
 
     ClientResponse response;
     BodySink sink{&response.body, request.max_response_bytes, false};
@@ -156,7 +88,7 @@ Result<ClientResponse> http_request(const ClientRequest& request)
     if (request.unix_socket) {
         set(CURLOPT_UNIX_SOCKET_PATH, request.unix_socket->c_str());
         set(CURLOPT_PROXY, "");  // never send daemon traffic through an environment proxy
-    } else if (is_loopback_host(url_host(request.url))) {
+    } else if (is_loopback_host(curl::url_host(request.url))) {
         set(CURLOPT_PROXY, "");
     }
 
@@ -178,15 +110,8 @@ Result<ClientResponse> http_request(const ClientRequest& request)
         set(CURLOPT_CUSTOMREQUEST, method.c_str());
     }
 
-    std::unique_ptr<curl_slist, SlistDeleter> headers;
-    auto add_header = [&](const std::string& line) -> bool {
-        curl_slist* list = curl_slist_append(headers.get(), line.c_str());
-        if (list == nullptr)
-            return false;
-        if (!headers)  // appending to a non-empty list keeps its head
-            headers.reset(list);
-        return true;
-    };
+    curl::Slist headers;
+    auto add_header = [&](const std::string& line) { return curl::append(headers, line); };
     bool headers_ok = true;
     for (const auto& [name, value] : request.headers)
         headers_ok &= add_header(value.empty() ? name + ";" : name + ": " + value);  // "Name;" sends an empty value
@@ -198,8 +123,8 @@ Result<ClientResponse> http_request(const ClientRequest& request)
         return internal_error(what + " failed: out of memory building headers");
     set(CURLOPT_HTTPHEADER, headers.get());
 
-    if (setopt_error != CURLE_OK)
-        return internal_error(what + " failed: " + curl_easy_strerror(setopt_error));
+    if (set.error() != CURLE_OK)
+        return internal_error(what + " failed: " + curl_easy_strerror(set.error()));
 
     const CURLcode rc = curl_easy_perform(curl);
     if (sink.overflow)

@@ -30,17 +30,24 @@ NodeResult read_node_result(const SQLite::Statement& st)
     return r;
 }
 
-}  // namespace
-
-namespace {
-
-// The saga (NPS-5 §3.5.4) moves a terminal node on: COMPLETED → COMPENSATING
-// → COMPENSATED | COMPENSATION_FAILED. No other change of a terminal record
-// is allowed.
-bool is_saga_step(const std::string& from, const std::string& to)
+// The saga's order: COMPLETED → COMPENSATING → COMPENSATED | COMPENSATION_FAILED.
+int saga_rank(const std::string& state)
 {
-    return (from == "COMPLETED" && to == "COMPENSATING") ||
-           (from == "COMPENSATING" && (to == "COMPENSATED" || to == "COMPENSATION_FAILED"));
+    if (state == "COMPLETED")
+        return 1;
+    if (state == "COMPENSATING")
+        return 2;
+    if (state == "COMPENSATED" || state == "COMPENSATION_FAILED")
+        return 3;
+    return 0;
+}
+
+// A report (e.g. a task store's PATCH replayed by a durable outbox) of a saga
+// state the node has already moved past.
+bool is_stale_saga_report(const std::string& recorded, const std::string& reported)
+{
+    const int reported_rank = saga_rank(reported);
+    return reported_rank > 0 && reported_rank < 3 && saga_rank(recorded) > reported_rank;
 }
 
 }  // namespace
@@ -68,7 +75,7 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                 if (st->getColumn(0).getString() != result.dedup_key)
                     return protocol_error("NOP-CLAIM-CONFLICT",
                                           "Task '" + result.task_id + "': dedup_key does not match the task");
-                if (result.runner_nid) {
+                if (result.runner_nid && result.fence == LeaseFence::runner_lease) {
                     const auto owner = optional_text(*st, 1);
                     if (owner != result.runner_nid || st->getColumn(2).getInt64() <= now)
                         return lease_error(now, result.task_id, *result.runner_nid);
@@ -83,9 +90,13 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                 st->bindNoCopy(3, result.dedup_key);
                 if (st->executeStep()) {
                     const std::string state = st->getColumn(0).getString();
-                    if (is_terminal_node_state(state) && !is_saga_step(state, result.state)) {
-                        if (state == result.state && optional_text(*st, 1) == result.error_code &&
-                            optional_text(*st, 2) == result.result_json)
+                    if (is_stale_saga_report(state, result.state))
+                        return RecordOutcome::duplicate;  // an out-of-order replay; nothing to commit
+                    if (is_terminal_node_state(state) && !(state == "COMPLETED" && result.state == "COMPENSATING")) {
+                        // A compensation record may omit the result it keeps (see the upsert).
+                        const bool same_result = optional_text(*st, 2) == result.result_json ||
+                                                 (!result.result_json && saga_rank(result.state) >= 2);
+                        if (state == result.state && optional_text(*st, 1) == result.error_code && same_result)
                             return RecordOutcome::duplicate;  // nothing to commit
                         return protocol_error("NOP-TASK-ALREADY-COMPLETED",
                                               "Node '" + result.node_id + "' of task '" + result.task_id +
@@ -99,7 +110,9 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                               "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
                               "ON CONFLICT (task_id, node_id, dedup_key) DO UPDATE SET state = excluded.state, "
                               "attempts = excluded.attempts, error_code = excluded.error_code, "
-                              "error_message = excluded.error_message, result = excluded.result, "
+                              "error_message = excluded.error_message, "
+                              "result = coalesce(excluded.result, CASE WHEN excluded.state LIKE 'COMPENSAT%' "
+                              "THEN node_results.result END), "
                               "killed_reason = excluded.killed_reason, runner_nid = excluded.runner_nid, "
                               "recorded_at = excluded.recorded_at");
                 st->bindNoCopy(1, result.task_id);

@@ -53,7 +53,7 @@ constexpr int kApplicationId = 0x4E505352;
 //    the head never touches the table rows it skips (live leases). `queue`
 //    is constant in the partial index but must be a column too: SQLite's
 //    covering-index check does not credit the index's WHERE.
-constexpr std::array<const char*, 2> kMigrations = {
+constexpr std::array<const char*, 3> kMigrations = {
     // 1: initial schema
     R"sql(
 CREATE TABLE tasks (
@@ -228,6 +228,85 @@ CREATE TABLE image_refs (
     updated_at      INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX image_refs_manifest ON image_refs (manifest_digest);
+)sql",
+
+    // 3: the report outbox (docs/reporting.md). Like the event log, its rows
+    // are written by triggers, so the row reporting a change commits with
+    // the change, whoever makes it (the executor's record_node_result, a
+    // remote runner's completion through the API, cancel, TTL expiry).
+    //  - A 'node' row is a snapshot of the node record as it was when it
+    //    entered a reportable state (anything but PENDING/RUNNING: written as
+    //    two comparisons, not an IN list, see the note above). An UPDATE
+    //    writes one only when the state changes, so re-recording the same
+    //    state (an idempotent replay) reports nothing twice.
+    //  - A 'callback' row is written when a task with a callback_url in its
+    //    deposited TaskFrame reaches COMPLETED/FAILED/CANCELLED; it holds the
+    //    URL, and its body is rendered from the store at delivery. The payload
+    //    is parsed only for that transition, and only when it is valid JSON
+    //    (json_extract on anything else would fail the completion).
+    //  - Delivery leases rows (lease_owner, lease_until) like the inbox leases
+    //    tasks; a node's rows go out in id order: a row is not due while an
+    //    earlier pending row of the same (task_id, node_id) exists
+    //    (report_outbox_order). Callback rows use node_id ''.
+    //  - Delivered rows are deleted; refused or abandoned ones stay as 'dead'
+    //    (with last_error) until an operator looks, so the table holds only
+    //    the backlog and the dead.
+    R"sql(
+CREATE TABLE report_outbox (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind            TEXT    NOT NULL CHECK (kind IN ('node', 'callback')),
+    task_id         TEXT    NOT NULL,
+    node_id         TEXT    NOT NULL,
+    dedup_key       TEXT    NOT NULL,
+    state           TEXT    NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    error_code      TEXT,
+    error_message   TEXT,
+    result          TEXT,
+    killed_reason   TEXT,
+    runner_nid      TEXT,
+    callback_url    TEXT,
+    recorded_at     INTEGER NOT NULL,
+    status          TEXT    NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'dead')),
+    tries           INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    lease_owner     TEXT,
+    lease_until     INTEGER NOT NULL DEFAULT 0,
+    last_error      TEXT
+);
+CREATE INDEX report_outbox_order ON report_outbox (task_id, node_id, id) WHERE status = 'pending';
+
+CREATE TRIGGER node_results_reported AFTER INSERT ON node_results
+WHEN NEW.state <> 'PENDING' AND NEW.state <> 'RUNNING'
+BEGIN
+    INSERT INTO report_outbox (kind, task_id, node_id, dedup_key, state, attempts, error_code, error_message,
+                               result, killed_reason, runner_nid, recorded_at, next_attempt_at)
+    VALUES ('node', NEW.task_id, NEW.node_id, NEW.dedup_key, NEW.state, NEW.attempts, NEW.error_code,
+            NEW.error_message, NEW.result, NEW.killed_reason, NEW.runner_nid, NEW.recorded_at, NEW.recorded_at);
+END;
+
+CREATE TRIGGER node_results_report_update AFTER UPDATE OF state ON node_results
+WHEN NEW.state <> 'PENDING' AND NEW.state <> 'RUNNING' AND NEW.state IS NOT OLD.state
+BEGIN
+    INSERT INTO report_outbox (kind, task_id, node_id, dedup_key, state, attempts, error_code, error_message,
+                               result, killed_reason, runner_nid, recorded_at, next_attempt_at)
+    VALUES ('node', NEW.task_id, NEW.node_id, NEW.dedup_key, NEW.state, NEW.attempts, NEW.error_code,
+            NEW.error_message, NEW.result, NEW.killed_reason, NEW.runner_nid, NEW.recorded_at, NEW.recorded_at);
+END;
+
+CREATE TRIGGER tasks_callback AFTER UPDATE OF state ON tasks
+WHEN (NEW.state = 'COMPLETED' OR NEW.state = 'FAILED' OR NEW.state = 'CANCELLED')
+  AND (OLD.state = 'PENDING' OR OLD.state = 'RUNNING')
+BEGIN
+    INSERT INTO report_outbox (kind, task_id, node_id, dedup_key, state, error_code, error_message, callback_url,
+                               recorded_at, next_attempt_at)
+    SELECT 'callback', NEW.task_id, '', NEW.dedup_key, NEW.state, NEW.error_code, NEW.error_message, url,
+           NEW.updated_at, NEW.updated_at
+    FROM (SELECT CASE WHEN json_valid(CAST(payload AS TEXT))
+                      THEN json_extract(CAST(payload AS TEXT), '$.callback_url') END AS url
+          FROM frames WHERE message_id = NEW.message_id)
+    WHERE typeof(url) = 'text' AND url <> '';
+END;
 )sql",
 };
 

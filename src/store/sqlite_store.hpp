@@ -166,6 +166,18 @@ public:
 
     Result<std::int64_t> sweep_expired() override;
 
+    Result<std::vector<ReportRow>> claim_reports(const ReportClaim& claim) override;
+    Result<bool> mark_report_delivered(std::int64_t id, const std::string& owner,
+                                       const std::string& detail_json) override;
+    Result<bool> reschedule_report(const ReportRetry& retry) override;
+    Result<bool> mark_report_dead(std::int64_t id, const std::string& owner, const std::string& error,
+                                  const std::string& detail_json) override;
+    Result<std::int64_t> release_reports(const std::string& owner, std::int64_t id) override;
+    Result<std::int64_t> discard_node_reports() override;
+    Result<ReportCounts> report_counts() override;
+    Result<std::optional<std::int64_t>> next_report_due(ReportKinds kinds) override;
+    Result<std::vector<ReportRow>> dead_reports(std::uint32_t limit) override;
+
     // --- helpers for the implementation files ---------------------------------
     // The cached statement for `sql`, prepared on first use.
     StatementUse use(CachedStatement& slot, const char* sql);
@@ -242,6 +254,10 @@ private:
     CachedStatement task_get_, task_list_, cancel_task_;
     // announces.cpp
     CachedStatement announce_put_, announce_get_, announce_list_;
+    // outbox.cpp
+    CachedStatement report_claim_, report_delivered_, report_retry_, report_dead_, report_release_;
+    CachedStatement report_discard_, report_any_node_, report_counts_, report_due_, report_dead_list_;
+    CachedStatement report_task_key_;
 };
 
 }  // namespace nps::store::detail

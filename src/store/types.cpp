@@ -65,6 +65,11 @@ const char* to_string(RecordOutcome outcome)
     return "recorded";
 }
 
+const char* to_string(ReportKind kind)
+{
+    return kind == ReportKind::callback ? "callback" : "node";
+}
+
 std::uint32_t clamp_lease_seconds(std::uint32_t requested)
 {
     return std::clamp(requested, limits::kMinLeaseSeconds, limits::kMaxLeaseSeconds);

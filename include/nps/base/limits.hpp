@@ -158,4 +158,22 @@ inline constexpr std::size_t kLayerMaxChainDepth = 500;
 // cannot make the recursive-descent parser or the evaluator recurse deeply.
 inline constexpr std::size_t kMaxConditionNesting = 32;
 
+// --- Reporting: the outbox, result PATCHes and task callbacks (ours; docs/reporting.md) ---
+inline constexpr std::uint32_t kDefaultReportTimeoutSeconds = 10;       // [report] timeout_seconds: one attempt
+inline constexpr std::uint32_t kMaxReportTimeoutSeconds = 300;
+inline constexpr std::uint32_t kDefaultReportRetryInitialMs = 1000;     // [report] retry_initial_ms
+inline constexpr std::uint32_t kDefaultReportRetryMaxMs = 300'000;      // [report] retry_max_ms (5 min)
+inline constexpr std::uint32_t kMinReportRetryMs = 10;
+inline constexpr std::uint32_t kMaxReportRetryMs = 3'600'000;           // 1 h
+inline constexpr std::int64_t kDefaultReportMaxAgeSeconds = 86'400;     // [report] max_age_seconds (24 h)
+inline constexpr std::int64_t kMaxReportMaxAgeSeconds = 30 * 86'400;
+inline constexpr std::int64_t kMaxReportRetryAfterSeconds = 3600;       // a Retry-After beyond this is capped
+inline constexpr std::size_t kMaxReportTokenChars = 4096;               // task_store_token
+inline constexpr std::size_t kMaxReportAllowDestinations = 256;         // callback_allow_destinations entries
+inline constexpr std::size_t kMaxReportResponseBytes = 64 * 1024;       // a task store's or callback's answer, kept for the log
+inline constexpr std::uint32_t kReportClaimBatch = 16;                  // rows one deliverer leases at a time
+inline constexpr std::int64_t kReportPollMs = 1000;                     // look for rows of other processes this often
+inline constexpr unsigned kCallbackAttempts = 3;                        // NPS-5 §9.4: then abandon
+inline constexpr unsigned kMaxCallbackRedirects = 3;                    // 307/308 followed per attempt
+
 }  // namespace nps::limits

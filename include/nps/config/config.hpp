@@ -51,6 +51,19 @@ struct ExecutorPolicy {
     std::uint32_t shutdown_grace_seconds = 30;  // SIGTERM: running tasks may finish this long, then are stopped
 };
 
+// [report] (docs/reporting.md): where node states and task callbacks go,
+// and how hard the durable outbox tries.
+struct ReportPolicy {
+    std::optional<std::string> task_store_url;   // PATCH {url}/{task_id}/nodes/{node_id}; none: the own store is the task store
+    std::optional<std::string> task_store_token; // bearer token (task_store_token or task_store_token_file)
+    std::optional<std::string> ca_file;          // PEM CAs trusted besides the system store (task store and callbacks)
+    std::uint32_t timeout_seconds = limits::kDefaultReportTimeoutSeconds;     // one delivery attempt
+    std::uint32_t retry_initial_ms = limits::kDefaultReportRetryInitialMs;    // first backoff, doubled per failure
+    std::uint32_t retry_max_ms = limits::kDefaultReportRetryMaxMs;            // backoff ceiling
+    std::int64_t max_age_seconds = limits::kDefaultReportMaxAgeSeconds;       // a node report older than this is given up
+    std::vector<std::string> callback_allow_destinations;  // private callback destinations allowed (IP, CIDR, host name)
+};
+
 struct Config {
     // [runner]
     std::string state_dir = kDefaultStateDir;
@@ -103,6 +116,8 @@ struct Config {
     unsigned spawn_max_redirects = limits::kDefaultSpawnRedirects;
     std::int64_t spawn_cache_max_age_seconds = limits::kDefaultSpawnCacheMaxAgeSeconds;
     std::size_t spawn_cache_entries = limits::kDefaultSpawnCacheEntries;
+
+    ReportPolicy report;
 
     std::string database_path() const { return state_dir + "/runner.db"; }
 };

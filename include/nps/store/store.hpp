@@ -114,11 +114,15 @@ public:
 
     // --- node results (idempotent on task_id, node_id, dedup_key) ---------------
     // dedup_key must be the task's (else NOP-CLAIM-CONFLICT); runner_nid, when
-    // set, must hold the live lease. An existing terminal record with the same
-    // state, error_code and result → duplicate; with a different one →
-    // NOP-TASK-ALREADY-COMPLETED (result_json is compared byte for byte). A
-    // non-terminal record may be overwritten, and the saga moves a terminal
-    // one on: COMPLETED → COMPENSATING → COMPENSATED | COMPENSATION_FAILED. Unknown task →
+    // set and fence is runner_lease, must hold the live lease. An existing
+    // terminal record with the same state, error_code and result → duplicate;
+    // with a different one → NOP-TASK-ALREADY-COMPLETED (result_json is
+    // compared byte for byte) — except the saga's steps: COMPLETED may become
+    // COMPENSATING (a null result keeps the stored one through the saga
+    // states), and a report of an earlier saga state than the recorded one
+    // (COMPLETED or COMPENSATING after COMPENSATING/COMPENSATED/
+    // COMPENSATION_FAILED) is a stale replay → duplicate, nothing changed. A
+    // non-terminal record may be overwritten. Unknown task →
     // NOP-TASK-NOT-FOUND; a state that is not a node state or a result over
     // limits::kMaxNodeResultBytes → NWP-HTTP-PARAM-INVALID.
     virtual Result<RecordOutcome> record_node_result(const NodeResult& result) = 0;
@@ -153,6 +157,49 @@ public:
     // Never-claimed messages past their TTL leave the inbox; their tasks go
     // FAILED with NOP-TASK-TIMEOUT and event "inbox:expired". Returns how many.
     virtual Result<std::int64_t> sweep_expired() = 0;
+
+    // --- report outbox ---------------------------------------------------------------
+    // Rows are written by the database itself, in the transaction of the change
+    // they report (docs/reporting.md): record_node_result into a reportable
+    // state → a 'node' row holding a snapshot of the record; a task with a
+    // callback_url reaching COMPLETED/FAILED/CANCELLED (complete, cancel,
+    // sweep_expired) → a 'callback' row. The methods below deliver them.
+    //
+    // Claims up to max_rows due rows, in id order, and leases them to owner
+    // until now + lease_ms in one UPDATE … RETURNING, so several deliverers
+    // (threads or processes) never hold one row at once. Due: pending,
+    // next_attempt_at <= now, lease_until <= now, and no earlier pending row
+    // of the same (task, node) — a node's reports go out in order, and a
+    // later one waits while an earlier one is retried.
+    virtual Result<std::vector<ReportRow>> claim_reports(const ReportClaim& claim) = 0;
+    // The row was delivered: it is deleted. A callback row appends the task
+    // event "callback:delivered" with detail_json, in the same transaction.
+    // False (nothing changed) when owner no longer holds the row (its lease
+    // ran out and another deliverer took it over).
+    virtual Result<bool> mark_report_delivered(std::int64_t id, const std::string& owner,
+                                               const std::string& detail_json) = 0;
+    // A failed attempt: tries + 1, the error kept, due again at
+    // next_attempt_at, lease cleared. False when owner no longer holds the row.
+    virtual Result<bool> reschedule_report(const ReportRetry& retry) = 0;
+    // A permanent refusal or an abandoned delivery: the row is kept as 'dead'
+    // with the error (dead_reports(), counts().dead) and the task event
+    // "callback:abandoned" (callback) or "report:abandoned" (node) is appended
+    // with detail_json. False when owner no longer holds the row.
+    virtual Result<bool> mark_report_dead(std::int64_t id, const std::string& owner, const std::string& error,
+                                          const std::string& detail_json) = 0;
+    // Gives owner's leased rows back (id 0: all of them) without counting an
+    // attempt: they are due again at once for anyone.
+    virtual Result<std::int64_t> release_reports(const std::string& owner, std::int64_t id) = 0;
+    // Deletes the pending node rows (a runner without a task store: its own
+    // store is the task store). Returns how many.
+    virtual Result<std::int64_t> discard_node_reports() = 0;
+    virtual Result<ReportCounts> report_counts() = 0;
+    // When the next row of `kinds` becomes due (max of next_attempt_at and
+    // lease_until over rows whose predecessors are not pending); nullopt when
+    // none is pending. May be in the past.
+    virtual Result<std::optional<std::int64_t>> next_report_due(ReportKinds kinds) = 0;
+    // Dead rows, newest first; limit 0 → kDefaultTaskListLimit.
+    virtual Result<std::vector<ReportRow>> dead_reports(std::uint32_t limit) = 0;
 };
 
 // Clamp to [limits::kMinLeaseSeconds, limits::kMaxLeaseSeconds].

@@ -100,6 +100,12 @@ struct TaskOutcome {
     std::optional<std::string> aggregate_json{};
 };
 
+// How record_node_result checks NodeResult::runner_nid.
+enum class LeaseFence {
+    runner_lease,  // the executing runner: when runner_nid is set, it must hold the live lease
+    none,          // a task store receiving a report (PATCH): runner_nid is recorded as given
+};
+
 struct NodeResult {
     std::string task_id{};
     std::string node_id{};
@@ -110,8 +116,9 @@ struct NodeResult {
     std::optional<std::string> error_message{};
     std::optional<std::string> result_json{};
     std::optional<std::string> killed_reason{};  // idle_timeout max_runtime oom signal exit_status spawn_failed shutdown
-    std::optional<std::string> runner_nid{};     // when set, must hold the live lease (fencing)
+    std::optional<std::string> runner_nid{};     // when set, must hold the live lease (fencing; see fence)
     std::int64_t recorded_at_ms = 0;           // set by the store
+    LeaseFence fence = LeaseFence::runner_lease;
 };
 
 enum class RecordOutcome { recorded, duplicate };
@@ -137,6 +144,62 @@ struct Announce {
     std::optional<std::uint32_t> ttl_seconds{};  // absent → no expiry; 0 → offline
     std::int64_t announced_at_ms = 0;          // set by the store
     std::string body_json{};                     // the announce as received
+};
+
+// --- report outbox (docs/reporting.md) ---
+// A row the database wrote, in the same transaction as the change it reports
+// (schema triggers): a node reaching a reportable state (COMPLETED FAILED
+// CANCELLED SKIPPED COMPENSATING COMPENSATED COMPENSATION_FAILED), or a task
+// with a callback_url ending (COMPLETED FAILED CANCELLED).
+enum class ReportKind { node, callback };
+const char* to_string(ReportKind kind);
+
+enum class ReportStatus { pending, dead };
+
+struct ReportRow {
+    std::int64_t id = 0;  // delivery order: rows of one (task, node) go out in id order
+    ReportKind kind = ReportKind::node;
+    ReportStatus status = ReportStatus::pending;
+    std::string task_id{};
+    std::string node_id{};    // "" for a callback
+    std::string dedup_key{};
+    std::string state{};      // node state, or the task's terminal state for a callback
+    // The snapshot of the node record (node rows); a callback row carries the
+    // task's error_code/error_message only and is rendered from the store.
+    std::uint32_t attempts = 0;
+    std::optional<std::string> error_code{};
+    std::optional<std::string> error_message{};
+    std::optional<std::string> result_json{};
+    std::optional<std::string> killed_reason{};
+    std::optional<std::string> runner_nid{};
+    std::optional<std::string> callback_url{};  // callback rows
+    std::int64_t recorded_at_ms = 0;            // when the reported change was recorded
+    std::uint32_t tries = 0;                    // failed delivery attempts so far
+    std::int64_t next_attempt_at_ms = 0;
+    std::int64_t lease_until_ms = 0;
+    std::optional<std::string> last_error{};
+};
+
+// Which rows a claim may take.
+enum class ReportKinds { all, callbacks_only };
+
+struct ReportClaim {
+    std::string owner{};        // the deliverer's token; fences the marks below
+    std::int64_t lease_ms = 0;  // the rows are invisible to other claimants this long
+    std::uint32_t max_rows = 1;
+    ReportKinds kinds = ReportKinds::all;
+};
+
+struct ReportRetry {
+    std::int64_t id = 0;
+    std::string owner{};
+    std::string error{};
+    std::int64_t next_attempt_at_ms = 0;
+};
+
+struct ReportCounts {
+    std::int64_t backlog = 0;  // pending rows (not yet delivered, not dead)
+    std::int64_t dead = 0;     // permanently refused or abandoned rows
 };
 
 }  // namespace nps::store

@@ -91,3 +91,44 @@ TEST_CASE_FIXTURE(StoreFixture, "a reclaiming runner sees the nodes its predeces
     CHECK_FALSE(*store->is_node_terminal(reclaim.dedup_key, "n2"));
     CHECK(reclaim.dedup_key == lease.dedup_key);
 }
+
+TEST_CASE_FIXTURE(StoreFixture, "the saga's steps may follow COMPLETED; stale saga replays are duplicates")
+{
+    deposit("task-1");
+    const auto dedup = deposit_request("task-1").dedup_key;
+    REQUIRE(store->record_node_result(node_result("task-1", "charge", "COMPLETED", R"({"charge_id":"c1"})")));
+    // COMPLETED → COMPENSATING; a compensation record without a result keeps the stored one.
+    CHECK(*store->record_node_result(node_result("task-1", "charge", "COMPENSATING")) == RecordOutcome::recorded);
+    CHECK_FALSE(*store->is_node_terminal(dedup, "charge"));
+    // A replay of COMPLETED after the saga moved on changes nothing.
+    CHECK(*store->record_node_result(node_result("task-1", "charge", "COMPLETED", R"({"charge_id":"c1"})")) ==
+          RecordOutcome::duplicate);
+    CHECK(*store->record_node_result(node_result("task-1", "charge", "COMPENSATED")) == RecordOutcome::recorded);
+    CHECK(*store->record_node_result(node_result("task-1", "charge", "COMPENSATING")) == RecordOutcome::duplicate);
+    CHECK(*store->record_node_result(node_result("task-1", "charge", "COMPENSATED")) == RecordOutcome::duplicate);
+    CHECK(*store->record_node_result(node_result("task-1", "charge", "COMPENSATED", R"({"charge_id":"c1"})")) ==
+          RecordOutcome::duplicate);
+    CHECK(error_code_of(store->record_node_result(node_result("task-1", "charge", "COMPENSATION_FAILED"))) ==
+          "NOP-TASK-ALREADY-COMPLETED");
+    auto list = *store->node_results("task-1");
+    REQUIRE(list.size() == 1);
+    CHECK(list[0].state == "COMPENSATED");
+    CHECK(list[0].result_json == std::optional<std::string>(R"({"charge_id":"c1"})"));
+
+    // Only COMPLETED may enter the saga.
+    REQUIRE(store->record_node_result(node_result("task-1", "ship", "FAILED")));
+    CHECK(error_code_of(store->record_node_result(node_result("task-1", "ship", "COMPENSATING"))) ==
+          "NOP-TASK-ALREADY-COMPLETED");
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "a task store's record keeps runner_nid without fencing it on a lease")
+{
+    deposit("task-1");
+    auto reported = node_result("task-1", "n1", "COMPLETED", "{}");
+    reported.runner_nid = kRunnerA;
+    CHECK(error_code_of(store->record_node_result(reported)) == "NOP-CLAIM-CONFLICT");  // no lease here
+    reported.fence = LeaseFence::none;
+    CHECK(*store->record_node_result(reported) == RecordOutcome::recorded);
+    CHECK(*store->record_node_result(reported) == RecordOutcome::duplicate);
+    CHECK(store->node_results("task-1")->front().runner_nid == std::optional<std::string>(kRunnerA));
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// The deliverer: takes the rows of the store's report outbox (written by the
+// database with every reportable node state and every ending of a task with
+// a callback_url) and delivers them, durably and in order per node
+// (docs/reporting.md has the protocol and the reasons):
+//  - node rows → PATCH {task_store_url}/{task_id}/nodes/{node_id}, body and
+//    headers as report_messages.hpp builds them; 2xx → done (row deleted);
+//    408 425 429 5xx, other non-4xx answers and transport failures → retried
+//    with exponential backoff (retry_initial … retry_max, at least a
+//    Retry-After) until the report is max_age old → dead; any other 4xx →
+//    dead at once. While the task store fails, node delivery pauses for the
+//    backoff (one probe per period, not one request per row).
+//    Without a task_store_url the runner's own store is the task store: node
+//    rows are deleted unsent.
+//  - callback rows → POST callback_url (NPS-5 §9.4): the body rendered from
+//    the store at delivery, signed X-NPS-Signature when the TaskFrame has a
+//    callback_secret, through the destination guard (https, every address
+//    public or allowlisted, pinned, 307/308 followed and re-admitted, other
+//    redirects not followed); 3 attempts with exponential backoff, then the
+//    row is dead and the task gets the event "callback:abandoned" (success:
+//    "callback:delivered"). A URL the static rules refuse, a 3xx other than
+//    307/308 or a 4xx other than 408/425/429 abandons at once.
+//
+// Threading: one thread of its own, with its own Store connection (a Store is
+// not thread-safe). It wakes on notify(), when a retry falls due, and every
+// limits::kReportPollMs to see rows written by other processes sharing
+// runner.db. Rows are leased while delivered, so several deliverers (in one
+// or several processes) never send one row at once; an expired lease (a
+// crashed deliverer) makes the row due again for anyone.
+//
+// stop() (also the destructor) aborts an HTTP transfer in progress, gives the
+// rows it holds back, and joins the thread: within about a second, or a DNS
+// lookup's timeout at worst. All processes sharing one runner.db must share
+// the [report] settings (a runner without a task store discards node rows).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nps/base/clock.hpp"
+#include "nps/base/limits.hpp"
+#include "nps/base/result.hpp"
+#include "nps/config/config.hpp"
+#include "nps/net/host_resolver.hpp"
+#include "nps/proto/destination_policy.hpp"
+#include "nps/store/store.hpp"
+
+namespace nps::report {
+
+struct DelivererOptions {
+    std::string database_path{};                              // runner.db
+    store::Synchronous synchronous = store::Synchronous::full;
+    std::string owner_prefix = "nps-runner";                  // names this deliverer's leases (a pid and a nonce are added)
+    std::optional<std::string> task_store_url{};              // none: node rows are discarded
+    std::optional<std::string> task_store_token{};            // Authorization: Bearer
+    std::optional<std::string> ca_file{};                     // besides the system CAs, for both destinations
+    std::chrono::milliseconds timeout{limits::kDefaultReportTimeoutSeconds * 1000};  // one attempt
+    std::chrono::milliseconds retry_initial{limits::kDefaultReportRetryInitialMs};
+    std::chrono::milliseconds retry_max{limits::kDefaultReportRetryMaxMs};
+    std::chrono::milliseconds max_age{limits::kDefaultReportMaxAgeSeconds * 1000};  // node rows
+    std::vector<proto::DestinationAllowEntry> callback_allow{};
+    std::chrono::milliseconds poll{limits::kReportPollMs};
+    std::uint32_t batch = limits::kReportClaimBatch;
+    const net::HostResolver* resolver = nullptr;              // null: the system resolver
+};
+
+// The options [report] (and [store], [runner]) of a configuration give.
+Result<DelivererOptions> deliverer_options(const config::Config& config);
+
+class Deliverer {
+public:
+    // Opens its own Store on options.database_path (errors name the file) and
+    // starts the thread.
+    static Result<std::unique_ptr<Deliverer>> start(DelivererOptions options, const Clock& clock);
+    static Result<std::unique_ptr<Deliverer>> start(const config::Config& config, const Clock& clock);
+
+    ~Deliverer();
+    Deliverer(const Deliverer&) = delete;
+    Deliverer& operator=(const Deliverer&) = delete;
+
+    // Something was recorded: look now. Thread-safe and cheap.
+    void notify();
+    // Rows not yet delivered (pending) and rows given up (dead), in the whole
+    // runner.db, as of the thread's last look. Thread-safe.
+    std::int64_t backlog() const;
+    std::int64_t dead() const;
+    // Idempotent; see the header comment.
+    void stop();
+
+    struct Impl;
+
+private:
+    explicit Deliverer(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nps::report

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: Apache-2.0
+// The report outbox: rows written by triggers with the change they report,
+// per-node ordering, leases between two Store objects on one file,
+// rescheduling, dead rows and their events.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <algorithm>
+
+#include "store_fixture.hpp"
+
+using namespace store_test;
+using namespace nps::store;
+
+namespace {
+
+constexpr const char* kOwnerA = "deliverer-a";
+constexpr const char* kOwnerB = "deliverer-b";
+
+NodeResult node_result(const std::string& task_id, const std::string& node_id, const std::string& state,
+                       std::optional<std::string> result = std::nullopt)
+{
+    NodeResult r;
+    r.task_id = task_id;
+    r.node_id = node_id;
+    r.dedup_key = deposit_request(task_id).dedup_key;
+    r.state = state;
+    r.attempts = 2;
+    r.result_json = std::move(result);
+    return r;
+}
+
+DepositRequest deposit_with_payload(const std::string& task_id, const std::string& payload)
+{
+    DepositRequest r = deposit_request(task_id);
+    r.payload = payload;
+    r.frame_hash = nps::sha256_hex(payload);
+    return r;
+}
+
+std::string frame_with_callback(const std::string& task_id, const std::string& url)
+{
+    return R"({"frame":"0x40","task_id":")" + task_id + R"(","dag":{"nodes":[{"id":"n1"}]},"callback_url":")" + url +
+           R"("})";
+}
+
+ReportClaim claim_by(const char* owner, std::uint32_t max_rows = 16, std::int64_t lease_ms = 30'000)
+{
+    return {.owner = owner, .lease_ms = lease_ms, .max_rows = max_rows};
+}
+
+std::vector<std::string> states_of(const std::vector<ReportRow>& rows)
+{
+    std::vector<std::string> out;
+    for (const auto& r : rows)
+        out.push_back(r.node_id + ":" + r.state);
+    return out;
+}
+
+bool has_event(Store& store, const std::string& task_id, const std::string& name)
+{
+    auto events = store.events(task_id);
+    REQUIRE(events);
+    return std::any_of(events->begin(), events->end(), [&](const auto& e) { return e.name == name; });
+}
+
+}  // namespace
+
+TEST_CASE_FIXTURE(StoreFixture, "a node reaching a reportable state writes a snapshot row")
+{
+    deposit("task-1");
+    REQUIRE(store->record_node_result(node_result("task-1", "n1", "RUNNING")));
+    CHECK(store->report_counts()->backlog == 0);  // RUNNING is not reported
+
+    auto failed = node_result("task-1", "n1", "FAILED");
+    failed.error_code = "NOP-RUNTIME-IDLE-TIMEOUT";
+    failed.error_message = "no output for 30 s";
+    failed.killed_reason = "idle_timeout";
+    failed.runner_nid = kRunnerA;
+    failed.fence = LeaseFence::none;
+    REQUIRE(store->record_node_result(failed));
+    // The same record again (a replay) reports nothing twice.
+    CHECK(*store->record_node_result(failed) == RecordOutcome::duplicate);
+    // A refused record writes nothing.
+    CHECK_FALSE(store->record_node_result(node_result("task-1", "n1", "COMPLETED", "{}")));
+
+    auto rows = store->claim_reports(claim_by(kOwnerA));
+    REQUIRE(rows);
+    REQUIRE(rows->size() == 1);
+    const ReportRow& r = rows->front();
+    CHECK(r.kind == ReportKind::node);
+    CHECK(r.status == ReportStatus::pending);
+    CHECK(r.task_id == "task-1");
+    CHECK(r.node_id == "n1");
+    CHECK(r.dedup_key == deposit_request("task-1").dedup_key);
+    CHECK(r.state == "FAILED");
+    CHECK(r.attempts == 2);
+    CHECK(r.error_code == std::optional<std::string>("NOP-RUNTIME-IDLE-TIMEOUT"));
+    CHECK(r.error_message == std::optional<std::string>("no output for 30 s"));
+    CHECK_FALSE(r.result_json);
+    CHECK(r.killed_reason == std::optional<std::string>("idle_timeout"));
+    CHECK(r.runner_nid == std::optional<std::string>(kRunnerA));
+    CHECK(r.recorded_at_ms == clock.now_ms());
+    CHECK(r.tries == 0);
+    CHECK(r.lease_until_ms == clock.now_ms() + 30'000);
+    CHECK_FALSE(r.callback_url);
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "the outbox row commits or rolls back with the node record")
+{
+    deposit("task-1");
+    const std::string dedup = deposit_request("task-1").dedup_key;
+    SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
+    auto count = [&raw](const char* table) {
+        SQLite::Statement st(raw, std::string("SELECT count(*) FROM ") + table);
+        st.executeStep();
+        return st.getColumn(0).getInt64();
+    };
+    auto insert = [&](const char* node) {
+        SQLite::Statement st(raw,
+                             "INSERT INTO node_results (task_id, node_id, dedup_key, state, attempts, recorded_at) "
+                             "VALUES ('task-1', ?1, ?2, 'COMPLETED', 1, 0)");
+        st.bind(1, node);
+        st.bind(2, dedup);
+        st.exec();
+    };
+    raw.exec("BEGIN IMMEDIATE");
+    insert("n1");
+    CHECK(count("report_outbox") == 1);  // written by the statement itself
+    raw.exec("ROLLBACK");
+    CHECK(count("node_results") == 0);
+    CHECK(count("report_outbox") == 0);
+
+    raw.exec("BEGIN IMMEDIATE");
+    insert("n1");
+    raw.exec("COMMIT");
+    CHECK(count("node_results") == 1);
+    CHECK(store->report_counts()->backlog == 1);
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "a node's reports go out in order, one at a time; other nodes do not wait")
+{
+    deposit("task-1");
+    REQUIRE(store->record_node_result(node_result("task-1", "charge", "COMPLETED", R"({"id":1})")));
+    REQUIRE(store->record_node_result(node_result("task-1", "ship", "FAILED")));
+    REQUIRE(store->record_node_result(node_result("task-1", "charge", "COMPENSATING")));
+    REQUIRE(store->record_node_result(node_result("task-1", "charge", "COMPENSATED")));
+    CHECK(store->report_counts()->backlog == 4);
+
+    auto first = *store->claim_reports(claim_by(kOwnerA));
+    CHECK(states_of(first) == std::vector<std::string>{"charge:COMPLETED", "ship:FAILED"});
+    // Nothing else is due while charge's first report is pending.
+    CHECK(store->claim_reports(claim_by(kOwnerB))->empty());
+
+    // A failed attempt keeps the order: the later ones wait for the retry.
+    REQUIRE(*store->reschedule_report(
+        {.id = first[0].id, .owner = kOwnerA, .error = "HTTP 503", .next_attempt_at_ms = clock.now_ms() + 1000}));
+    REQUIRE(*store->mark_report_delivered(first[1].id, kOwnerA, ""));
+    CHECK(store->claim_reports(claim_by(kOwnerA))->empty());
+    CHECK(*store->next_report_due(ReportKinds::all) == clock.now_ms() + 1000);
+
+    clock.advance_ms(1000);
+    auto retry = *store->claim_reports(claim_by(kOwnerA));
+    REQUIRE(states_of(retry) == std::vector<std::string>{"charge:COMPLETED"});
+    CHECK(retry[0].tries == 1);
+    CHECK(retry[0].last_error == std::optional<std::string>("HTTP 503"));
+    CHECK(retry[0].result_json == std::optional<std::string>(R"({"id":1})"));
+    REQUIRE(*store->mark_report_delivered(retry[0].id, kOwnerA, ""));
+
+    auto second = *store->claim_reports(claim_by(kOwnerA));
+    REQUIRE(states_of(second) == std::vector<std::string>{"charge:COMPENSATING"});
+    CHECK(second[0].result_json == std::optional<std::string>(R"({"id":1})"));  // kept through the saga
+    REQUIRE(*store->mark_report_delivered(second[0].id, kOwnerA, ""));
+    auto third = *store->claim_reports(claim_by(kOwnerA));
+    REQUIRE(states_of(third) == std::vector<std::string>{"charge:COMPENSATED"});
+    REQUIRE(*store->mark_report_delivered(third[0].id, kOwnerA, ""));
+    CHECK(store->report_counts()->backlog == 0);
+    CHECK_FALSE(*store->next_report_due(ReportKinds::all));
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "two Store objects on one file never hold a row at once")
+{
+    deposit("task-1");
+    for (const char* node : {"a", "b", "c"})
+        REQUIRE(store->record_node_result(node_result("task-1", node, "COMPLETED", "{}")));
+    auto other = Store::open({.path = dir.file("runner.db")}, clock);
+    REQUIRE(other);
+
+    auto mine = *store->claim_reports(claim_by(kOwnerA, 2, 10'000));
+    CHECK(states_of(mine) == std::vector<std::string>{"a:COMPLETED", "b:COMPLETED"});
+    auto theirs = *(*other)->claim_reports(claim_by(kOwnerB, 16, 60'000));
+    CHECK(states_of(theirs) == std::vector<std::string>{"c:COMPLETED"});
+    CHECK((*other)->claim_reports(claim_by(kOwnerB))->empty());
+    REQUIRE(*store->mark_report_delivered(mine[0].id, kOwnerA, ""));
+
+    // A's lease on b runs out (A died, or hangs): B takes b over.
+    clock.advance_ms(10'000);
+    auto taken = *(*other)->claim_reports(claim_by(kOwnerB));
+    CHECK(states_of(taken) == std::vector<std::string>{"b:COMPLETED"});
+    // A's late marks no longer apply; B's do.
+    CHECK_FALSE(*store->mark_report_delivered(mine[1].id, kOwnerA, ""));
+    CHECK_FALSE(*store->reschedule_report({.id = mine[1].id, .owner = kOwnerA, .error = "x"}));
+    CHECK_FALSE(*store->mark_report_dead(mine[1].id, kOwnerA, "x", ""));
+    CHECK(*(*other)->mark_report_delivered(taken[0].id, kOwnerB, ""));
+
+    // Released rows are due again at once, for anyone, without counting a try.
+    CHECK(*(*other)->release_reports(kOwnerB, 0) == 1);
+    auto released = *store->claim_reports(claim_by(kOwnerA));
+    REQUIRE(states_of(released) == std::vector<std::string>{"c:COMPLETED"});
+    CHECK(released[0].tries == 0);
+    CHECK(*store->release_reports(kOwnerA, released[0].id) == 1);
+    CHECK(*store->release_reports(kOwnerA, released[0].id) == 0);
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "a task with a callback_url ending writes a callback row")
+{
+    REQUIRE(store->deposit(deposit_with_payload("cb-1", frame_with_callback("cb-1", "https://hooks.example.com/a"))));
+    REQUIRE(store->deposit(deposit_with_payload("cb-2", frame_with_callback("cb-2", "https://hooks.example.com/b"))));
+    REQUIRE(store->deposit(deposit_with_payload("cb-3", frame_with_callback("cb-3", "https://hooks.example.com/c"))));
+    REQUIRE(store->deposit(deposit_with_payload("plain", frame_for("plain"))));
+    REQUIRE(store->deposit(deposit_with_payload("not-json", std::string("\x40\x00\x01 binary frame", 16))));
+    CHECK(store->report_counts()->backlog == 0);
+
+    // Completion (fenced by the lease), cancellation and TTL expiry all count.
+    auto lease = claim_head(kRunnerA);
+    REQUIRE(lease.task_id == "cb-1");
+    REQUIRE(store->complete("cb-1", kRunnerA, completed()));
+    REQUIRE(store->cancel("cb-2"));
+    auto plain_lease = store->claim({.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 30, .task_id = "plain"});
+    REQUIRE(plain_lease);
+    REQUIRE(store->complete("plain", kRunnerA, completed()));
+    auto odd = store->claim({.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 30, .task_id = "not-json"});
+    REQUIRE(odd);
+    REQUIRE(store->complete("not-json", kRunnerA, {.state = kTaskFailed, .error_code = "NOP-TASK-TIMEOUT"}));
+    clock.advance_ms(3'600'000);
+    CHECK(*store->sweep_expired() == 1);  // cb-3, never claimed
+
+    auto rows = *store->claim_reports(claim_by(kOwnerA));
+    REQUIRE(rows.size() == 3);
+    CHECK(rows[0].kind == ReportKind::callback);
+    CHECK(rows[0].task_id == "cb-1");
+    CHECK(rows[0].node_id.empty());
+    CHECK(rows[0].state == "COMPLETED");
+    CHECK(rows[0].callback_url == std::optional<std::string>("https://hooks.example.com/a"));
+    CHECK(rows[1].task_id == "cb-2");
+    CHECK(rows[1].state == "CANCELLED");
+    CHECK(rows[1].error_code == std::optional<std::string>("NOP-TASK-CANCELLED"));
+    CHECK(rows[2].task_id == "cb-3");
+    CHECK(rows[2].state == "FAILED");
+    CHECK(rows[2].error_code == std::optional<std::string>("NOP-TASK-TIMEOUT"));
+
+    // Delivered and abandoned callbacks leave task events.
+    REQUIRE(*store->mark_report_delivered(rows[0].id, kOwnerA, R"({"status":200})"));
+    CHECK(has_event(*store, "cb-1", "callback:delivered"));
+    REQUIRE(*store->mark_report_dead(rows[1].id, kOwnerA, "refused", R"({"error":"refused"})"));
+    CHECK(has_event(*store, "cb-2", "callback:abandoned"));
+    CHECK_FALSE(has_event(*store, "cb-2", "callback:delivered"));
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "only callbacks are claimed when asked; node rows can be discarded")
+{
+    REQUIRE(store->deposit(deposit_with_payload("cb-1", frame_with_callback("cb-1", "https://hooks.example.com/a"))));
+    claim_head(kRunnerA);
+    REQUIRE(store->record_node_result(node_result("cb-1", "n1", "COMPLETED", "{}")));
+    REQUIRE(store->complete("cb-1", kRunnerA, completed()));
+    CHECK(store->report_counts()->backlog == 2);
+    CHECK(*store->next_report_due(ReportKinds::callbacks_only) == clock.now_ms());
+
+    auto rows = *store->claim_reports({.owner = kOwnerA, .lease_ms = 1000, .max_rows = 16,
+                                       .kinds = ReportKinds::callbacks_only});
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].kind == ReportKind::callback);
+    CHECK(*store->next_report_due(ReportKinds::callbacks_only) == clock.now_ms() + 1000);
+
+    CHECK(*store->discard_node_reports() == 1);
+    CHECK(store->report_counts()->backlog == 1);
+    CHECK(*store->next_report_due(ReportKinds::all) == clock.now_ms() + 1000);
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "dead rows are kept, counted and listed, and unblock the node's later rows")
+{
+    deposit("task-1");
+    REQUIRE(store->record_node_result(node_result("task-1", "n1", "COMPLETED", "{}")));
+    REQUIRE(store->record_node_result(node_result("task-1", "n1", "COMPENSATING")));
+    auto rows = *store->claim_reports(claim_by(kOwnerA));
+    REQUIRE(rows.size() == 1);
+    REQUIRE(*store->mark_report_dead(rows[0].id, kOwnerA, "HTTP 404 NOP-TASK-NOT-FOUND",
+                                     R"({"node_id":"n1","state":"COMPLETED"})"));
+    CHECK(has_event(*store, "task-1", "report:abandoned"));
+    auto counts = *store->report_counts();
+    CHECK(counts.backlog == 1);
+    CHECK(counts.dead == 1);
+    auto dead = *store->dead_reports(0);
+    REQUIRE(dead.size() == 1);
+    CHECK(dead[0].status == ReportStatus::dead);
+    CHECK(dead[0].state == "COMPLETED");
+    CHECK(dead[0].tries == 1);
+    CHECK(dead[0].last_error == std::optional<std::string>("HTTP 404 NOP-TASK-NOT-FOUND"));
+
+    auto next = *store->claim_reports(claim_by(kOwnerA));
+    CHECK(states_of(next) == std::vector<std::string>{"n1:COMPENSATING"});
+    // A dead row is never claimed again, not even by its old owner.
+    CHECK_FALSE(*store->mark_report_delivered(rows[0].id, kOwnerA, ""));
+    CHECK(store->report_counts()->dead == 1);
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "the outbox survives reopening")
+{
+    deposit("task-1");
+    REQUIRE(store->record_node_result(node_result("task-1", "n1", "SKIPPED")));
+    reopen();
+    auto rows = *store->claim_reports(claim_by(kOwnerA));
+    CHECK(states_of(rows) == std::vector<std::string>{"n1:SKIPPED"});
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "a version 2 file gains the outbox when opened")
+{
+    deposit("task-1");
+    REQUIRE(store->record_node_result(node_result("task-1", "n1", "RUNNING")));
+    store.reset();
+    {
+        SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
+        raw.exec("DROP TRIGGER node_results_reported; DROP TRIGGER node_results_report_update; "
+                 "DROP TRIGGER tasks_callback; DROP TABLE report_outbox; PRAGMA user_version=2");
+    }
+    reopen();
+    CHECK(store->schema_version() == 3);
+    REQUIRE(store->record_node_result(node_result("task-1", "n1", "COMPLETED", "{}")));
+    CHECK(states_of(*store->claim_reports(claim_by(kOwnerA))) == std::vector<std::string>{"n1:COMPLETED"});
+}
