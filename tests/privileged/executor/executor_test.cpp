@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "executor_fixture.hpp"
+#include "report_fixture.hpp"
 #include "nps/base/digest.hpp"
 
 namespace nps::test {
@@ -108,6 +110,43 @@ TEST_CASE("TC-N3-DAG-01: a 3-node linear DAG of sandboxed workers completes with
                                                 "double:attempt:1", "double:completed", "report:attempt:1",
                                                 "report:completed", "task:completed"});
     check_no_worker_left(f, f.runner().pid());
+}
+
+TEST_CASE("TC-N3-DAG-01 reporting: each terminal node state reaches a task store that was down during the run")
+{
+    report_test::TaskStoreServer task_store;
+    task_store.down();
+    ExecutorFixture f("\n[report]\ntask_store_url = \"" + task_store.url() +
+                      "\"\nretry_initial_ms = 100\nretry_max_ms = 400\n");
+    announce_pipeline(f);
+    std::string task_id = f.submit(pipeline_frame("dag-01-report"));
+    Json task = f.wait_terminal(task_id);
+    REQUIRE(task["state"] == "COMPLETED");
+    CHECK(task_store.received().empty());  // it was down all along
+
+    task_store.up();
+    auto accepted = [&] {
+        std::map<std::string, Json> by_key;  // Idempotency-Key → body: replays collapse
+        for (const auto& r : task_store.received())
+            by_key[r.headers.at("idempotency-key")] = Json::parse(r.body);
+        return by_key;
+    };
+    REQUIRE(report_test::wait_until([&] { return accepted().size() == 3; }, std::chrono::seconds(30)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto reports = accepted();
+    CHECK(reports.size() == 3);  // nothing else arrives: every report once in effect
+    std::map<std::string, Json> by_node;
+    for (const auto& [key, body] : reports) {
+        CHECK(body["task_id"] == task_id);
+        CHECK(body["state"] == "COMPLETED");
+        CHECK(key == body["dedup_key"].get<std::string>() + ":" + body["node_id"].get<std::string>() + ":COMPLETED");
+        by_node[body["node_id"]] = body;
+    }
+    CHECK(by_node["fetch"]["result"] == Json{{"value", 2}});
+    CHECK(by_node["double"]["result"] == Json{{"value", 4}});
+    CHECK(by_node["report"]["result"] == Json{{"answer", 4}});
+    for (const auto& r : task_store.received())
+        CHECK(r.path == "/v1/tasks/" + task_id + "/nodes/" + Json::parse(r.body)["node_id"].get<std::string>());
 }
 
 TEST_CASE("a plain command worker (no frame) completes with its exit code, a failing one fails")
