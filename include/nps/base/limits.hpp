@@ -152,4 +152,11 @@ inline constexpr std::size_t kLayerMaxXattrBytesPerEntry = 256 * 1024;
 // Lower layers in one overlay mount: overlayfs's own stack limit (OVL_MAX_STACK).
 inline constexpr std::size_t kLayerMaxChainDepth = 500;
 
+// --- Sandbox spawn pool (ours; docs/sandbox.md) ---
+// The shared page area a pooled spawn's plan (rootfs path, argv, environment,
+// rlimits, seccomp program) must fit in, per parked child.
+inline constexpr std::size_t kSpawnPoolPlanBytes = 1 << 20;
+// Parked children a SpawnPool keeps at most.
+inline constexpr std::size_t kSpawnPoolMaxSize = 64;
+
 }  // namespace nps::limits
