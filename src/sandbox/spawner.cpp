@@ -4,8 +4,10 @@
 // before cloning, because the child of a multi-threaded process must not
 // allocate (another thread may have held the malloc lock at clone time).
 //
-// Protocol between the two: the child waits for one byte on a socketpair
-// (the parent's hook point for cgroup placement and id maps); a failure
+// Protocol between the two: when the parent has work to do between clone
+// and setup (cgroup placement, id maps), the child waits for one byte on a
+// socketpair; otherwise it starts at once, saving a sleep and a wake-up on
+// the hot path (`nps-runner run` without limits). A failure
 // before execve is written as a Failure{step, errno} to a CLOEXEC pipe,
 // whose EOF without data means execve succeeded.
 #include "nps/sandbox/spawner.hpp"
@@ -45,22 +47,30 @@ bool joins_shared_netns(const SandboxSpec& spec)
 
 struct DirectChild {
     ChildPlan plan;
-    int sync_fd;
+    int sync_fd;         // -1: no hand-shake
     int sync_parent_fd;
     int error_read_fd;
 };
 
-// The child of a direct spawn: waits for the parent's placement and id maps,
-// then runs.
+// The parent must act on the child before it may run.
+bool needs_handshake(const SandboxSpec& spec)
+{
+    return spec.user_namespace || spec.cgroup;
+}
+
+// The child of a direct spawn: waits for the parent's placement and id maps
+// (if any), then runs.
 [[noreturn]] void direct_child_main(const DirectChild& c)
 {
-    ::close(c.sync_parent_fd);
     ::close(c.error_read_fd);
     detail::reset_signals();
-    char go = 0;
-    if (::read(c.sync_fd, &go, 1) != 1)
-        detail::report(c.plan, Step::sync, errno ? errno : EPIPE);
-    ::close(c.sync_fd);
+    if (c.sync_fd >= 0) {
+        ::close(c.sync_parent_fd);
+        char go = 0;
+        if (::read(c.sync_fd, &go, 1) != 1)
+            detail::report(c.plan, Step::sync, errno ? errno : EPIPE);
+        ::close(c.sync_fd);
+    }
     detail::run_child(c.plan);
 }
 
@@ -199,10 +209,15 @@ Result<Child> spawn(const SandboxSpec& spec)
     if (!empty_caps)
         return system_error_errno("Failed to allocate an empty capability set");
 
-    int sync[2], error_pipe[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
-        return system_error_errno("Failed to create the sandbox sync socketpair");
-    UniqueFd sync_parent(sync[0]), sync_child(sync[1]);
+    UniqueFd sync_parent, sync_child;
+    if (needs_handshake(spec)) {
+        int sync[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
+            return system_error_errno("Failed to create the sandbox sync socketpair");
+        sync_parent = UniqueFd(sync[0]);
+        sync_child = UniqueFd(sync[1]);
+    }
+    int error_pipe[2];
     if (::pipe2(error_pipe, O_CLOEXEC) < 0)
         return system_error_errno("Failed to create the sandbox error pipe");
     UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
@@ -269,9 +284,11 @@ Result<Child> spawn(const SandboxSpec& spec)
         if (auto placed = spec.cgroup->add_pid_outside_clone(child.pid()); !placed)
             return placed.error();
     }
-    char go = 1;
-    // A child that already died shows up through the error pipe.
-    (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    if (sync_parent) {
+        char go = 1;
+        // A child that already died shows up through the error pipe.
+        (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    }
 
     Failure failure;
     ssize_t n;
