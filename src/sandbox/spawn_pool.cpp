@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,10 +248,19 @@ Result<PooledChild> SpawnPool::spawn(const SandboxSpec& spec, const cgroup::Cgro
     if (spec.user_namespace || spec.cgroup)
         return internal_error("Failed to spawn a sandbox from the pool: user namespaces and caller-made cgroups "
                               "need sandbox::spawn()");
-    if (slots_.empty())
+    // A parked child that died meanwhile (the OOM killer, a stray kill) is
+    // dropped here; one that dies between this check and the hand-over shows
+    // up as a worker that ended at once, its exit status saying how.
+    std::unique_ptr<PooledSlot> slot;
+    while (!slot && !slots_.empty()) {
+        slot = std::move(slots_.front());
+        slots_.pop_front();
+        pollfd exited{slot->child.pidfd(), POLLIN, 0};
+        if (::poll(&exited, 1, 0) != 0)
+            slot.reset();  // kills nothing: it is gone; reaps it, removes its cgroup
+    }
+    if (!slot)
         return internal_error("Failed to spawn a sandbox from the pool: no parked child is ready");
-    std::unique_ptr<PooledSlot> slot = std::move(slots_.front());
-    slots_.pop_front();
 
     char resolved[PATH_MAX];
     if (!::realpath(spec.rootfs.c_str(), resolved))

@@ -253,3 +253,36 @@ TEST_CASE("parked children hold none of the caller's fds, and go with the pool")
     for (const auto& dir : dirs)
         CHECK_FALSE_MESSAGE(std::filesystem::exists(dir), dir);
 }
+
+TEST_CASE("a parked child that died is skipped, not handed work")
+{
+    if (!has_cgroups()) {
+        MESSAGE("no cgroups on this host: the parked child cannot be found to kill it");
+        return;
+    }
+    SpawnPool pool = make_pool(2);
+    // The first slot's child, found through its cgroup (the pool does not expose it).
+    const auto& base = cgroup_base();
+    const std::string dir = base.unified_dir.empty() ? base.v1.front().dir : base.unified_dir;
+    std::string victim;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("pool-test-" + std::to_string(::getpid()) + "-", 0) == 0 && name.back() == '0' &&
+            name[name.size() - 2] == '-')
+            victim = read_text(entry.path().string() + "/cgroup.procs");
+    }
+    REQUIRE(!victim.empty());
+    REQUIRE(::kill(std::stoi(victim), SIGKILL) == 0);
+    for (int i = 0; i < 500 && std::filesystem::exists("/proc/" + std::to_string(std::stoi(victim)) + "/ns"); ++i)
+        ::usleep(1000);  // dead (a zombie keeps /proc/<pid> but loses its ns links)
+
+    Pipe out = make_pipe();
+    auto worker = pool.spawn(shell("echo ran", out.write_end.get()), {});
+    REQUIRE_MESSAGE(worker.has_value(), (worker ? std::string() : describe(worker.error())));
+    out.write_end.reset();
+    CHECK(read_all(out.read_end.get()) == "ran\n");
+    auto status = worker->child.wait();
+    REQUIRE(status);
+    CHECK(status->shell_status() == 0);
+    CHECK(pool.ready() == 0);
+}

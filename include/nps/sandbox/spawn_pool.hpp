@@ -76,7 +76,8 @@ public:
     // sandbox::spawn(), whose errors it reports alike. Fails without a parked
     // child (the caller may fall back to spawn()), for spec.user_namespace
     // or spec.cgroup, and when the plan exceeds limits::kSpawnPoolPlanBytes.
-    // The slot is used up either way.
+    // The slot is used up either way. Parked children that died are skipped
+    // (and their slots removed).
     Result<PooledChild> spawn(const SandboxSpec& spec, const cgroup::CgroupLimits& limits,
                               cgroup::Enforcement enforcement = cgroup::Enforcement::strict);
 
