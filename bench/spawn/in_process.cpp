@@ -3,11 +3,12 @@
 // process, through nps::sandbox::spawn and nps::cgroup::WorkerCgroup.
 //
 //   a  fork + execve + waitpid of <rootfs>/bin/true: the baseline
-//   b  spawn(): pid, mount, uts, ipc, net and cgroup namespaces, pivot_root
-//      into a read-only bind of the rootfs, /proc, /dev, /tmp, no
-//      capabilities, no_new_privs, the default seccomp filter
-//   b' (b) with Network::host: no network namespace (diagnostic: what the
-//      net namespace costs)
+//   b  spawn(): pid, mount, uts, ipc and cgroup namespaces, the shared
+//      loopback-only network namespace (LoopbackNetns, as the daemon uses
+//      it), pivot_root into a read-only bind of the rootfs, /proc, /dev,
+//      /tmp, no capabilities, no_new_privs, the default seccomp filter
+//   b' (b) with Network::host: no network namespace (diagnostic)
+//   b" (b) with a private network namespace per spawn (as `nps-runner run`)
 //   c  (b) in a fresh WorkerCgroup with memory, cpu and pids limits, created
 //      before the spawn; removed after the reap, timed apart (the design
 //      removes cgroups off the hot path)
@@ -19,6 +20,11 @@
 //      kernel's cgroup_threadgroup_rwsem for writing, which waits for an RCU
 //      grace period unless another writer went shortly before; back-to-back
 //      spawns (a..d) mostly skip that wait, sparse ones pay it.
+//   e  (d) through a SpawnPool: the child was cloned and placed in its
+//      cgroup beforehand; the hot path writes the limits and hands it the
+//      plan. The refill that parks the next child (cgroup mkdir, clone3,
+//      v1 placement) runs after the reap and is timed apart, as cleanup.
+//   e~ (e) after 50 ms idle (not timed).
 //
 // The variants run interleaved, one of each per round in a rotating order,
 // so load changes on the shared machine touch them alike.
@@ -29,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -42,7 +49,9 @@
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
+#include "nps/sandbox/loopback_netns.hpp"
 #include "nps/sandbox/seccomp.hpp"
+#include "nps/sandbox/spawn_pool.hpp"
 #include "nps/sandbox/spawner.hpp"
 
 namespace bench_spawn {
@@ -53,10 +62,10 @@ using nps::cgroup::CgroupBase;
 using nps::cgroup::WorkerCgroup;
 using nps::sandbox::SandboxSpec;
 
-enum Phase { kCgroupCreate, kOverlayMount, kSpawn, kReap, kUmount, kCgroupRemove, kPhaseCount };
+enum Phase { kCgroupCreate, kOverlayMount, kSpawn, kReap, kUmount, kCgroupRemove, kRefill, kPhaseCount };
 constexpr const char* kPhaseNames[kPhaseCount] = {"cg create", "ovl mount", "spawn..exec", "exit..reaped",
-                                                  "ovl teardown", "cg remove"};
-constexpr bool kHotPhase[kPhaseCount] = {true, true, true, true, false, false};
+                                                  "ovl teardown", "cg remove", "pool refill"};
+constexpr bool kHotPhase[kPhaseCount] = {true, true, true, true, false, false, false};
 
 // One iteration's timings; NAN marks a phase the variant does not have.
 using Phases = std::array<double, kPhaseCount>;
@@ -128,7 +137,11 @@ struct SandboxRun {
     const CgroupBase* cgroup_base = nullptr;  // set: a WorkerCgroup per spawn
     std::string overlay_dir;                  // set: an overlay root per spawn, beneath this tmpfs dir
     nps::sandbox::Network network = nps::sandbox::Network::none;
+    int netns_fd = -1;                        // the shared LoopbackNetns; -1: a private one
+    nps::sandbox::SpawnPool* pool = nullptr;  // set: spawn from it (cgroup_base for the limits)
 };
+
+const nps::cgroup::CgroupLimits kLimits{.memory_bytes = 256ll << 20, .cpu_millicores = 1000, .pids_max = 64};
 
 constexpr int kIdleMs = 50;  // before each d~ iteration
 
@@ -137,15 +150,13 @@ Phases sandboxed(const std::string& rootfs, const SandboxRun& run, int iteration
 {
     static const std::string kTag = "bench-spawn-" + std::to_string(::getpid()) + "-";
     Phases p = no_phases();
-    SandboxSpec spec{.rootfs = rootfs, .argv = {"/bin/true"}, .env = {"PATH=/bin"}, .network = run.network};
+    SandboxSpec spec{.rootfs = rootfs, .argv = {"/bin/true"}, .env = {"PATH=/bin"}, .network = run.network,
+                     .netns_fd = run.netns_fd};
 
     double t = now_ms();
     std::optional<WorkerCgroup> group;
-    if (run.cgroup_base) {
-        auto made = WorkerCgroup::create(
-            *run.cgroup_base,
-            {.name = kTag + std::to_string(iteration),
-             .limits = {.memory_bytes = 256ll << 20, .cpu_millicores = 1000, .pids_max = 64}});
+    if (run.cgroup_base && !run.pool) {
+        auto made = WorkerCgroup::create(*run.cgroup_base, {.name = kTag + std::to_string(iteration), .limits = kLimits});
         if (!made)
             die(made.error().describe());
         group = std::move(*made);
@@ -171,7 +182,16 @@ Phases sandboxed(const std::string& rootfs, const SandboxRun& run, int iteration
         t = t1;
     }
 
-    auto child = nps::sandbox::spawn(spec);
+    nps::Result<nps::sandbox::Child> child = nps::internal_error("not spawned");
+    if (run.pool) {
+        auto pooled = run.pool->spawn(spec, kLimits);
+        if (!pooled)
+            die(pooled.error().describe());
+        child = std::move(pooled->child);
+        group = std::move(pooled->cgroup);
+    } else {
+        child = nps::sandbox::spawn(spec);
+    }
     if (!child)
         die(child.error().describe());
     double t1 = now_ms();
@@ -195,7 +215,14 @@ Phases sandboxed(const std::string& rootfs, const SandboxRun& run, int iteration
     if (group) {
         if (auto removed = group->remove(); !removed)
             die(removed.error().describe());
-        p[kCgroupRemove] = now_ms() - t2;
+        double t3 = now_ms();
+        p[kCgroupRemove] = t3 - t2;
+        t2 = t3;
+    }
+    if (run.pool) {
+        if (auto filled = run.pool->refill(); !filled)
+            die(filled.error().describe());
+        p[kRefill] = now_ms() - t2;
     }
     return p;
 }
@@ -237,6 +264,17 @@ void run_in_process(const Options& options, const std::string& rootfs, const std
     if (::mount("tmpfs", scratch.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") < 0)
         die_errno("Failed to mount tmpfs on '" + scratch + "'");
 
+    auto netns = nps::sandbox::LoopbackNetns::create();
+    if (!netns)
+        die(netns.error().describe());
+    const int shared = netns->fd();
+    auto pool = nps::sandbox::SpawnPool::create(
+        {.cgroup_base = &*base, .name_prefix = "bench-spawn-" + std::to_string(::getpid()) + "-pool-", .size = 1});
+    if (!pool)
+        die(pool.error().describe());
+    if (auto filled = pool->refill(); !filled)
+        die(filled.error().describe());
+
     const std::string program = rootfs + "/bin/true";
     std::vector<Variant> variants;
     variants.push_back({"a", "fork+execve+waitpid <rootfs>/bin/true",
@@ -247,16 +285,27 @@ void run_in_process(const Options& options, const std::string& rootfs, const std
                         },
                         false});
     variants.push_back({"b", "spawn(): all ns, seccomp, no caps, ro root",
-                        [&](int i) { return sandboxed(rootfs, {}, i); }});
+                        [&](int i) { return sandboxed(rootfs, {.netns_fd = shared}, i); }});
     variants.push_back({"b'", "(b) with Network::host (no net namespace)",
                         [&](int i) { return sandboxed(rootfs, {.network = nps::sandbox::Network::host}, i); }});
+    variants.push_back({"b\"", "(b) with a private net namespace per spawn",
+                        [&](int i) { return sandboxed(rootfs, {}, i); }});
     variants.push_back({"c", "(b) + per-spawn WorkerCgroup mem/cpu/pids",
-                        [&](int i) { return sandboxed(rootfs, {.cgroup_base = &*base}, i); }});
+                        [&](int i) { return sandboxed(rootfs, {.cgroup_base = &*base, .netns_fd = shared}, i); }});
+    const SandboxRun full{.cgroup_base = &*base, .overlay_dir = scratch, .netns_fd = shared};
     variants.push_back({"d", "(c) + per-spawn overlay root (full worker path)",
-                        [&](int i) { return sandboxed(rootfs, {.cgroup_base = &*base, .overlay_dir = scratch}, i); }});
+                        [&](int i) { return sandboxed(rootfs, full, i); }});
     variants.push_back({"d~", "(d) after 50 ms idle (sparse spawns)",
-                        [&](int i) { return sandboxed(rootfs, {.cgroup_base = &*base, .overlay_dir = scratch}, i); }});
-    const std::size_t idle_variant = variants.size() - 1;
+                        [&](int i) { return sandboxed(rootfs, full, i); }});
+    SandboxRun pooled = full;
+    pooled.pool = &*pool;
+    variants.push_back({"e", "(d) from a SpawnPool (pre-placed child)",
+                        [&](int i) { return sandboxed(rootfs, pooled, i); }});
+    variants.push_back({"e~", "(e) after 50 ms idle (sparse spawns)",
+                        [&](int i) { return sandboxed(rootfs, pooled, i); }});
+    const std::vector<std::size_t> idle_variants = {variants.size() - 3, variants.size() - 1};
+    const std::vector<std::size_t> target_variants = {variants.size() - 4, variants.size() - 3,
+                                                      variants.size() - 2, variants.size() - 1};
 
     std::printf("\nin-process spawn+reap of /bin/true: %d rounds after %d warm-up, variants interleaved; "
                 "cgroup mode %s (limits: memory 256Mi, cpu 1000m, pids 64)\n",
@@ -268,7 +317,7 @@ void run_in_process(const Options& options, const std::string& rootfs, const std
         for (int k = 0; k < n; ++k) {
             const auto index = static_cast<std::size_t>((round + k) % n);
             Variant& v = variants[index];
-            if (index == idle_variant)
+            if (std::find(idle_variants.begin(), idle_variants.end(), index) != idle_variants.end())
                 ::usleep(kIdleMs * 1000);
             double cpu0 = cpu_now();
             Phases p = v.once(serial++);
@@ -290,9 +339,9 @@ void run_in_process(const Options& options, const std::string& rootfs, const std
         std::printf("  %-3s %-47s%s %8.2fx %9.3f\n", v.key, v.label, format_stats(s).c_str(), s.median / baseline,
                     summarise(v.cpu).mean);
     }
-    std::printf("  cleanup included (umount, rm of upper/work, cgroup rmdir):\n");
+    std::printf("  cleanup included (umount, rm of upper/work, cgroup rmdir, pool refill):\n");
     for (const Variant& v : variants) {
-        if (v.phased && (!v.phases[kUmount].empty() || !v.phases[kCgroupRemove].empty()))
+        if (v.phased && (!v.phases[kUmount].empty() || !v.phases[kCgroupRemove].empty() || !v.phases[kRefill].empty()))
             std::printf("  %-3s %-47s%s\n", v.key, "  ... + cleanup", format_stats(summarise(v.all)).c_str());
     }
 
@@ -309,7 +358,7 @@ void run_in_process(const Options& options, const std::string& rootfs, const std
         std::printf("\n");
     }
 
-    for (std::size_t i : {idle_variant - 1, idle_variant}) {
+    for (std::size_t i : target_variants) {
         const Stats d = summarise(variants[i].hot);
         std::printf("target (DESIGN §5, sandboxed spawn+reap in-process, %-2s): median %.3f ms <= 2.5: %s; "
                     "p99 %.3f ms <= 8: %s\n",

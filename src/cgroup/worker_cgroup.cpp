@@ -137,6 +137,16 @@ Result<WorkerCgroup> WorkerCgroup::create(const CgroupBase& base, const WorkerCg
     return g;
 }
 
+Result<void> WorkerCgroup::set_limits(const CgroupBase& base, const CgroupLimits& limits, Enforcement enforcement)
+{
+    NPS_TRY_VOID(validate_limits(limits));
+    bool any = limits.memory_bytes || limits.cpu_millicores || limits.pids_max;
+    if (base.mode == CgroupMode::none && any && enforcement == Enforcement::strict)
+        return internal_error("Cannot enforce resource limits: this host has no usable cgroups "
+                              "(Enforcement::allow_unenforced runs without them)");
+    return apply_limits(base, {.limits = limits, .enforcement = enforcement});
+}
+
 std::string WorkerCgroup::placement_dir() const
 {
     return created_.empty() ? std::string{} : created_.front();

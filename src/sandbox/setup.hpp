@@ -5,11 +5,24 @@
 // a negative errno; `*step` names what failed.
 #pragma once
 
+#include <linux/filter.h>
 #include <sys/capability.h>
 #include <sys/syscall.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "nps/sandbox/spawner.hpp"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
 
 namespace nps::sandbox::detail {
 
@@ -20,6 +33,8 @@ enum class Step : int {
     user_namespace_root,
     new_session,
     cgroup_namespace,
+    mount_namespace,
+    network_namespace,
     make_private,
     bind_rootfs,
     mount_proc,
@@ -78,6 +93,71 @@ struct MountPlan {
     char* scratch;
     std::size_t scratch_size;
 };
+
+// Everything the child reads between clone3 and execve, flat: the strings
+// and arrays it points to live in the parent's heap (a direct spawn: the
+// child has a copy) or in a shared arena (a pooled spawn, spawn_pool.cpp).
+struct ChildPlan {
+    MountPlan mounts;
+    char* const* argv;
+    char* const* envp;
+    const char* path;  // PATH for a bare argv[0]
+    const char* cwd;
+    const char* hostname;
+    std::size_t hostname_size;
+    Network network;
+    int netns_fd;              // >= 0: join it (Network::none)
+    bool unshare_mount;        // the mount namespace is made by the child (pooled)
+    bool unshare_net;          // ... and a private network namespace
+    bool user_namespace;
+    const Rlimit* rlimits;
+    std::size_t rlimit_count;
+    uid_t uid;
+    gid_t gid;
+    const sock_fprog* seccomp;
+    cap_t empty_caps;
+    int stdin_fd;
+    int stdout_fd;
+    int stderr_fd;
+    int error_fd;  // Failure reports; CLOEXEC, so EOF means execve succeeded
+};
+
+// Signal dispositions and mask back to the defaults (the parent's choices
+// would survive execve).
+void reset_signals();
+
+// The rest of the child's life once it may run: namespaces it still has to
+// make, setup_mounts, hostname, network, rlimits, cwd, stdio, privileges,
+// seccomp, execve. Never returns: failures go to plan.error_fd.
+[[noreturn]] void run_child(const ChildPlan& plan);
+
+// Writes a Failure to plan.error_fd and _exits.
+[[noreturn]] void report(const ChildPlan& plan, Step step, int err);
+
+// --- Parent side (may allocate) ---
+
+inline constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// The kernel's struct clone_args, version 2 (with `cgroup`).
+struct CloneArgs {
+    std::uint64_t flags;
+    std::uint64_t pidfd;
+    std::uint64_t child_tid;
+    std::uint64_t parent_tid;
+    std::uint64_t exit_signal;
+    std::uint64_t stack;
+    std::uint64_t stack_size;
+    std::uint64_t tls;
+    std::uint64_t set_tid;
+    std::uint64_t set_tid_size;
+    std::uint64_t cgroup;
+};
+
+// "Failed to <step> <object>" for a Failure the child reported; the object
+// is what the parent knows the step worked on.
+std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, Step step);
+
+// --- Child side ---
 
 // Private propagation, rootfs bind, /proc, /dev, /tmp, read-only root,
 // pivot_root and detach of the old root. Ends with cwd "/".

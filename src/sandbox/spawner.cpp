@@ -4,8 +4,10 @@
 // before cloning, because the child of a multi-threaded process must not
 // allocate (another thread may have held the malloc lock at clone time).
 //
-// Protocol between the two: the child waits for one byte on a socketpair
-// (the parent's hook point for cgroup placement and id maps); a failure
+// Protocol between the two: when the parent has work to do between clone
+// and setup (cgroup placement, id maps), the child waits for one byte on a
+// socketpair; otherwise it starts at once, saving a sleep and a wake-up on
+// the hot path (`nps-runner run` without limits). A failure
 // before execve is written as a Failure{step, errno} to a CLOEXEC pipe,
 // whose EOF without data means execve succeeded.
 #include "nps/sandbox/spawner.hpp"
@@ -13,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,160 +29,55 @@
 
 #include "setup.hpp"
 
-#ifndef CLONE_PIDFD
-#define CLONE_PIDFD 0x00001000
-#endif
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-
 namespace nps::sandbox {
 
 namespace {
 
+using detail::ChildPlan;
+using detail::CloneArgs;
 using detail::Failure;
 using detail::Step;
-
-constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-// The kernel's struct clone_args, version 2 (with `cgroup`).
-struct CloneArgs {
-    std::uint64_t flags;
-    std::uint64_t pidfd;
-    std::uint64_t child_tid;
-    std::uint64_t parent_tid;
-    std::uint64_t exit_signal;
-    std::uint64_t stack;
-    std::uint64_t stack_size;
-    std::uint64_t tls;
-    std::uint64_t set_tid;
-    std::uint64_t set_tid_size;
-    std::uint64_t cgroup;
-};
-
-// Everything the child reads, prepared by the parent.
-struct ChildPlan {
-    detail::MountPlan mounts;
-    const SandboxSpec* spec;
-    char* const* argv;
-    char* const* envp;
-    const char* path;  // PATH for a bare argv[0]
-    const sock_fprog* seccomp;
-    cap_t empty_caps;
-    int sync_fd;
-    int sync_parent_fd;
-    int error_fd;
-    int error_read_fd;
-};
+using detail::kDefaultPath;
 
 bool joins_shared_netns(const SandboxSpec& spec)
 {
     return spec.netns_fd >= 0 && !spec.user_namespace;
 }
 
-[[noreturn]] void report(const ChildPlan& plan, Step step, int err)
+struct DirectChild {
+    ChildPlan plan;
+    int sync_fd;         // -1: no hand-shake
+    int sync_parent_fd;
+    int error_read_fd;
+};
+
+// The parent must act on the child before it may run.
+bool needs_handshake(const SandboxSpec& spec)
 {
-    Failure failure{step, err};
-    (void)!::write(plan.error_fd, &failure, sizeof failure);
-    ::_exit(127);
+    return spec.user_namespace || spec.cgroup;
 }
 
-void reset_signals()
+// The child of a direct spawn: waits for the parent's placement and id maps
+// (if any), then runs.
+[[noreturn]] void direct_child_main(const DirectChild& c)
 {
-    sigset_t none;
-    ::sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    // Ignored signals stay ignored across execve: undo the parent's choices.
-    for (int sig = 1; sig < NSIG; ++sig) {
-        if (sig != SIGKILL && sig != SIGSTOP)
-            ::signal(sig, SIG_DFL);
-    }
-}
-
-int move_stdio(int from, int to)
-{
-    if (from == to)
-        return ::fcntl(to, F_SETFD, 0);
-    return ::dup2(from, to) < 0 ? -1 : 0;
-}
-
-// execve, searching PATH for a name without '/' (execvpe may allocate).
-int exec_program(const ChildPlan& plan)
-{
-    const char* file = plan.argv[0];
-    if (::strchr(file, '/')) {
-        ::execve(file, plan.argv, plan.envp);
-        return errno;
-    }
-    int result = ENOENT;
-    for (const char* dir = plan.path; *dir;) {
-        const char* end = ::strchrnul(dir, ':');
-        int n = ::snprintf(plan.mounts.scratch, plan.mounts.scratch_size, "%.*s/%s", static_cast<int>(end - dir),
-                           end == dir ? "." : dir, file);
-        if (n > 0 && static_cast<std::size_t>(n) < plan.mounts.scratch_size) {
-            ::execve(plan.mounts.scratch, plan.argv, plan.envp);
-            if (errno != ENOENT && errno != ENOTDIR)
-                result = errno;
-        }
-        dir = *end ? end + 1 : end;
-    }
-    return result;
-}
-
-[[noreturn]] void child_main(const ChildPlan& plan)
-{
-    ::close(plan.sync_parent_fd);
-    ::close(plan.error_read_fd);
-    reset_signals();
+    ::close(c.error_read_fd);
+    detail::reset_signals();
     // A worker never outlives the runner that started it: when the runner
     // dies (kill -9 included), the kernel kills the worker and with it its
-    // pid namespace. Set before waiting for the go byte: a parent that died
-    // before this closed the socket, and the read fails.
+    // pid namespace. With a hand-shake this is set before waiting for the go
+    // byte, so a parent that died earlier is noticed (the read fails);
+    // without one, a parent dying within these few instructions is missed.
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-        report(plan, Step::sync, errno);
-    char go = 0;
-    if (::read(plan.sync_fd, &go, 1) != 1)
-        report(plan, Step::sync, errno ? errno : EPIPE);
-    ::close(plan.sync_fd);
-    // Credentials do not follow the id maps the parent wrote: until now we
-    // are the host's root, which the new namespace cannot even name.
-    if (plan.spec->user_namespace && (detail::raw_setresgid(0) < 0 || detail::raw_setresuid(0) < 0))
-        report(plan, Step::user_namespace_root, errno);
-    // Leave the caller's session: sharing its controlling terminal would let
-    // TIOCSTI type into the caller's shell.
-    if (::setsid() < 0)
-        report(plan, Step::new_session, errno);
-    // Only now, with the parent's placement done in every hierarchy, so the
-    // namespace's root is the worker's own cgroup in v1 hierarchies too.
-    if (::unshare(CLONE_NEWCGROUP) < 0)
-        report(plan, Step::cgroup_namespace, errno);
-
-    const SandboxSpec& spec = *plan.spec;
-    if (Failure f = detail::setup_mounts(plan.mounts); f.step != Step::none)
-        report(plan, f.step, f.err);
-    if (::sethostname(spec.hostname.data(), spec.hostname.size()) < 0)
-        report(plan, Step::hostname, errno);
-    if (spec.network == Network::none && joins_shared_netns(spec)) {
-        if (::setns(spec.netns_fd, CLONE_NEWNET) < 0)
-            report(plan, Step::join_netns, errno);
-    } else if (spec.network == Network::none) {
-        if (int rc = detail::bring_up_loopback(); rc < 0)
-            report(plan, Step::loopback, -rc);
+        detail::report(c.plan, Step::sync, errno);
+    if (c.sync_fd >= 0) {
+        ::close(c.sync_parent_fd);
+        char go = 0;
+        if (::read(c.sync_fd, &go, 1) != 1)
+            detail::report(c.plan, Step::sync, errno ? errno : EPIPE);
+        ::close(c.sync_fd);
     }
-    for (const Rlimit& limit : spec.rlimits) {
-        rlimit value{limit.soft, limit.hard};
-        if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) < 0)
-            report(plan, Step::rlimit, errno);
-    }
-    if (::chdir(spec.cwd.c_str()) < 0)
-        report(plan, Step::cwd, errno);
-    if (move_stdio(spec.stdin_fd, 0) < 0 || move_stdio(spec.stdout_fd, 1) < 0 || move_stdio(spec.stderr_fd, 2) < 0)
-        report(plan, Step::stdio, errno);
-    if (Failure f = detail::drop_privileges(spec.uid, spec.gid, plan.empty_caps); f.step != Step::none)
-        report(plan, f.step, f.err);
-    if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, plan.seccomp, 0, 0) < 0)
-        report(plan, Step::seccomp, errno);
-    report(plan, Step::exec, exec_program(plan));
+    detail::run_child(c.plan);
 }
 
 std::string quoted(const std::string& s)
@@ -189,8 +85,10 @@ std::string quoted(const std::string& s)
     return "'" + s + "'";
 }
 
-// "Failed to <step> <object>": the object is what the parent knows the step
-// worked on.
+}  // namespace
+
+namespace detail {
+
 std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, Step step)
 {
     std::string object;
@@ -199,6 +97,8 @@ std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, 
     case Step::user_namespace_root: return "Failed to become root of the sandbox's user namespace";
     case Step::new_session: return "Failed to start a new session for the sandbox";
     case Step::cgroup_namespace: return "Failed to create the sandbox's cgroup namespace";
+    case Step::mount_namespace: return "Failed to create the sandbox's mount namespace";
+    case Step::network_namespace: return "Failed to create the sandbox's network namespace";
     case Step::make_private: return "Failed to make the sandbox's mounts private";
     case Step::bind_rootfs: return "Failed to bind-mount the rootfs " + quoted(rootfs);
     case Step::mount_proc: return "Failed to mount proc on " + quoted(rootfs + "/proc");
@@ -231,6 +131,10 @@ std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, 
     }
     return "Failed to set up the sandbox (unknown step " + std::to_string(static_cast<int>(step)) + ")";
 }
+
+}  // namespace detail
+
+namespace {
 
 std::vector<char*> c_strings(std::vector<std::string>& strings)
 {
@@ -311,27 +215,48 @@ Result<Child> spawn(const SandboxSpec& spec)
     if (!empty_caps)
         return system_error_errno("Failed to allocate an empty capability set");
 
-    int sync[2], error_pipe[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
-        return system_error_errno("Failed to create the sandbox sync socketpair");
-    UniqueFd sync_parent(sync[0]), sync_child(sync[1]);
+    UniqueFd sync_parent, sync_child;
+    if (needs_handshake(spec)) {
+        int sync[2];
+        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
+            return system_error_errno("Failed to create the sandbox sync socketpair");
+        sync_parent = UniqueFd(sync[0]);
+        sync_child = UniqueFd(sync[1]);
+    }
+    int error_pipe[2];
     if (::pipe2(error_pipe, O_CLOEXEC) < 0)
         return system_error_errno("Failed to create the sandbox error pipe");
     UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
 
-    ChildPlan plan{
-        .mounts = {.rootfs = rootfs.c_str(), .proc = proc.c_str(), .dev = dev.c_str(), .tmp = tmp.c_str(),
-                   .read_only_root = spec.root == RootAccess::read_only, .scratch = scratch.data(),
-                   .scratch_size = scratch.size()},
-        .spec = &spec,
-        .argv = argv.data(),
-        .envp = envp.data(),
-        .path = path,
-        .seccomp = seccomp->program(),
-        .empty_caps = static_cast<cap_t>(empty_caps.get()),
+    DirectChild direct{
+        .plan = {
+            .mounts = {.rootfs = rootfs.c_str(), .proc = proc.c_str(), .dev = dev.c_str(), .tmp = tmp.c_str(),
+                       .read_only_root = spec.root == RootAccess::read_only, .scratch = scratch.data(),
+                       .scratch_size = scratch.size()},
+            .argv = argv.data(),
+            .envp = envp.data(),
+            .path = path,
+            .cwd = spec.cwd.c_str(),
+            .hostname = spec.hostname.data(),
+            .hostname_size = spec.hostname.size(),
+            .network = spec.network,
+            .netns_fd = joins_shared_netns(spec) ? spec.netns_fd : -1,
+            .unshare_mount = false,
+            .unshare_net = false,
+            .user_namespace = spec.user_namespace.has_value(),
+            .rlimits = spec.rlimits.data(),
+            .rlimit_count = spec.rlimits.size(),
+            .uid = spec.uid,
+            .gid = spec.gid,
+            .seccomp = seccomp->program(),
+            .empty_caps = static_cast<cap_t>(empty_caps.get()),
+            .stdin_fd = spec.stdin_fd,
+            .stdout_fd = spec.stdout_fd,
+            .stderr_fd = spec.stderr_fd,
+            .error_fd = error_write.get(),
+        },
         .sync_fd = sync_child.get(),
         .sync_parent_fd = sync_parent.get(),
-        .error_fd = error_write.get(),
         .error_read_fd = error_read.get(),
     };
 
@@ -352,7 +277,7 @@ Result<Child> spawn(const SandboxSpec& spec)
     if (pid < 0)
         return system_error_errno("Failed to clone3 the sandbox for " + quoted(rootfs));
     if (pid == 0)
-        child_main(plan);
+        direct_child_main(direct);
 
     Child child(static_cast<pid_t>(pid), UniqueFd(pidfd));
     sync_child.reset();
@@ -365,9 +290,11 @@ Result<Child> spawn(const SandboxSpec& spec)
         if (auto placed = spec.cgroup->add_pid_outside_clone(child.pid()); !placed)
             return placed.error();
     }
-    char go = 1;
-    // A child that already died shows up through the error pipe.
-    (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    if (sync_parent) {
+        char go = 1;
+        // A child that already died shows up through the error pipe.
+        (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    }
 
     Failure failure;
     ssize_t n;
@@ -382,7 +309,7 @@ Result<Child> spawn(const SandboxSpec& spec)
         return system_error("Failed to read the sandbox error pipe", read_err);
     if (n != sizeof failure)
         return internal_error("Failed to set up the sandbox: short report from the child");
-    return system_error(failure_message(spec, rootfs, failure.step), failure.err);
+    return system_error(detail::failure_message(spec, rootfs, failure.step), failure.err);
 }
 
 }  // namespace nps::sandbox

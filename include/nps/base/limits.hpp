@@ -176,4 +176,11 @@ inline constexpr std::int64_t kReportPollMs = 1000;                     // look 
 inline constexpr unsigned kCallbackAttempts = 3;                        // NPS-5 §9.4: then abandon
 inline constexpr unsigned kMaxCallbackRedirects = 3;                    // 307/308 followed per attempt
 
+// --- Sandbox spawn pool (ours; docs/sandbox.md) ---
+// The shared page area a pooled spawn's plan (rootfs path, argv, environment,
+// rlimits, seccomp program) must fit in, per parked child.
+inline constexpr std::size_t kSpawnPoolPlanBytes = 1 << 20;
+// Parked children a SpawnPool keeps at most.
+inline constexpr std::size_t kSpawnPoolMaxSize = 64;
+
 }  // namespace nps::limits

@@ -71,6 +71,11 @@ public:
     // Limits skipped under Enforcement::allow_unenforced ("memory", "cpu", "pids").
     const std::vector<std::string>& unenforced() const { return unenforced_; }
 
+    // Applies `limits` to a group created without any (a sandbox::SpawnPool
+    // slot, whose process already sits in it), with create()'s rules. Call
+    // before the process runs anything the limits must hold.
+    Result<void> set_limits(const CgroupBase& base, const CgroupLimits& limits, Enforcement enforcement);
+
     // Writes `pid` to cgroup.procs in every hierarchy.
     Result<void> add_pid(pid_t pid);
     // Completes the placement of a child cloned with CLONE_INTO_CGROUP on

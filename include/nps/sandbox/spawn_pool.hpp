@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// SpawnPool: sandbox children cloned ahead of time, each already placed in a
+// cgroup of its own (a "slot"), parked until it is told what to become.
+//
+// Why: on hosts with v1 hierarchies (hybrid, legacy) a process can only be
+// put into a v1 cgroup by writing its pid to cgroup.procs, and the kernel
+// makes such a write wait for an RCU grace period (8–15 ms here) unless
+// another one went shortly before — so sparse spawns pay it every time
+// (docs/cgroups.md). A parked child pays it in refill(), off the hot path;
+// spawn() then only writes the limits and hands the child its plan. The
+// clone and the pid, uts and ipc namespaces are paid in refill() too.
+//
+// A parked child is a copy of the caller made at refill() time: it has
+// closed every fd but its end of a socketpair and waits on it. spawn() writes
+// the plan (paths, argv, env, rlimits, seccomp program) into a shared page
+// area the child mapped at the same address, and passes the fds (stdio, the
+// error pipe, a shared network namespace) over the socket. The child then
+// makes its mount (and, for a private network, net) namespace and runs the
+// same setup as sandbox::spawn(): the sandbox is the same.
+//
+// The slot's cgroup becomes the worker's: spawn() returns it with the
+// Child, and it is killed and removed like any WorkerCgroup. Not supported
+// (use sandbox::spawn): user namespaces, a caller-made SandboxSpec::cgroup.
+//
+// Not thread-safe; one owner. Destroying the pool kills the parked children
+// and removes their cgroups.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "nps/base/result.hpp"
+#include "nps/cgroup/delegation.hpp"
+#include "nps/cgroup/worker_cgroup.hpp"
+#include "nps/sandbox/child.hpp"
+#include "nps/sandbox/spawner.hpp"
+
+namespace nps::sandbox {
+
+struct SpawnPoolOptions {
+    const cgroup::CgroupBase* cgroup_base = nullptr;  // required; must outlive the pool
+    std::string name_prefix;  // slots are cgroups <prefix><n>: [A-Za-z0-9._-], unique to this runner
+    std::size_t size = 1;     // children refill() keeps parked, 1..limits::kSpawnPoolMaxSize
+    cgroup::KillMethod kill_method = cgroup::KillMethod::automatic;
+};
+
+// A worker started from the pool: its process and its cgroup.
+struct PooledChild {
+    Child child;
+    cgroup::WorkerCgroup cgroup;
+};
+
+struct PooledSlot;  // a parked child, its cgroup and its plan area (spawn_pool.cpp)
+
+class SpawnPool {
+public:
+    // Parks nothing yet: call refill().
+    static Result<SpawnPool> create(SpawnPoolOptions options);
+
+    SpawnPool(SpawnPool&&) noexcept;
+    SpawnPool& operator=(SpawnPool&&) noexcept;
+    ~SpawnPool();
+
+    // Parks children until `size` are ready. Each costs a clone3 and, on
+    // v1 hierarchies, a cgroup migration that may sleep for a grace period:
+    // call it off the hot path (after a spawn, from an idle moment).
+    Result<void> refill();
+
+    // Children parked now.
+    std::size_t ready() const { return slots_.size(); }
+
+    // Starts spec in a parked child: applies `limits` to its cgroup, then
+    // hands it spec. Returns once spec.argv has been executed, like
+    // sandbox::spawn(), whose errors it reports alike. Fails without a parked
+    // child (the caller may fall back to spawn()), for spec.user_namespace
+    // or spec.cgroup, and when the plan exceeds limits::kSpawnPoolPlanBytes.
+    // The slot is used up either way. Parked children that died are skipped
+    // (and their slots removed).
+    Result<PooledChild> spawn(const SandboxSpec& spec, const cgroup::CgroupLimits& limits,
+                              cgroup::Enforcement enforcement = cgroup::Enforcement::strict);
+
+private:
+    explicit SpawnPool(SpawnPoolOptions options);
+
+    SpawnPoolOptions options_;
+    std::size_t serial_ = 0;
+    std::deque<std::unique_ptr<PooledSlot>> slots_;
+};
+
+}  // namespace nps::sandbox

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// The libcurl functions nps-runner calls, loaded on first use (see
+// lazy_library.hpp). A function missing here shows up as an undefined
+// symbol when linking nps-runner: add it here.
+#define CURL_DISABLE_TYPECHECK 1  // curl_easy_setopt must stay a function, not GCC's checking macro
+#include <curl/curl.h>
+
+#include <cstdarg>
+
+#include "lazy_library.hpp"
+
+namespace {
+
+nps::lazy::LazyLibrary g_curl("libcurl.so.4");
+
+}  // namespace
+
+#define NPS_CURL(name) static auto* const real = nps::lazy::resolve<decltype(::name)>(g_curl, #name)
+
+#pragma GCC visibility push(hidden)
+extern "C" {
+
+CURLcode curl_global_init(long flags)
+{
+    NPS_CURL(curl_global_init);
+    return real ? real(flags) : CURLE_FAILED_INIT;
+}
+
+CURL* curl_easy_init(void)
+{
+    NPS_CURL(curl_easy_init);
+    return real ? real() : nullptr;
+}
+
+// The one argument after `option` has the type the option's number range
+// gives it (CURLOPTTYPE_*), as libcurl itself reads it.
+CURLcode curl_easy_setopt(CURL* curl, CURLoption option, ...)
+{
+    NPS_CURL(curl_easy_setopt);
+    if (!real)
+        return CURLE_FAILED_INIT;
+    va_list args;
+    va_start(args, option);
+    CURLcode result;
+    if (option < CURLOPTTYPE_OBJECTPOINT) {
+        result = real(curl, option, va_arg(args, long));
+    } else if (option >= CURLOPTTYPE_OFF_T && option < CURLOPTTYPE_BLOB) {
+        result = real(curl, option, va_arg(args, curl_off_t));
+    } else if (option >= CURLOPTTYPE_FUNCTIONPOINT && option < CURLOPTTYPE_OFF_T) {
+        result = real(curl, option, va_arg(args, void (*)()));
+    } else {
+        result = real(curl, option, va_arg(args, void*));
+    }
+    va_end(args);
+    return result;
+}
+
+// Every CURLINFO takes one pointer.
+CURLcode curl_easy_getinfo(CURL* curl, CURLINFO info, ...)
+{
+    NPS_CURL(curl_easy_getinfo);
+    if (!real)
+        return CURLE_FAILED_INIT;
+    va_list args;
+    va_start(args, info);
+    void* out = va_arg(args, void*);
+    va_end(args);
+    return real(curl, info, out);
+}
+
+CURLcode curl_easy_perform(CURL* curl)
+{
+    NPS_CURL(curl_easy_perform);
+    return real ? real(curl) : CURLE_FAILED_INIT;
+}
+
+void curl_easy_cleanup(CURL* curl)
+{
+    NPS_CURL(curl_easy_cleanup);
+    if (real)
+        real(curl);
+}
+
+const char* curl_easy_strerror(CURLcode code)
+{
+    NPS_CURL(curl_easy_strerror);
+    return real ? real(code) : "libcurl could not be loaded";
+}
+
+curl_slist* curl_slist_append(curl_slist* list, const char* text)
+{
+    NPS_CURL(curl_slist_append);
+    return real ? real(list, text) : nullptr;
+}
+
+void curl_slist_free_all(curl_slist* list)
+{
+    NPS_CURL(curl_slist_free_all);
+    if (real)
+        real(list);
+}
+
+CURLU* curl_url(void)
+{
+    NPS_CURL(curl_url);
+    return real ? real() : nullptr;
+}
+
+void curl_url_cleanup(CURLU* url)
+{
+    NPS_CURL(curl_url_cleanup);
+    if (real)
+        real(url);
+}
+
+CURLUcode curl_url_get(CURLU* url, CURLUPart what, char** part, unsigned int flags)
+{
+    NPS_CURL(curl_url_get);
+    return real ? real(url, what, part, flags) : CURLUE_OUT_OF_MEMORY;
+}
+
+CURLUcode curl_url_set(CURLU* url, CURLUPart what, const char* part, unsigned int flags)
+{
+    NPS_CURL(curl_url_set);
+    return real ? real(url, what, part, flags) : CURLUE_OUT_OF_MEMORY;
+}
+
+void curl_free(void* p)
+{
+    NPS_CURL(curl_free);
+    if (real)
+        real(p);
+}
+
+time_t curl_getdate(const char* text, const time_t* unused)
+{
+    NPS_CURL(curl_getdate);
+    return real ? real(text, unused) : -1;
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// The libmicrohttpd functions nps-runner calls, loaded on first use (see
+// lazy_library.hpp). A function missing here shows up as an undefined
+// symbol when linking nps-runner: add it here.
+#include <microhttpd.h>
+
+#include <cstdarg>
+
+#include "lazy_library.hpp"
+
+namespace {
+
+nps::lazy::LazyLibrary g_microhttpd("libmicrohttpd.so.12");
+
+}  // namespace
+
+#define NPS_MHD(name) static auto* const real = nps::lazy::resolve<decltype(::name)>(g_microhttpd, #name)
+
+#pragma GCC visibility push(hidden)
+extern "C" {
+
+// The option list goes through the library's va_list variant.
+MHD_Daemon* MHD_start_daemon(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc, void* apc_cls,
+                             MHD_AccessHandlerCallback dh, void* dh_cls, ...)
+{
+    NPS_MHD(MHD_start_daemon_va);
+    if (!real)
+        return nullptr;
+    va_list options;
+    va_start(options, dh_cls);
+    MHD_Daemon* daemon = real(flags, port, apc, apc_cls, dh, dh_cls, options);
+    va_end(options);
+    return daemon;
+}
+
+void MHD_stop_daemon(MHD_Daemon* daemon)
+{
+    NPS_MHD(MHD_stop_daemon);
+    if (real)
+        real(daemon);
+}
+
+MHD_socket MHD_quiesce_daemon(MHD_Daemon* daemon)
+{
+    NPS_MHD(MHD_quiesce_daemon);
+    return real ? real(daemon) : MHD_INVALID_SOCKET;
+}
+
+enum MHD_Result MHD_is_feature_supported(enum MHD_FEATURE feature)
+{
+    NPS_MHD(MHD_is_feature_supported);
+    return real ? real(feature) : MHD_NO;
+}
+
+// No MHD_ConnectionInfoType reads an argument after `info_type` (0.9.75);
+// none is passed on.
+const union MHD_ConnectionInfo* MHD_get_connection_info(MHD_Connection* connection,
+                                                        enum MHD_ConnectionInfoType info_type, ...)
+{
+    NPS_MHD(MHD_get_connection_info);
+    return real ? real(connection, info_type) : nullptr;
+}
+
+const char* MHD_lookup_connection_value(MHD_Connection* connection, enum MHD_ValueKind kind, const char* key)
+{
+    NPS_MHD(MHD_lookup_connection_value);
+    return real ? real(connection, kind, key) : nullptr;
+}
+
+int MHD_get_connection_values_n(MHD_Connection* connection, enum MHD_ValueKind kind,
+                                MHD_KeyValueIteratorN iterator, void* iterator_cls)
+{
+    NPS_MHD(MHD_get_connection_values_n);
+    return real ? real(connection, kind, iterator, iterator_cls) : -1;
+}
+
+MHD_Response* MHD_create_response_from_buffer_with_free_callback_cls(size_t size, void* buffer,
+                                                                     MHD_ContentReaderFreeCallback free_callback,
+                                                                     void* free_cls)
+{
+    NPS_MHD(MHD_create_response_from_buffer_with_free_callback_cls);
+    return real ? real(size, buffer, free_callback, free_cls) : nullptr;
+}
+
+enum MHD_Result MHD_add_response_header(MHD_Response* response, const char* header, const char* content)
+{
+    NPS_MHD(MHD_add_response_header);
+    return real ? real(response, header, content) : MHD_NO;
+}
+
+enum MHD_Result MHD_queue_response(MHD_Connection* connection, unsigned int status_code, MHD_Response* response)
+{
+    NPS_MHD(MHD_queue_response);
+    return real ? real(connection, status_code, response) : MHD_NO;
+}
+
+void MHD_destroy_response(MHD_Response* response)
+{
+    NPS_MHD(MHD_destroy_response);
+    if (real)
+        real(response);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

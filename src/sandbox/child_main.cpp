@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sandbox child from the moment it may run to its execve. It runs in a
+// process cloned from a possibly multi-threaded parent: no allocation, no
+// exceptions, only what the ChildPlan holds.
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "setup.hpp"
+
+namespace nps::sandbox::detail {
+
+namespace {
+
+int move_stdio(int from, int to)
+{
+    if (from == to)
+        return ::fcntl(to, F_SETFD, 0);
+    return ::dup2(from, to) < 0 ? -1 : 0;
+}
+
+// execve, searching PATH for a name without '/' (execvpe may allocate).
+int exec_program(const ChildPlan& plan)
+{
+    const char* file = plan.argv[0];
+    if (::strchr(file, '/')) {
+        ::execve(file, plan.argv, plan.envp);
+        return errno;
+    }
+    int result = ENOENT;
+    for (const char* dir = plan.path; *dir;) {
+        const char* end = ::strchrnul(dir, ':');
+        int n = ::snprintf(plan.mounts.scratch, plan.mounts.scratch_size, "%.*s/%s", static_cast<int>(end - dir),
+                           end == dir ? "." : dir, file);
+        if (n > 0 && static_cast<std::size_t>(n) < plan.mounts.scratch_size) {
+            ::execve(plan.mounts.scratch, plan.argv, plan.envp);
+            if (errno != ENOENT && errno != ENOTDIR)
+                result = errno;
+        }
+        dir = *end ? end + 1 : end;
+    }
+    return result;
+}
+
+}  // namespace
+
+void report(const ChildPlan& plan, Step step, int err)
+{
+    Failure failure{step, err};
+    (void)!::write(plan.error_fd, &failure, sizeof failure);
+    ::_exit(127);
+}
+
+void reset_signals()
+{
+    sigset_t none;
+    ::sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // Ignored signals stay ignored across execve: undo the parent's choices.
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig != SIGKILL && sig != SIGSTOP)
+            ::signal(sig, SIG_DFL);
+    }
+}
+
+void run_child(const ChildPlan& plan)
+{
+    // Credentials do not follow the id maps the parent wrote: until now we
+    // are the host's root, which the new namespace cannot even name.
+    if (plan.user_namespace && (raw_setresgid(0) < 0 || raw_setresuid(0) < 0))
+        report(plan, Step::user_namespace_root, errno);
+    // Leave the caller's session: sharing its controlling terminal would let
+    // TIOCSTI type into the caller's shell.
+    if (::setsid() < 0)
+        report(plan, Step::new_session, errno);
+    // Only now, with the placement done in every hierarchy, so the
+    // namespace's root is the worker's own cgroup in v1 hierarchies too.
+    if (::unshare(CLONE_NEWCGROUP) < 0)
+        report(plan, Step::cgroup_namespace, errno);
+    // A pooled child was parked before the rootfs existed: it copies the
+    // mount table now, so it sees the rootfs (and no stale mount table).
+    if (plan.unshare_mount && ::unshare(CLONE_NEWNS) < 0)
+        report(plan, Step::mount_namespace, errno);
+
+    if (Failure f = setup_mounts(plan.mounts); f.step != Step::none)
+        report(plan, f.step, f.err);
+    if (::sethostname(plan.hostname, plan.hostname_size) < 0)
+        report(plan, Step::hostname, errno);
+    if (plan.network == Network::none && plan.netns_fd >= 0) {
+        if (::setns(plan.netns_fd, CLONE_NEWNET) < 0)
+            report(plan, Step::join_netns, errno);
+    } else if (plan.network == Network::none) {
+        if (plan.unshare_net && ::unshare(CLONE_NEWNET) < 0)
+            report(plan, Step::network_namespace, errno);
+        if (int rc = bring_up_loopback(); rc < 0)
+            report(plan, Step::loopback, -rc);
+    }
+    for (std::size_t i = 0; i < plan.rlimit_count; ++i) {
+        const Rlimit& limit = plan.rlimits[i];
+        rlimit value{limit.soft, limit.hard};
+        if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) < 0)
+            report(plan, Step::rlimit, errno);
+    }
+    if (::chdir(plan.cwd) < 0)
+        report(plan, Step::cwd, errno);
+    if (move_stdio(plan.stdin_fd, 0) < 0 || move_stdio(plan.stdout_fd, 1) < 0 || move_stdio(plan.stderr_fd, 2) < 0)
+        report(plan, Step::stdio, errno);
+    if (Failure f = drop_privileges(plan.uid, plan.gid, plan.empty_caps); f.step != Step::none)
+        report(plan, f.step, f.err);
+    if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, plan.seccomp, 0, 0) < 0)
+        report(plan, Step::seccomp, errno);
+    report(plan, Step::exec, exec_program(plan));
+}
+
+}  // namespace nps::sandbox::detail
