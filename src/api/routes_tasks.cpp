@@ -138,16 +138,17 @@ namespace {
 // attempts?, runner_nid?, result?, error?:{code, message} | error_code?,
 // killed_reason?} plus what report::node_report_body sends besides: task_id?
 // and node_id? (must name the path's task and node), reported_at? (RFC 3339;
-// informational). The record is not fenced on runner_nid's lease: a report
-// arrives through the sender's durable outbox, possibly after its lease
-// ended; idempotency on (task_id, node_id, dedup_key) and the terminal-state
-// rules of record_node_result decide.
+// informational). A report arrives through the sender's durable outbox,
+// possibly after its lease ended, so it is refused only while ANOTHER runner
+// holds a live lease (the sender lost the task: fencing, TC-N3-Claim-02);
+// otherwise idempotency on (task_id, node_id, dedup_key) and the
+// terminal-state rules of record_node_result decide.
 Result<store::NodeResult> parse_node_report(const Json& body, const std::string& task_id, const std::string& node_id)
 {
     store::NodeResult result;
     result.task_id = task_id;
     result.node_id = node_id;
-    result.fence = store::LeaseFence::none;
+    result.fence = store::LeaseFence::foreign_lease;
     if (auto named = NPS_TRY(optional_string(body, "task_id", limits::kMaxIdChars)); named && *named != task_id)
         return protocol_error("NWP-HTTP-PARAM-INVALID", "task_id '" + *named + "' does not match the path's task");
     if (auto named = NPS_TRY(optional_string(body, "node_id", limits::kMaxIdChars)); named && *named != node_id)

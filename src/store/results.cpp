@@ -75,9 +75,13 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                 if (st->getColumn(0).getString() != result.dedup_key)
                     return protocol_error("NOP-CLAIM-CONFLICT",
                                           "Task '" + result.task_id + "': dedup_key does not match the task");
-                if (result.runner_nid && result.fence == LeaseFence::runner_lease) {
+                if (result.runner_nid && result.fence != LeaseFence::none) {
                     const auto owner = optional_text(*st, 1);
-                    if (owner != result.runner_nid || st->getColumn(2).getInt64() <= now)
+                    const bool live = st->getColumn(2).getInt64() > now;
+                    const bool refused = result.fence == LeaseFence::runner_lease
+                                             ? owner != result.runner_nid || !live
+                                             : owner && owner != result.runner_nid && live;
+                    if (refused)
                         return lease_error(now, result.task_id, *result.runner_nid);
                 }
             }

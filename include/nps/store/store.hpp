@@ -114,7 +114,8 @@ public:
 
     // --- node results (idempotent on task_id, node_id, dedup_key) ---------------
     // dedup_key must be the task's (else NOP-CLAIM-CONFLICT); runner_nid, when
-    // set and fence is runner_lease, must hold the live lease. An existing
+    // set, must hold the live lease (fence runner_lease), or no other runner
+    // may hold one (fence foreign_lease; see LeaseFence). An existing
     // terminal record with the same state, error_code and result → duplicate;
     // with a different one → NOP-TASK-ALREADY-COMPLETED (result_json is
     // compared byte for byte) — except the saga's steps: COMPLETED may become

@@ -102,8 +102,11 @@ struct TaskOutcome {
 
 // How record_node_result checks NodeResult::runner_nid.
 enum class LeaseFence {
-    runner_lease,  // the executing runner: when runner_nid is set, it must hold the live lease
-    none,          // a task store receiving a report (PATCH): runner_nid is recorded as given
+    runner_lease,   // the executing runner: when runner_nid is set, it must hold the live lease
+    foreign_lease,  // a task store receiving a report (PATCH): refused only while another
+                    // runner holds a live lease (the sender lost the task); a report arriving
+                    // after the sender's lease ended normally (its outbox) is accepted
+    none,           // runner_nid is recorded as given
 };
 
 struct NodeResult {

@@ -132,3 +132,23 @@ TEST_CASE_FIXTURE(StoreFixture, "a task store's record keeps runner_nid without 
     CHECK(*store->record_node_result(reported) == RecordOutcome::duplicate);
     CHECK(store->node_results("task-1")->front().runner_nid == std::optional<std::string>(kRunnerA));
 }
+
+TEST_CASE_FIXTURE(StoreFixture, "a task store's report is refused only while another runner holds a live lease")
+{
+    deposit("task-1");
+    claim_head(kRunnerA, 10);
+    auto late = node_result("task-1", "n0", "COMPLETED", "{}");
+    late.runner_nid = kRunnerA;
+    late.fence = LeaseFence::foreign_lease;
+    CHECK(*store->record_node_result(late) == RecordOutcome::recorded);  // the owner itself
+
+    clock.advance_ms(11'000);
+    claim_head(kRunnerB, 10);  // A's lease expired; B reclaimed the task
+    auto stale = node_result("task-1", "n1", "COMPLETED", "{}");
+    stale.runner_nid = kRunnerA;
+    stale.fence = LeaseFence::foreign_lease;
+    CHECK(error_code_of(store->record_node_result(stale)) == "NOP-CLAIM-CONFLICT");  // A lost the task
+
+    clock.advance_ms(11'000);  // B's lease ended too: a late outbox delivery from A is accepted
+    CHECK(*store->record_node_result(stale) == RecordOutcome::recorded);
+}
