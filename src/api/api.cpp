@@ -180,6 +180,8 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
         return m == "POST" ? cancel_task(s[2]) : method_not_allowed("POST");
     if (area == "tasks" && n == 5 && s[3] == "nodes")
         return m == "PATCH" ? report_node(r, s[2], s[4]) : method_not_allowed("PATCH");
+    if (area == "tasks" && n == 6 && s[3] == "nodes" && s[5] == "log")
+        return m == "GET" ? node_log(r, s[2], s[4]) : method_not_allowed("GET");
     if (area == "ndp" && n == 3 && s[2] == "announces")
         return m == "GET" ? list_announces() : method_not_allowed("GET");
     if (area == "ndp" && n == 4 && s[2] == "announces")

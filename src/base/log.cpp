@@ -3,10 +3,56 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "nps/base/clock.hpp"
+#include "nps/base/time_format.hpp"
+
 namespace nps::log {
+
+namespace {
+
+std::atomic<Format> g_format{Format::text};
+
+const char* level_name(Level level)
+{
+    switch (level) {
+    case Level::error: return "error";
+    case Level::warning: return "warning";
+    case Level::notice: return "notice";
+    case Level::info: return "info";
+    case Level::debug: return "debug";
+    }
+    return "info";
+}
+
+void append_json_string(std::string& out, std::string_view text)
+{
+    out += '"';
+    for (unsigned char c : text) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += static_cast<char>(c);
+        } else if (c < 0x20) {
+            char escape[8];
+            std::snprintf(escape, sizeof escape, "\\u%04x", c);
+            out += escape;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    out += '"';
+}
+
+}  // namespace
+
+void set_format(Format format)
+{
+    g_format = format;
+}
 
 void write(Level level, std::string_view message)
 {
@@ -18,9 +64,17 @@ void write(Level level, std::string_view message)
         line += static_cast<char>('0' + static_cast<int>(level));
         line += '>';
     }
-    line += "nps-runner: ";
-    line += message;
-    line += '\n';
+    if (g_format.load(std::memory_order_relaxed) == Format::json) {
+        line += "{\"time\":\"" + format_rfc3339_ms(SystemClock::instance().now_ms()) + "\",\"level\":\"";
+        line += level_name(level);
+        line += "\",\"message\":";
+        append_json_string(line, message);
+        line += "}\n";
+    } else {
+        line += "nps-runner: ";
+        line += message;
+        line += '\n';
+    }
     // One write() per line so lines from several threads do not interleave.
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
 }

@@ -41,6 +41,8 @@ int serve(int argc, char** argv, int first)
         log::error(config.error().describe());
         return kExitFailure;
     }
+    if (config->log_json)
+        log::set_format(log::Format::json);
     if (auto v = args->value("--state-dir"))
         config->state_dir = *v;
     if (auto v = args->value("--listen"))

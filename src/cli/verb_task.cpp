@@ -63,9 +63,31 @@ bool is_terminal(const std::string& state)
 
 int task_show(int argc, char** argv, int first)
 {
-    VerbSpec spec{"task show", "ID [--json]", "Show a task: state, lease, nodes, result and event log.", "",
-                  {{"--json", nullptr, "print the API's JSON"}}, 1, 1};
+    VerbSpec spec{"task show", "ID [--json] [--log NODE [--stream stderr|stdout] [--bytes N]]",
+                  "Show a task: state, lease, nodes, result and event log; with --log, the tail of a\n"
+                  "node's last worker log instead.",
+                  "",
+                  {{"--json", nullptr, "print the API's JSON"},
+                   {"--log", "NODE", "print the log tail of NODE's last finished worker"},
+                   {"--stream", "S", "with --log: stderr (default) or stdout"},
+                   {"--bytes", "N", "with --log: how much of the tail (default 65536)"}},
+                  1, 1};
     return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
+        if (auto node = args.value("--log")) {
+            std::string path = "/v1/tasks/" + net::url_encode(args.positionals[0]) + "/nodes/" +
+                               net::url_encode(*node) + "/log?stream=" +
+                               net::url_encode(args.value("--stream").value_or("stderr"));
+            if (auto bytes = args.value("--bytes"))
+                path += "&bytes=" + net::url_encode(*bytes);
+            auto log = client.call("GET", path);
+            if (!log)
+                return report_error(log.error());
+            if (args.flag("--json"))
+                std::printf("%s\n", log->dump(2).c_str());
+            else
+                std::fwrite((*log)["text"].get<std::string>().data(), 1, (*log)["text"].get<std::string>().size(), stdout);
+            return kExitOk;
+        }
         auto task = client.call("GET", "/v1/tasks/" + net::url_encode(args.positionals[0]));
         if (!task)
             return report_error(task.error());

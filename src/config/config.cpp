@@ -114,7 +114,7 @@ Result<std::string> read_token_file(const std::string& path, const std::string& 
 Result<void> apply_runner(const TableReader& t, Config& c)
 {
     NPS_TRY_VOID(t.check_keys({"state_dir", "nid", "inboxes", "lease_seconds", "claim_interval_ms", "max_tasks",
-                               "execution", "shutdown_grace_seconds"}));
+                               "execution", "shutdown_grace_seconds", "log_format"}));
     if (auto v = NPS_TRY(t.string("state_dir")))
         c.state_dir = *v;
     if (auto v = NPS_TRY(t.string("nid"))) {
@@ -136,6 +136,14 @@ Result<void> apply_runner(const TableReader& t, Config& c)
         c.executor.max_tasks = static_cast<std::size_t>(*v);
     if (auto v = NPS_TRY(t.integer("shutdown_grace_seconds", 0, 3600)))
         c.executor.shutdown_grace_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.string("log_format"))) {
+        if (*v == "text")
+            c.log_json = false;
+        else if (*v == "json")
+            c.log_json = true;
+        else
+            return t.fail("log_format", "must be 'text' or 'json', not '" + *v + "'");
+    }
     if (auto v = NPS_TRY(t.string("execution"))) {
         if (*v == "production")
             c.executor.conformance = false;

@@ -95,6 +95,8 @@ private:
     Result<net::HttpResponse> list_tasks(const net::HttpRequest& request);
     Result<net::HttpResponse> report_node(const net::HttpRequest& request, const std::string& task_id,
                                   const std::string& node_id);
+    Result<net::HttpResponse> node_log(const net::HttpRequest& request, const std::string& task_id,
+                                       const std::string& node_id);
     Result<net::HttpResponse> cancel_task(const std::string& task_id);
     Result<net::HttpResponse> put_announce(const net::HttpRequest& request, const std::string& nid);
     Result<net::HttpResponse> list_announces();

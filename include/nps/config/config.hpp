@@ -70,6 +70,7 @@ struct Config {
     std::string runner_nid;             // default: urn:nps:node:<hostname>:nps-runner
     std::vector<std::string> inboxes;   // NIDs this runner claims from
     ExecutorPolicy executor;
+    bool log_json = false;              // log_format = "json": one JSON object per log line
 
     // [api]
     std::string listen = kDefaultListen;  // "" disables the TCP listener

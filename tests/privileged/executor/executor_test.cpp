@@ -164,6 +164,17 @@ TEST_CASE("a plain command worker (no frame) completes with its exit code, a fai
     CHECK(bad["nodes"]["a"]["state"] == "FAILED");
     CHECK(bad["nodes"]["a"]["killed_reason"] == "exit_status");
     CHECK(!bad["error_code"].is_null());
+
+    // The worker's stderr, through the API and the CLI.
+    auto log = http("GET", f.runner().url() + "/v1/tasks/plain-bad/nodes/a/log?stream=stderr");
+    REQUIRE_MESSAGE(log.status == 200, log.raw);
+    CHECK(log.body["text"] == "oops\n");
+    auto shown = run_command({"task", "show", "plain-bad", "--log", "a", "--server", "unix:" + f.runner().socket_path()});
+    CHECK(shown.exit_status == 0);
+    CHECK(shown.out == "oops\n");
+    check_error(http("GET", f.runner().url() + "/v1/tasks/plain-bad/nodes/a/log?stream=stdin"), 400,
+                "NWP-HTTP-PARAM-INVALID");
+    check_error(http("GET", f.runner().url() + "/v1/tasks/plain-bad/nodes/zz/log"), 404, "NOP-TASK-NOT-FOUND");
 }
 
 TEST_CASE("TC-N3-Life-01: an idle worker is killed and its node fails with NOP-RUNTIME-IDLE-TIMEOUT (504)")
