@@ -416,6 +416,8 @@ def claim_02(ctx, notes):
     expect_error(ctx.renew(task_id, a, 30), 409, "NOP-CLAIM-CONFLICT", "runner A's renewal after the reclaim")
     expect_error(ctx.complete(task_id, a, "COMPLETED"), 409, "NOP-CLAIM-CONFLICT",
                  "runner A's completion after the reclaim")
+    expect_error(ctx.report_node(task_id, "n1", dedup, a, "COMPLETED"), 409, "NOP-CLAIM-CONFLICT",
+                 "runner A's node report while B holds the lease")
     # Idempotency on (task_id, node_id, dedup_key): the terminal node is not recorded again.
     dup = ctx.report_node(task_id, "n0", dedup, b, "COMPLETED", {"value": 2})
     expect_status(dup, 200, "re-report of the terminal node n0")
