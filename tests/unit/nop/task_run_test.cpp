@@ -42,6 +42,12 @@ TEST_CASE("engine: an attempt carries everything the host needs")
     CHECK(host.timers_with_delay(milliseconds(9000)).size() == 1);
     CHECK(host.timers_with_delay(milliseconds(1500)).size() == 1);
 
+    // Reports for nodes that are not running change nothing.
+    run.attempt_finished("ghost", success("{}"));
+    run.attempt_finished("double", success("{}"));
+    CHECK(host.dispatched.size() == 1);
+    CHECK(host.events == Strings{"task:running"});
+
     clock.advance_ms(10);
     run.attempt_finished("fetch", success(R"({"value":2})"));
     CHECK(host.timers_with_delay(milliseconds(1500)).empty());  // its deadline is taken back
