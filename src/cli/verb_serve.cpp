@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <cstdio>
+#include <utility>
 
 #include "nps/base/log.hpp"
 #include "nps/cli/verb_runner.hpp"
@@ -20,7 +21,10 @@ int serve(int argc, char** argv, int first)
         "Settings come from the config file; flags override it. The TCP listener binds loopback\n"
         "by default; any other address requires api.token (every TCP request then carries\n"
         "'Authorization: Bearer TOKEN'). The unix socket is guarded by its file mode (api.socket_mode).\n"
-        "SIGTERM or SIGINT stop the daemon cleanly; with NOTIFY_SOCKET set it reports readiness to systemd.",
+        "SIGTERM or SIGINT stop the daemon cleanly; with NOTIFY_SOCKET set it reports readiness to systemd.\n"
+        "SIGHUP reloads the config file: policy keys (api.token, inbox limits, runner pacing and caps,\n"
+        "[workers] limits, log_format) take effect at once; other changed keys are logged and wait for a\n"
+        "restart; a file that does not load changes nothing.",
         {
             {"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml; missing default is fine)"},
             {"--state-dir", "DIR", "state directory holding runner.db (default /var/lib/nps-runner)"},
@@ -35,38 +39,42 @@ int serve(int argc, char** argv, int first)
     auto [args, exit_status] = start_verb(spec, argc, argv, first);
     if (!args)
         return exit_status;
-    auto config_path = args->value("--config");
-    auto config = config::load_config(config_path.value_or(config::kDefaultConfigPath), config_path.has_value());
+    // The flags are checked once here; the loader re-applies them on every
+    // SIGHUP so that a reload compares like with like.
+    if (auto v = args->value("--runner-nid"); v && !proto::is_valid_nid(*v)) {
+        std::fprintf(stderr, "nps-runner: --runner-nid '%s' is not a NID (urn:nps:…)\n", v->c_str());
+        return kExitUsage;
+    }
+    for (const auto& nid : args->values("--inbox")) {
+        if (!proto::is_valid_nid(nid)) {
+            std::fprintf(stderr, "nps-runner: --inbox '%s' is not a NID (urn:nps:…)\n", nid.c_str());
+            return kExitUsage;
+        }
+    }
+    daemon::ConfigLoader load = [args = *args]() -> Result<config::Config> {
+        auto config_path = args.value("--config");
+        auto config = NPS_TRY(config::load_config(config_path.value_or(config::kDefaultConfigPath),
+                                                   config_path.has_value()));
+        if (auto v = args.value("--state-dir"))
+            config.state_dir = *v;
+        if (auto v = args.value("--listen"))
+            config.listen = *v == "none" ? "" : *v;
+        if (auto v = args.value("--socket"))
+            config.socket = *v == "none" ? "" : *v;
+        if (auto v = args.value("--runner-nid"))
+            config.runner_nid = *v;
+        if (args.flag("--inbox"))
+            config.inboxes = args.values("--inbox");
+        return config;
+    };
+    auto config = load();
     if (!config) {
         log::error(config.error().describe());
         return kExitFailure;
     }
     if (config->log_json)
         log::set_format(log::Format::json);
-    if (auto v = args->value("--state-dir"))
-        config->state_dir = *v;
-    if (auto v = args->value("--listen"))
-        config->listen = *v == "none" ? "" : *v;
-    if (auto v = args->value("--socket"))
-        config->socket = *v == "none" ? "" : *v;
-    if (auto v = args->value("--runner-nid")) {
-        if (!proto::is_valid_nid(*v)) {
-            std::fprintf(stderr, "nps-runner: --runner-nid '%s' is not a NID (urn:nps:…)\n", v->c_str());
-            return kExitUsage;
-        }
-        config->runner_nid = *v;
-    }
-    if (args->flag("--inbox")) {
-        config->inboxes.clear();
-        for (const auto& nid : args->values("--inbox")) {
-            if (!proto::is_valid_nid(nid)) {
-                std::fprintf(stderr, "nps-runner: --inbox '%s' is not a NID (urn:nps:…)\n", nid.c_str());
-                return kExitUsage;
-            }
-            config->inboxes.push_back(nid);
-        }
-    }
-    if (auto r = daemon::run(*config); !r) {
+    if (auto r = daemon::run(std::move(*config), std::move(load)); !r) {
         log::error(r.error().describe());
         return kExitFailure;
     }

@@ -18,6 +18,7 @@
 #include "nps/base/unique_fd.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
+#include "nps/config/reload.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/report/deliverer.hpp"
 #include "nps/supervisor/event_loop.hpp"
@@ -108,9 +109,40 @@ api::HostFacts prepare_worker_cgroups(std::optional<cgroup::CgroupBase>& base)
     return facts;
 }
 
+// SIGHUP: loads the configuration again and takes its reloadable keys. A
+// file that does not load changes nothing.
+void reload_config(config::Config& running, const ConfigLoader& load, Executor& executor)
+{
+    if (!load) {
+        log::notice("SIGHUP: this daemon was started without a configuration loader; nothing to reload");
+        return;
+    }
+    auto fresh = load();
+    if (!fresh) {
+        log::error("SIGHUP: configuration not reloaded, the running one stays in effect: " + fresh.error().describe());
+        return;
+    }
+    auto outcome = config::apply_reload(running, *fresh);
+    auto join = [](const std::vector<std::string>& keys) {
+        std::string text;
+        for (const auto& key : keys)
+            text += (text.empty() ? "" : ", ") + key;
+        return text;
+    };
+    if (!outcome.need_restart.empty())
+        log::warning("SIGHUP: changed but not reloadable, kept until a restart: " + join(outcome.need_restart));
+    if (outcome.applied.empty()) {
+        log::info("SIGHUP: configuration reloaded, no reloadable key changed");
+        return;
+    }
+    log::set_format(running.log_json ? log::Format::json : log::Format::text);
+    executor.policy_changed();
+    log::info("SIGHUP: configuration reloaded, now in effect: " + join(outcome.applied));
+}
+
 }  // namespace
 
-Result<void> run(const config::Config& config)
+Result<void> run(config::Config config, ConfigLoader reload)
 {
     NPS_TRY_VOID(check_listen_policy(config));
     NPS_TRY_VOID(ensure_state_dir(config.state_dir));
@@ -171,7 +203,7 @@ Result<void> run(const config::Config& config)
 
     on_signal = [&](int signo) {
         if (signo == SIGHUP) {
-            log::notice("SIGHUP: configuration reload is not supported; restart the runner to apply changes");
+            reload_config(config, reload, *executor);
             return;
         }
         log::info(std::string("received ") + strsignal(signo) + ", shutting down");

@@ -73,9 +73,23 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
         .metrics = e->metrics_,
         .recorded = parts.recorded,
     });
-    e->max_tasks_ = config.executor.max_tasks ? config.executor.max_tasks : config.workers.max_concurrent;
-    e->max_tasks_ = std::max<std::size_t>(e->max_tasks_, 1);
+    e->max_tasks_ = e->configured_max_tasks();
     return e;
+}
+
+std::size_t Executor::configured_max_tasks() const
+{
+    const auto& config = parts_.config;
+    return std::max<std::size_t>(config.executor.max_tasks ? config.executor.max_tasks : config.workers.max_concurrent,
+                                 1);
+}
+
+void Executor::policy_changed()
+{
+    max_tasks_ = configured_max_tasks();
+    auto policy = supervisor::supervisor_options(parts_.config);
+    supervisor_->update_policy(policy);
+    claim_round();
 }
 
 std::string Executor::status_json() const

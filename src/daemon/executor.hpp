@@ -58,6 +58,10 @@ public:
     void wake();
     // Any thread: the task was cancelled in the store.
     void cancelled(const std::string& task_id);
+    // The configuration's reloadable policy changed (config/reload.hpp):
+    // takes the new task and worker caps and worker policy, and claims
+    // again if the caps grew.
+    void policy_changed();
     // Stops claiming; calls `stopped` (from the loop) once no task runs.
     // A second call ends the grace at once.
     void begin_shutdown(std::function<void()> stopped);
@@ -73,6 +77,7 @@ private:
     explicit Executor(const ExecutorParts& parts);
 
     void claim_round();
+    std::size_t configured_max_tasks() const;
     void arm_claim_timer();
     void resume_own_leases();
     void execute(store::Lease lease);

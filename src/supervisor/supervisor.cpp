@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "nps/config/config.hpp"
@@ -286,6 +287,17 @@ void Supervisor::cancel(WorkerId id, StopReason reason)
     send_stdin(*w, encode_cancel_frame(w->delegate));
     w->stop_stage = StopStage::frame_sent;
     w->stop_timer = loop_.add_timer_after(options_.stop_grace, [this, w] { on_stop_step(*w); });
+}
+
+void Supervisor::update_policy(const SupervisorOptions& policy)
+{
+    options_.max_concurrent = std::max<std::size_t>(policy.max_concurrent, 1);
+    options_.default_idle_timeout = policy.default_idle_timeout;
+    options_.default_max_runtime = policy.default_max_runtime;
+    options_.stop_grace = policy.stop_grace;
+    if (policy.log_limits.max_bytes > 0)
+        options_.log_limits = policy.log_limits;
+    schedule_pump();
 }
 
 void Supervisor::shutdown()

@@ -1,19 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `serve` daemon: opens the store, starts the HTTP API on TCP and the
 // unix socket, and runs the main event loop (epoll over a signalfd and a
-// housekeeping timerfd) until SIGTERM/SIGINT.
+// housekeeping timerfd) until SIGTERM/SIGINT. SIGHUP reloads the
+// configuration through `reload` (config/reload.hpp says which keys take
+// effect; the rest are logged as needing a restart).
 //
 // Startup refuses, with a message saying why: a non-loopback TCP listener
 // without api.token, an unusable state directory, a store whose schema is
 // newer than this binary.
 #pragma once
 
+#include <functional>
+
 #include "nps/base/result.hpp"
 #include "nps/config/config.hpp"
 
 namespace nps::daemon {
 
+// Produces the configuration as `serve` would at start (file, then flags).
+using ConfigLoader = std::function<Result<config::Config>()>;
+
 // Runs until a termination signal; returns an error if startup fails.
-Result<void> run(const config::Config& config);
+// `reload` may be empty: SIGHUP is then logged and ignored.
+Result<void> run(config::Config config, ConfigLoader reload = {});
 
 }  // namespace nps::daemon

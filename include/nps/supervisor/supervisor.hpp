@@ -153,6 +153,13 @@ public:
     // cancel(shutdown) for every worker.
     void shutdown();
 
+    // Takes the policy part of `policy` (max_concurrent, the default idle
+    // and max-runtime limits, stop_grace, log_limits) — a configuration
+    // reload. Workers already start()ed, queued ones included, keep the
+    // lifecycle limits they were given; a raised max_concurrent starts
+    // queued workers at once, a lowered one lets running workers finish. The other fields of `policy` are ignored.
+    void update_policy(const SupervisorOptions& policy);
+
     std::size_t running() const { return running_; }
     std::size_t queued() const { return queue_.size(); }
     bool has_capacity() const { return running_ + queue_.size() < options_.max_concurrent; }
