@@ -2,6 +2,9 @@
 #include "executor.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <memory>
+#include <set>
 
 #include "nps/base/limits.hpp"
 #include "nps/base/log.hpp"
@@ -14,6 +17,8 @@ namespace {
 
 // Blocking preparations at once: resolutions, pulls, unpacks, mounts.
 constexpr std::size_t kLaunchThreads = 2;
+// How often finished workers' logs are checked against their retention.
+constexpr int kLogPruneIntervalMs = 10 * 60 * 1000;
 
 }  // namespace
 
@@ -23,6 +28,7 @@ Executor::~Executor()
 {
     parts_.loop.cancel_timer(claim_timer_);
     parts_.loop.cancel_timer(grace_timer_);
+    parts_.loop.cancel_timer(prune_timer_);
     // Executions first (they hold workers and jobs), then the supervisor
     // kills what is left, then the pool joins its threads.
     executions_.clear();
@@ -109,6 +115,7 @@ void Executor::start()
                     std::to_string(report.killed) + " leftover process(es)");
     for (const auto& problem : report.problems)
         log::warning("recovery: " + problem);
+    prune_logs();
     if (parts_.config.inboxes.empty()) {
         log::info("executor: no inbox to claim from (give --inbox NID or runner.inboxes); serving the API only");
         return;
@@ -155,6 +162,35 @@ void Executor::arm_claim_timer()
                                                    if (!stopping_)
                                                        arm_claim_timer();
                                                });
+}
+
+// Finished workers' logs older than [workers] log_retention_hours go, on a
+// pool thread (a large logs/ takes a while to walk); running workers' logs
+// stay whatever their age.
+void Executor::prune_logs()
+{
+    prune_timer_ = parts_.loop.add_timer_after(std::chrono::milliseconds(kLogPruneIntervalMs), [this] {
+        prune_timer_ = 0;
+        prune_logs();
+    });
+    const std::uint32_t hours = parts_.config.workers.log_retention_hours;
+    if (hours == 0 || stopping_)
+        return;
+    auto names = supervisor_->running_names();
+    auto running = std::make_shared<const std::set<std::string>>(names.begin(), names.end());
+    auto report = std::make_shared<supervisor::LogPruneReport>();
+    const auto cutoff = std::chrono::system_clock::now() - std::chrono::hours(hours);
+    jobs_->submit(
+        [root = supervisor_->options().log_root, cutoff, running, report] {
+            *report = supervisor::prune_worker_logs(root, cutoff, *running, limits::kWorkerLogPruneBatch);
+        },
+        [report, hours] {
+            if (report->removed > 0)
+                log::info("logs: pruned " + std::to_string(report->removed) + " finished worker log director" +
+                          (report->removed == 1 ? "y" : "ies") + " older than " + std::to_string(hours) + " h");
+            for (const auto& problem : report->problems)
+                log::warning("logs: " + problem);
+        });
 }
 
 void Executor::wake()

@@ -79,6 +79,7 @@ private:
     void claim_round();
     std::size_t configured_max_tasks() const;
     void arm_claim_timer();
+    void prune_logs();
     void resume_own_leases();
     void execute(store::Lease lease);
     void retired(const std::string& task_id);
@@ -97,6 +98,7 @@ private:
     std::size_t next_inbox_ = 0;
     supervisor::EventLoop::TimerId claim_timer_ = 0;
     supervisor::EventLoop::TimerId grace_timer_ = 0;
+    supervisor::EventLoop::TimerId prune_timer_ = 0;
     bool claiming_ = false;
     bool stopping_ = false;
     std::function<void()> stopped_;

@@ -335,4 +335,13 @@ std::optional<pid_t> Supervisor::pid(WorkerId id) const
     return it->second->child.pid();
 }
 
+std::vector<std::string> Supervisor::running_names() const
+{
+    std::vector<std::string> names;
+    names.reserve(workers_.size());
+    for (const auto& [id, worker] : workers_)
+        names.push_back(worker->name);
+    return names;
+}
+
 }  // namespace nps::supervisor

@@ -102,6 +102,9 @@ inline constexpr std::uint32_t kMaxStopGraceSeconds = 3600;        // [workers] 
 inline constexpr std::uint64_t kMinWorkerLogBytes = 4096;          // [workers] log_max_bytes
 inline constexpr std::uint64_t kMaxWorkerLogBytes = 1ull << 30;
 inline constexpr std::uint32_t kMaxWorkerLogKeep = 100;            // [workers] log_keep (rotated files)
+inline constexpr std::int64_t kMaxWorkerLogRetentionHours = 24 * 366;  // [workers] log_retention_hours
+// Worker log directories one pruning round deletes at most (it runs on a pool thread).
+inline constexpr std::size_t kWorkerLogPruneBatch = 1000;
 inline constexpr std::size_t kWorkerOutcomeTailBytes = 4096;       // stderr tail carried by an outcome
 
 // --- Images (ours; docs/images.md) ---

@@ -171,6 +171,8 @@ public:
     // The pid of a running worker (in this pid namespace), for tests and
     // diagnostics; nullopt otherwise.
     std::optional<pid_t> pid(WorkerId id) const;
+    // The names (log directories, cgroups) of the running workers.
+    std::vector<std::string> running_names() const;
 
     struct Worker;  // src/supervisor/worker.hpp
 

@@ -9,10 +9,13 @@
 // kept, then one marker line, and later output is dropped (counted).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nps/base/result.hpp"
 #include "nps/base/unique_fd.hpp"
@@ -61,5 +64,20 @@ private:
 // The last `max_bytes` of the log at `path`, taken from <path> and as many
 // rotated files as needed, oldest bytes first. "" when there is no log.
 Result<std::string> read_log_tail(const std::string& path, std::size_t max_bytes);
+
+// Retention of finished workers' logs (docs/supervisor.md "Logs").
+struct LogPruneReport {
+    std::size_t removed = 0;            // worker log directories deleted
+    std::size_t kept = 0;               // worker log directories left
+    std::vector<std::string> problems;  // "Failed to remove '…': …", at most a few
+};
+
+// Deletes each directory directly under `root` (a worker's log directory)
+// whose files were all last written before `cutoff`, unless its name is in
+// `running`. Other entries (files, symbolic links) are left alone; at most
+// `max_removals` directories go per call, so one call's cost is bounded.
+// A missing root is an empty one.
+LogPruneReport prune_worker_logs(const std::string& root, std::chrono::system_clock::time_point cutoff,
+                                 const std::set<std::string>& running, std::size_t max_removals);
 
 }  // namespace nps::supervisor

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // SIGHUP reloads the real daemon's configuration file: reloadable keys take
 // effect at once, a broken file changes nothing, keys that need a restart
-// are named in the log and keep their running values.
+// are named in the log and keep their running values. And the daemon's
+// retention of worker logs.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/time.h>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "runner_process.hpp"
@@ -108,4 +111,30 @@ TEST_CASE("SIGHUP rotates the API token and limits; a broken file changes nothin
 
     CHECK(runner.running());
     CHECK(runner.stop() == 0);
+}
+
+TEST_CASE("start-up prunes finished workers' logs past [workers] log_retention_hours")
+{
+    TempDir dir;
+    const std::string logs = dir.path() + "/logs";
+    auto make = [&](const std::string& name, int hours_ago) {
+        const std::string worker = logs + "/" + name;
+        std::filesystem::create_directories(worker);
+        nps::test::write_file(worker + "/stdout.log", "out\n");
+        const auto when = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now() -
+                                                               std::chrono::hours(hours_ago));
+        struct timeval times[2] = {{when, 0}, {when, 0}};
+        REQUIRE(::utimes((worker + "/stdout.log").c_str(), times) == 0);
+        REQUIRE(::utimes(worker.c_str(), times) == 0);
+    };
+    make("w-1-1", 48);
+    make("w-1-2", 2);
+    RunnerProcess runner(RunnerOptions{.state_dir = dir.path(), .config_text = "[workers]\nlog_retention_hours = 24\n"});
+    REQUIRE_MESSAGE(runner.start(), runner.log());
+    for (int i = 0; i < 1000 && std::filesystem::exists(logs + "/w-1-1"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK_FALSE(std::filesystem::exists(logs + "/w-1-1"));
+    CHECK(std::filesystem::exists(logs + "/w-1-2/stdout.log"));
+    CHECK(runner.stop() == 0);
+    CHECK(runner.log().find("pruned 1 finished worker log directory older than 24 h") != std::string::npos);
 }
