@@ -66,6 +66,31 @@ Json config_json(const image::ImageConfig& c)
             {"user", c.user}};
 }
 
+// --platform, when given, into `platform`; false after a usage message.
+bool read_platform_option(const ParsedArgs& args, std::optional<image::Platform>& platform)
+{
+    auto text = args.value("--platform");
+    if (!text)
+        return true;
+    auto parsed = image::parse_platform(*text);
+    if (!parsed) {
+        std::fprintf(stderr, "nps-runner: %s\n", parsed.error().message.c_str());
+        return false;
+    }
+    platform = *parsed;
+    return true;
+}
+
+// "Imported NAME DIGEST (PLATFORM, SIZE)[, replacing OLD]"
+void print_stored(const char* what, const image::ImportedImage& image)
+{
+    std::printf("%s %s %s (%s, %s)", what, image.name.c_str(), image.manifest_digest.c_str(),
+                image.platform.to_string().c_str(), format_bytes(image.size).c_str());
+    if (image.replaced)
+        std::printf(", replacing %s", image.replaced->c_str());
+    std::printf("\n");
+}
+
 }  // namespace
 
 int image_import(int argc, char** argv, int first)
@@ -92,14 +117,8 @@ int image_import(int argc, char** argv, int first)
     if (!args)
         return exit_status;
     image::ImportRequest request{.path = args->positionals[0], .name = args->value("--name")};
-    if (auto platform = args->value("--platform")) {
-        auto parsed = image::parse_platform(*platform);
-        if (!parsed) {
-            std::fprintf(stderr, "nps-runner: %s\n", parsed.error().message.c_str());
-            return kExitUsage;
-        }
-        request.platform = *parsed;
-    }
+    if (!read_platform_option(*args, request.platform))
+        return kExitUsage;
     auto ctx = open_store(*args);
     if (!ctx)
         return report_error(ctx.error());
@@ -108,13 +127,8 @@ int image_import(int argc, char** argv, int first)
     display.finish();
     if (!imported)
         return report_error(imported.error());
-    for (const auto& image : *imported) {
-        std::printf("Imported %s %s (%s, %s)", image.name.c_str(), image.manifest_digest.c_str(),
-                    image.platform.to_string().c_str(), format_bytes(image.size).c_str());
-        if (image.replaced)
-            std::printf(", replacing %s", image.replaced->c_str());
-        std::printf("\n");
-    }
+    for (const auto& image : *imported)
+        print_stored("Imported", image);
     return kExitOk;
 }
 
@@ -147,14 +161,8 @@ int image_pull(int argc, char** argv, int first)
         return exit_status;
     const bool quiet = args->flag("--quiet");
     image::PullRequest request{.reference = args->positionals[0], .name = args->value("--name")};
-    if (auto platform = args->value("--platform")) {
-        auto parsed = image::parse_platform(*platform);
-        if (!parsed) {
-            std::fprintf(stderr, "nps-runner: %s\n", parsed.error().message.c_str());
-            return kExitUsage;
-        }
-        request.platform = *parsed;
-    }
+    if (!read_platform_option(*args, request.platform))
+        return kExitUsage;
     auto ctx = open_store(*args);
     if (!ctx)
         return report_error(ctx.error());
@@ -169,11 +177,7 @@ int image_pull(int argc, char** argv, int first)
     display.finish();
     if (!pulled)
         return report_error(pulled.error());
-    std::printf("Pulled %s %s (%s, %s)", pulled->name.c_str(), pulled->manifest_digest.c_str(),
-                pulled->platform.to_string().c_str(), format_bytes(pulled->size).c_str());
-    if (pulled->replaced)
-        std::printf(", replacing %s", pulled->replaced->c_str());
-    std::printf("\n");
+    print_stored("Pulled", *pulled);
     return kExitOk;
 }
 

@@ -107,36 +107,20 @@ Result<Descriptor> choose_manifest(ImportSource& source, const Group& group, con
     if (candidates.empty())
         return internal_error(source.describe() + " holds no image manifest" +
                               (group.label.empty() ? std::string() : " for '" + group.label + "'"));
-    std::optional<Error> learn_error;
-    std::vector<Platform> platforms;
-    std::vector<std::size_t> index_of;
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-        auto& c = candidates[i];
-        if (!c.platform) {
-            auto learned = learn_platform(source, c.descriptor);
-            if (!learned) {
-                if (candidates.size() == 1)
-                    return std::move(learned).error();
-                learn_error = learned.error();
-                continue;
-            }
-            c.platform = *learned;
-        }
-        platforms.push_back(*c.platform);
-        index_of.push_back(i);
-    }
-    if (auto best = select_platform(wanted, platforms))
-        return candidates[index_of[*best]].descriptor;
-    std::string available;
-    for (const auto& p : platforms)
-        available += (available.empty() ? "" : ", ") + p.to_string();
+    std::vector<std::optional<Platform>> known;
+    for (const auto& c : candidates)
+        known.push_back(c.platform);
+    const auto choice = NPS_TRY(choose_platform(
+        known, wanted, [&](std::size_t i) { return learn_platform(source, candidates[i].descriptor); }));
+    if (choice.chosen)
+        return candidates[*choice.chosen].descriptor;
     std::string message = source.describe() + " has no image for " + wanted.to_string();
     if (!group.label.empty())
         message += " under '" + group.label + "'";
-    if (!available.empty())
-        message += " (it has: " + available + ")";
-    if (learn_error)
-        message += "; " + learn_error->message;
+    if (!choice.available.empty())
+        message += " (it has: " + choice.available + ")";
+    if (choice.learn_error)
+        message += "; " + choice.learn_error->message;
     return internal_error(message);
 }
 

@@ -154,4 +154,32 @@ std::optional<std::size_t> select_platform(const Platform& wanted, const std::ve
     return best;
 }
 
+Result<PlatformChoice> choose_platform(const std::vector<std::optional<Platform>>& known, const Platform& wanted,
+                                       const std::function<Result<Platform>(std::size_t)>& learn)
+{
+    PlatformChoice choice;
+    std::vector<Platform> platforms;
+    std::vector<std::size_t> index_of;
+    for (std::size_t i = 0; i < known.size(); ++i) {
+        if (known[i]) {
+            platforms.push_back(*known[i]);
+        } else {
+            auto learned = learn(i);
+            if (!learned) {
+                if (known.size() == 1)
+                    return std::move(learned).error();
+                choice.learn_error = learned.error();
+                continue;
+            }
+            platforms.push_back(*learned);
+        }
+        index_of.push_back(i);
+    }
+    if (auto best = select_platform(wanted, platforms))
+        choice.chosen = index_of[*best];
+    for (const auto& p : platforms)
+        choice.available += (choice.available.empty() ? "" : ", ") + p.to_string();
+    return choice;
+}
+
 }  // namespace nps::image

@@ -97,35 +97,19 @@ public:
         NPS_TRY_VOID(collect(index, 0, candidates));
         if (candidates.empty())
             return internal_error("The image index " + label + " of " + client_.describe() + " lists no image manifest");
-        std::vector<Platform> platforms;
-        std::vector<std::size_t> index_of;
-        std::optional<Error> learn_error;
-        for (std::size_t i = 0; i < candidates.size(); ++i) {
-            auto& c = candidates[i];
-            if (!c.platform) {
-                auto learned = learn_platform(c.descriptor);
-                if (!learned) {
-                    if (candidates.size() == 1)
-                        return std::move(learned).error();
-                    learn_error = learned.error();
-                    continue;
-                }
-                c.platform = *learned;
-            }
-            platforms.push_back(*c.platform);
-            index_of.push_back(i);
-        }
-        if (auto best = select_platform(wanted, platforms))
-            return candidates[index_of[*best]].descriptor;
-        std::string available;
-        for (const auto& p : platforms)
-            available += (available.empty() ? "" : ", ") + p.to_string();
+        std::vector<std::optional<Platform>> known;
+        for (const auto& c : candidates)
+            known.push_back(c.platform);
+        const auto choice = NPS_TRY(choose_platform(
+            known, wanted, [&](std::size_t i) { return learn_platform(candidates[i].descriptor); }));
+        if (choice.chosen)
+            return candidates[*choice.chosen].descriptor;
         std::string message = "The image " + label + " of " + client_.describe() + " has no image for " +
                               wanted.to_string();
-        if (!available.empty())
-            message += " (it has: " + available + "; choose one with --platform)";
-        if (learn_error)
-            message += "; " + learn_error->message;
+        if (!choice.available.empty())
+            message += " (it has: " + choice.available + "; choose one with --platform)";
+        if (choice.learn_error)
+            message += "; " + choice.learn_error->message;
         return internal_error(message);
     }
 

@@ -1,20 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "json_fields.hpp"
 
-namespace nps::proto::detail {
+namespace nps::proto {
 
-using simdjson::dom::element_type;
-
-Error field_error(std::string_view code, std::string_view path, std::string_view problem)
+std::string_view json_type_name(simdjson::dom::element value)
 {
-    std::string message(path);
-    message += ": ";
-    message += problem;
-    return protocol_error(std::string(code), std::move(message));
-}
-
-std::string_view json_type_name(element value)
-{
+    using simdjson::dom::element_type;
     switch (value.type()) {
     case element_type::OBJECT: return "an object";
     case element_type::ARRAY: return "an array";
@@ -26,6 +17,20 @@ std::string_view json_type_name(element value)
     case element_type::NULL_VALUE: return "null";
     }
     return "an unknown value";
+}
+
+}  // namespace nps::proto
+
+namespace nps::proto::detail {
+
+using simdjson::dom::element_type;
+
+Error field_error(std::string_view code, std::string_view path, std::string_view problem)
+{
+    std::string message(path);
+    message += ": ";
+    message += problem;
+    return protocol_error(std::string(code), std::move(message));
 }
 
 std::optional<element> optional_member(const object& obj, std::string_view key)

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "nps/base/result.hpp"
+#include "nps/proto/json_type.hpp"
 
 namespace nps::proto::detail {
 
@@ -21,8 +22,7 @@ using simdjson::dom::object;
 
 Error field_error(std::string_view code, std::string_view path, std::string_view problem);
 
-// "a string", "an object", …, for messages.
-std::string_view json_type_name(element value);
+using proto::json_type_name;
 
 // Member `key` of `obj`; nullopt when absent or JSON null (optional fields
 // treat an explicit null as absent). Duplicate keys were rejected earlier.

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/json_type.hpp"
 #include "nps/spawn/quantity.hpp"
 #include "nps/spawn/spawn_spec.hpp"
 #include "spec_rules.hpp"
@@ -24,24 +25,10 @@ using simdjson::dom::object;
 
 constexpr std::int64_t kBytesPerMiB = 1 << 20;
 
-std::string_view type_name(element value)
-{
-    switch (value.type()) {
-    case element_type::OBJECT: return "an object";
-    case element_type::ARRAY: return "an array";
-    case element_type::STRING: return "a string";
-    case element_type::INT64:
-    case element_type::UINT64:
-    case element_type::DOUBLE: return "a number";
-    case element_type::BOOL: return "a boolean";
-    case element_type::NULL_VALUE: return "null";
-    }
-    return "an unknown value";
-}
-
 Error wrong_type(element value, std::string_view expected, std::string_view path)
 {
-    return spec_error(path, "expected " + std::string(expected) + ", got " + std::string(type_name(value)));
+    return spec_error(path,
+                      "expected " + std::string(expected) + ", got " + std::string(proto::json_type_name(value)));
 }
 
 Error rule_failed(std::string_view path, const Error& e) { return spec_error(path, e.message); }

@@ -11,6 +11,7 @@
 // equivalent (arm64 ""/v8), then no variant, then an older ARM variant.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,5 +42,19 @@ int platform_match(const Platform& wanted, const Platform& candidate);
 // The index of the best match among `candidates` (nullopt when none runs on
 // `wanted`). Ties go to the earliest entry.
 std::optional<std::size_t> select_platform(const Platform& wanted, const std::vector<Platform>& candidates);
+
+// The choice among the manifests an index lists (for an import and a pull).
+struct PlatformChoice {
+    std::optional<std::size_t> chosen;  // index into `known`; nullopt: none runs on `wanted`
+    std::string available;              // the platforms seen, "linux/amd64, linux/arm64", for a message
+    std::optional<Error> learn_error;   // why a platform could not be learned, if one could not
+};
+
+// `known[i]` is the platform the index gave entry i, nullopt when it gave
+// none; then `learn(i)` finds it (from the image's config). An entry whose
+// platform cannot be learned is left out, unless it is the only entry: then
+// its error is the result.
+Result<PlatformChoice> choose_platform(const std::vector<std::optional<Platform>>& known, const Platform& wanted,
+                                       const std::function<Result<Platform>(std::size_t)>& learn);
 
 }  // namespace nps::image
