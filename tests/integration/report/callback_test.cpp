@@ -10,7 +10,6 @@
 #include "report_fixture.hpp"
 
 using namespace report_test;
-using nps::report::Deliverer;
 
 namespace {
 
@@ -32,12 +31,7 @@ struct Env {
         return o;
     }
 
-    std::unique_ptr<Deliverer> start(nps::report::DelivererOptions o)
-    {
-        auto d = Deliverer::start(std::move(o), nps::SystemClock::instance());
-        REQUIRE_MESSAGE(d, (d ? std::string() : d.error().describe()));
-        return std::move(d).value();
-    }
+    std::unique_ptr<LoopDeliverer> start(nps::report::DelivererOptions o) { return start_deliverer(std::move(o)); }
 
     // A task with this callback that ran n0 COMPLETED, n1 FAILED and whose
     // saga compensated n0: the task ends FAILED.
