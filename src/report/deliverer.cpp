@@ -78,6 +78,12 @@ struct Deliverer::Impl {
     void store_failed(const Error& error);
     void stop();
 
+    std::size_t node_transfers() const
+    {
+        return static_cast<std::size_t>(std::count_if(in_flight.begin(), in_flight.end(), [](const auto& entry) {
+            return entry.second.row.kind == store::ReportKind::node;
+        }));
+    }
     std::int64_t lease_ms() const { return 2 * options.timeout.count() + kLeaseMarginMs; }
     bool nodes_paused() const { return node_pause_until_ms > clock.now_ms(); }
     store::ReportKinds claimable() const
@@ -152,7 +158,11 @@ void Deliverer::Impl::pump()
 void Deliverer::Impl::begin(const store::ReportRow& row)
 {
     const bool out_of_lease = row.lease_until_ms - clock.now_ms() < options.timeout.count() + kLeaseMarginMs;
-    const bool node_waits = row.kind == store::ReportKind::node && nodes_paused();
+    // While the task store is failing, one node report at a time probes it
+    // (one request per backoff period, not one per pending report); the
+    // first success lets the backlog drain concurrently again.
+    const bool node_waits = row.kind == store::ReportKind::node &&
+                            (nodes_paused() || (task_store_failing && node_transfers() > 0));
     if (out_of_lease || node_waits) {
         release(row.id);  // not attempted: given back untouched (no try counted)
         return;
