@@ -167,7 +167,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
 
     // The report outbox's deliverer (docs/reporting.md): node states to the
     // task store, task callbacks; told whenever the executor records.
-    auto deliverer = NPS_TRY(report::Deliverer::start(config, clock));
+    auto deliverer = NPS_TRY(report::Deliverer::start(config, clock, *loop));
     auto executor = NPS_TRY(Executor::create({.config = config,
                                               .clock = clock,
                                               .loop = *loop,

@@ -138,5 +138,69 @@ time_t curl_getdate(const char* text, const time_t* unused)
     return real ? real(text, unused) : -1;
 }
 
+CURLM* curl_multi_init(void)
+{
+    NPS_CURL(curl_multi_init);
+    return real ? real() : nullptr;
+}
+
+CURLMcode curl_multi_cleanup(CURLM* multi)
+{
+    NPS_CURL(curl_multi_cleanup);
+    return real ? real(multi) : CURLM_INTERNAL_ERROR;
+}
+
+// As curl_easy_setopt: the argument's type follows the option's number range.
+CURLMcode curl_multi_setopt(CURLM* multi, CURLMoption option, ...)
+{
+    NPS_CURL(curl_multi_setopt);
+    if (!real)
+        return CURLM_INTERNAL_ERROR;
+    va_list args;
+    va_start(args, option);
+    CURLMcode result;
+    if (option < CURLOPTTYPE_OBJECTPOINT) {
+        result = real(multi, option, va_arg(args, long));
+    } else if (option >= CURLOPTTYPE_OFF_T && option < CURLOPTTYPE_BLOB) {
+        result = real(multi, option, va_arg(args, curl_off_t));
+    } else if (option >= CURLOPTTYPE_FUNCTIONPOINT && option < CURLOPTTYPE_OFF_T) {
+        result = real(multi, option, va_arg(args, void (*)()));
+    } else {
+        result = real(multi, option, va_arg(args, void*));
+    }
+    va_end(args);
+    return result;
+}
+
+CURLMcode curl_multi_add_handle(CURLM* multi, CURL* easy)
+{
+    NPS_CURL(curl_multi_add_handle);
+    return real ? real(multi, easy) : CURLM_INTERNAL_ERROR;
+}
+
+CURLMcode curl_multi_remove_handle(CURLM* multi, CURL* easy)
+{
+    NPS_CURL(curl_multi_remove_handle);
+    return real ? real(multi, easy) : CURLM_INTERNAL_ERROR;
+}
+
+CURLMcode curl_multi_socket_action(CURLM* multi, curl_socket_t fd, int events, int* running)
+{
+    NPS_CURL(curl_multi_socket_action);
+    return real ? real(multi, fd, events, running) : CURLM_INTERNAL_ERROR;
+}
+
+CURLMsg* curl_multi_info_read(CURLM* multi, int* left)
+{
+    NPS_CURL(curl_multi_info_read);
+    return real ? real(multi, left) : nullptr;
+}
+
+const char* curl_multi_strerror(CURLMcode code)
+{
+    NPS_CURL(curl_multi_strerror);
+    return real ? real(code) : "libcurl could not be loaded";
+}
+
 }  // extern "C"
 #pragma GCC visibility pop

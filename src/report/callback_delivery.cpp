@@ -7,7 +7,6 @@
 // the POST into a bodiless GET, which is not a delivery.
 #include <nlohmann/json.hpp>
 
-#include "nps/net/guarded_fetch.hpp"
 #include "nps/proto/callback_signature.hpp"
 #include "delivery.hpp"
 
@@ -28,45 +27,56 @@ std::optional<std::string> callback_secret(const std::string& payload)
     return it->get<std::string>();
 }
 
+CallbackAttempt decided(Verdict verdict, std::string error)
+{
+    CallbackAttempt attempt;
+    attempt.decided = AttemptResult{.verdict = verdict, .error = std::move(error)};
+    return attempt;
+}
+
 }  // namespace
 
-AttemptResult deliver_callback(const DeliveryContext& context, const store::ReportRow& row)
+CallbackAttempt prepare_callback(const DelivererOptions& options, store::Store& store,
+                                 const net::DestinationGuard& guard, const store::ReportRow& row)
 {
     const std::string url = row.callback_url.value_or("");
     // A URL the static rules refuse will be refused on every attempt.
-    if (auto checked = proto::check_destination_url(url, context.callback_guard.rules(), "callback_url"); !checked)
-        return {.verdict = Verdict::refused, .error = checked.error().describe()};
+    if (auto checked = proto::check_destination_url(url, guard.rules(), "callback_url"); !checked)
+        return decided(Verdict::refused, checked.error().describe());
 
-    auto task = context.store.task(row.task_id);
+    auto task = store.task(row.task_id);
     if (!task)
-        return {.verdict = Verdict::retry, .error = task.error().describe()};
-    auto nodes = context.store.node_results(row.task_id);
+        return decided(Verdict::retry, task.error().describe());
+    auto nodes = store.node_results(row.task_id);
     if (!nodes)
-        return {.verdict = Verdict::retry, .error = nodes.error().describe()};
+        return decided(Verdict::retry, nodes.error().describe());
     std::string body = callback_body(*task, *nodes);
 
-    net::GuardedRequest request{
+    CallbackAttempt attempt;
+    attempt.request = net::GuardedRequest{
         .method = "POST",
         .url = url,
         .what = "callback_url",
-        .guard = &context.callback_guard,
-        .ca_file = context.options.ca_file,
-        .limits = {.timeout_ms = static_cast<int>(context.options.timeout.count()),
+        .guard = &guard,
+        .ca_file = options.ca_file,
+        .limits = {.timeout_ms = static_cast<int>(options.timeout.count()),
                    .max_body_bytes = limits::kMaxReportResponseBytes,
                    .max_redirects = limits::kMaxCallbackRedirects},
         .redirects = net::RedirectRule::method_preserving,
         .headers = {{"Content-Type", "application/json"}, {"Idempotency-Key", callback_idempotency_key(*task)}},
-        .cancel = &context.cancel,
     };
     if (auto secret = callback_secret(task->payload)) {
         auto signature = proto::sign_callback_body(*secret, body);
         if (!signature)
-            return {.verdict = Verdict::refused, .error = "callback_secret: " + signature.error().describe()};
-        request.headers.emplace_back(std::string(proto::kCallbackSignatureHeader), *signature);
+            return decided(Verdict::refused, "callback_secret: " + signature.error().describe());
+        attempt.request.headers.emplace_back(std::string(proto::kCallbackSignatureHeader), *signature);
     }
-    request.body = std::move(body);
+    attempt.request.body = std::move(body);
+    return attempt;
+}
 
-    auto response = net::guarded_request(request);
+AttemptResult judge_callback(const Result<net::FetchedResponse>& response, const Clock& clock)
+{
     if (!response)
         return {.verdict = Verdict::retry, .error = response.error().describe()};
     AttemptResult result{.verdict = judge_callback_status(response->status), .http_status = response->status};
@@ -76,7 +86,7 @@ AttemptResult deliver_callback(const DeliveryContext& context, const store::Repo
             result.error += " (a redirect other than 307/308 is not followed for a callback)";
     }
     if (auto it = response->headers.find("retry-after"); it != response->headers.end())
-        result.retry_after_ms = parse_retry_after_ms(it->second, context.clock.now_ms());
+        result.retry_after_ms = parse_retry_after_ms(it->second, clock.now_ms());
     return result;
 }
 

@@ -1,22 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// The deliverer's thread: claim due outbox rows, attempt each, record what
-// came of it; sleep until notified, a retry falls due or the poll interval
-// passes (rows from other processes).
+// The deliverer on the loop: claim due outbox rows (as many as there are free
+// slots), start their transfers, record what came of each in its completion
+// callback, and look again — when a slot frees up, when notified, when a
+// retry falls due, and every poll interval (rows from other processes).
 #include "nps/report/deliverer.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
+#include <map>
 #include <random>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "nps/base/log.hpp"
+#include "nps/net/async_fetch.hpp"
+#include "nps/net/mailbox.hpp"
+#include "nps/report/loop_reactor.hpp"
 #include "delivery.hpp"
 
 namespace nps::report {
@@ -24,11 +26,12 @@ namespace nps::report {
 namespace {
 
 using Json = nlohmann::json;
+using TimerId = supervisor::EventLoop::TimerId;
 
 // Kept in hand before an attempt: an attempt may take the whole timeout, and
 // the lease must still be ours when we record its outcome.
 constexpr std::int64_t kLeaseMarginMs = 5000;
-// Never spin: the shortest sleep when something is due (a row another
+// Never spin: the shortest wait when something is due (a row another
 // process holds, a clock step).
 constexpr std::int64_t kMinSleepMs = 10;
 
@@ -51,107 +54,155 @@ std::string row_name(const store::ReportRow& row)
 }  // namespace
 
 struct Deliverer::Impl {
-    Impl(DelivererOptions o, const Clock& c, std::unique_ptr<store::Store> s)
+    Impl(DelivererOptions o, const Clock& c, std::unique_ptr<store::Store> s, supervisor::EventLoop& l)
         : options(std::move(o)),
           clock(c),
           store(std::move(s)),
           guard(proto::DestinationRules{.error_code = "NOP-CALLBACK-INVALID", .allow = options.callback_allow},
                 options.resolver ? *options.resolver : net::system_resolver()),
-          owner(lease_owner(options.owner_prefix))
+          owner(lease_owner(options.owner_prefix)),
+          loop(l),
+          reactor(l)
     {
     }
 
-    void run();
-    // One claim and its attempts; true when it claimed anything.
-    bool deliver_batch();
+    // Claims what fits in the free slots and starts it; then plans the next look.
+    void pump();
+    void pump_soon();
+    void begin(const store::ReportRow& row);
+    void answered(std::int64_t row_id, detail::AttemptResult result);
     void finish(const store::ReportRow& row, const detail::AttemptResult& result);
+    void release(std::int64_t row_id);
     void refresh_counts();
-    std::int64_t next_wake_ms();
+    void plan_next_look();
     void store_failed(const Error& error);
+    void stop();
 
+    std::size_t node_transfers() const
+    {
+        return static_cast<std::size_t>(std::count_if(in_flight.begin(), in_flight.end(), [](const auto& entry) {
+            return entry.second.row.kind == store::ReportKind::node;
+        }));
+    }
     std::int64_t lease_ms() const { return 2 * options.timeout.count() + kLeaseMarginMs; }
     bool nodes_paused() const { return node_pause_until_ms > clock.now_ms(); }
+    store::ReportKinds claimable() const
+    {
+        return !options.task_store_url || nodes_paused() ? store::ReportKinds::callbacks_only
+                                                         : store::ReportKinds::all;
+    }
 
     DelivererOptions options;
     const Clock& clock;
-    std::unique_ptr<store::Store> store;  // used by the thread only
-    net::DestinationGuard guard;
+    std::unique_ptr<store::Store> store;
+    net::DestinationGuard guard;  // outlives every request (AsyncFetcher copies it for its lookups)
     std::string owner;
+    supervisor::EventLoop& loop;
+    LoopReactor reactor;
+    std::unique_ptr<net::Mailbox> mailbox;  // notify() from any thread
+    std::unique_ptr<net::AsyncFetcher> fetcher;
 
-    std::mutex mutex;
-    std::condition_variable wake;
-    bool notified = false;
-    std::atomic<bool> stopping{false};  // also aborts a transfer in progress
-    std::thread thread;
-    std::once_flag stop_once;
+    struct InFlight {
+        store::ReportRow row;
+        net::AsyncFetcher::Id fetch = 0;
+    };
+    std::map<std::int64_t, InFlight> in_flight;  // row id →
+    TimerId pump_timer = 0;                      // a look in the next round
+    TimerId wake_timer = 0;                      // the next planned look
+    std::atomic<bool> notified{false};
+    bool stopped = false;
 
     std::atomic<std::int64_t> backlog{0};
     std::atomic<std::int64_t> dead{0};
 
-    // Thread-only state.
     std::int64_t node_pause_until_ms = 0;  // the task store failed: no node attempts before this
     std::string last_store_error;          // logged once until it changes
     bool task_store_failing = false;       // logged once per outage
 };
 
-void Deliverer::Impl::run()
+void Deliverer::Impl::pump_soon()
 {
-    while (!stopping.load()) {
-        if (!options.task_store_url) {
-            if (auto discarded = store->discard_node_reports(); !discarded)
-                store_failed(discarded.error());
-        }
-        const bool claimed = deliver_batch();
-        refresh_counts();
-        if (claimed)
-            continue;  // more may be due right away
-
-        const std::int64_t sleep_ms = std::max(next_wake_ms() - clock.now_ms(), kMinSleepMs);
-        std::unique_lock lock(mutex);
-        wake.wait_for(lock, std::chrono::milliseconds(sleep_ms), [this] { return notified || stopping.load(); });
-        notified = false;
-    }
-    // Rows still leased by us are due again at once for anyone.
-    if (auto released = store->release_reports(owner, 0); !released)
-        store_failed(released.error());
+    if (!stopped && pump_timer == 0)
+        pump_timer = loop.defer([this] {
+            pump_timer = 0;
+            pump();
+        });
 }
 
-bool Deliverer::Impl::deliver_batch()
+void Deliverer::Impl::pump()
 {
-    const bool callbacks_only = !options.task_store_url || nodes_paused();
-    auto rows = store->claim_reports({.owner = owner,
-                                      .lease_ms = lease_ms(),
-                                      .max_rows = options.batch,
-                                      .kinds = callbacks_only ? store::ReportKinds::callbacks_only
-                                                              : store::ReportKinds::all});
-    if (!rows) {
-        store_failed(rows.error());
-        return false;
+    if (stopped)
+        return;
+    if (!options.task_store_url) {
+        if (auto discarded = store->discard_node_reports(); !discarded)
+            store_failed(discarded.error());
     }
-    last_store_error.clear();
-    const detail::DeliveryContext context{
-        .options = options, .store = *store, .callback_guard = guard, .cancel = stopping, .clock = clock};
-    for (const store::ReportRow& row : *rows) {
-        const bool out_of_lease = row.lease_until_ms - clock.now_ms() < options.timeout.count() + kLeaseMarginMs;
-        const bool node_waits = row.kind == store::ReportKind::node && nodes_paused();
-        if (stopping.load() || out_of_lease || node_waits) {
-            // Not attempted: give it back untouched (no try counted).
-            if (auto released = store->release_reports(owner, row.id); !released)
-                store_failed(released.error());
-            continue;
+    const std::size_t room = options.batch - std::min<std::size_t>(in_flight.size(), options.batch);
+    if (room > 0) {
+        auto rows = store->claim_reports({.owner = owner,
+                                          .lease_ms = lease_ms(),
+                                          .max_rows = static_cast<std::uint32_t>(room),
+                                          .kinds = claimable()});
+        if (!rows) {
+            store_failed(rows.error());
+        } else {
+            last_store_error.clear();
+            for (const store::ReportRow& row : *rows)
+                begin(row);
         }
-        const detail::AttemptResult result = row.kind == store::ReportKind::node
-                                                 ? detail::deliver_node(context, row)
-                                                 : detail::deliver_callback(context, row);
-        if (stopping.load() && result.verdict != Verdict::delivered) {
-            // Cut short by stop(): not a failure of the destination.
-            if (auto released = store->release_reports(owner, row.id); !released)
-                store_failed(released.error());
-            continue;
-        }
-        finish(row, result);
     }
-    return !rows->empty();
+    refresh_counts();
+    plan_next_look();
+}
+
+void Deliverer::Impl::begin(const store::ReportRow& row)
+{
+    const bool out_of_lease = row.lease_until_ms - clock.now_ms() < options.timeout.count() + kLeaseMarginMs;
+    // While the task store is failing, one node report at a time probes it
+    // (one request per backoff period, not one per pending report); the
+    // first success lets the backlog drain concurrently again.
+    const bool node_waits = row.kind == store::ReportKind::node &&
+                            (nodes_paused() || (task_store_failing && node_transfers() > 0));
+    if (out_of_lease || node_waits) {
+        release(row.id);  // not attempted: given back untouched (no try counted)
+        return;
+    }
+    const std::int64_t id = row.id;
+    net::AsyncFetcher::Id fetch = 0;
+    if (row.kind == store::ReportKind::node) {
+        detail::NodeAttempt attempt = detail::prepare_node(options, row);
+        if (attempt.decided)
+            return finish(row, *attempt.decided);
+        fetch = fetcher->trusted(attempt.request, [this, id, request = attempt.request](
+                                                      Result<net::FetchedResponse> response) {
+            answered(id, detail::judge_node(request, response, clock));
+        });
+    } else {
+        detail::CallbackAttempt attempt = detail::prepare_callback(options, *store, guard, row);
+        if (attempt.decided)
+            return finish(row, *attempt.decided);
+        fetch = fetcher->guarded(std::move(attempt.request), [this, id](Result<net::FetchedResponse> response) {
+            answered(id, detail::judge_callback(response, clock));
+        });
+    }
+    in_flight.emplace(id, InFlight{.row = row, .fetch = fetch});
+}
+
+void Deliverer::Impl::answered(std::int64_t row_id, detail::AttemptResult result)
+{
+    auto it = in_flight.find(row_id);
+    if (it == in_flight.end())
+        return;
+    const store::ReportRow row = std::move(it->second.row);
+    in_flight.erase(it);
+    finish(row, result);
+    pump_soon();  // a slot is free
+}
+
+void Deliverer::Impl::release(std::int64_t row_id)
+{
+    if (auto released = store->release_reports(owner, row_id); !released)
+        store_failed(released.error());
 }
 
 void Deliverer::Impl::finish(const store::ReportRow& row, const detail::AttemptResult& result)
@@ -194,8 +245,9 @@ void Deliverer::Impl::finish(const store::ReportRow& row, const detail::AttemptR
                 delay = std::max(delay, *result.retry_after_ms);
             if (!callback) {
                 // The task store itself is failing: hold back every node report
-                // until this one is due again (one probe per period).
-                node_pause_until_ms = now + delay;
+                // until this one is due again (one probe per period). Reports
+                // already in flight finish on their own.
+                node_pause_until_ms = std::max(node_pause_until_ms, now + delay);
                 if (!task_store_failing) {
                     task_store_failing = true;
                     log::warning("Failed to deliver " + row_name(row) + ", retrying with backoff: " + result.error);
@@ -222,19 +274,29 @@ void Deliverer::Impl::refresh_counts()
     dead.store(counts->dead);
 }
 
-std::int64_t Deliverer::Impl::next_wake_ms()
+// The next look: when the next row falls due, when the node pause ends, or
+// after the poll interval (rows other processes write do not notify us),
+// whichever comes first. While every slot is busy, a finishing transfer
+// looks again anyway.
+void Deliverer::Impl::plan_next_look()
 {
     const std::int64_t now = clock.now_ms();
     std::int64_t wake_at = now + options.poll.count();
-    const bool callbacks_only = !options.task_store_url || nodes_paused();
-    auto due = store->next_report_due(callbacks_only ? store::ReportKinds::callbacks_only : store::ReportKinds::all);
-    if (!due)
-        store_failed(due.error());
-    else if (*due)
-        wake_at = std::min(wake_at, **due);
+    if (in_flight.size() < options.batch) {
+        auto due = store->next_report_due(claimable());
+        if (!due)
+            store_failed(due.error());
+        else if (*due)
+            wake_at = std::min(wake_at, **due);
+    }
     if (options.task_store_url && nodes_paused())
         wake_at = std::min(wake_at, node_pause_until_ms);
-    return wake_at;
+    const std::int64_t delay = std::max(wake_at - now, kMinSleepMs);
+    loop.cancel_timer(wake_timer);
+    wake_timer = loop.add_timer_after(std::chrono::milliseconds(delay), [this] {
+        wake_timer = 0;
+        pump();
+    });
 }
 
 void Deliverer::Impl::store_failed(const Error& error)
@@ -246,9 +308,27 @@ void Deliverer::Impl::store_failed(const Error& error)
     log::error("Report outbox: " + text);
 }
 
+void Deliverer::Impl::stop()
+{
+    if (stopped)
+        return;
+    stopped = true;
+    loop.cancel_timer(std::exchange(pump_timer, 0));
+    loop.cancel_timer(std::exchange(wake_timer, 0));
+    if (mailbox)
+        mailbox->close();
+    if (fetcher)
+        fetcher->abort_all();  // no callback runs; connections in progress are closed
+    in_flight.clear();
+    // Rows still leased by us are due again at once for anyone.
+    release(0);
+    refresh_counts();
+}
+
 Deliverer::Deliverer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Result<std::unique_ptr<Deliverer>> Deliverer::start(DelivererOptions options, const Clock& clock)
+Result<std::unique_ptr<Deliverer>> Deliverer::start(DelivererOptions options, const Clock& clock,
+                                                    supervisor::EventLoop& loop)
 {
     if (options.task_store_url && options.task_store_url->empty())
         options.task_store_url.reset();
@@ -257,20 +337,17 @@ Result<std::unique_ptr<Deliverer>> Deliverer::start(DelivererOptions options, co
     options.poll = std::max(options.poll, std::chrono::milliseconds(kMinSleepMs));
     auto store = NPS_TRY(store::Store::open(
         {.path = options.database_path, .synchronous = options.synchronous}, clock));
-    auto impl = std::make_unique<Impl>(std::move(options), clock, std::move(store));
-    Impl* raw = impl.get();
-    std::unique_ptr<Deliverer> deliverer(new Deliverer(std::move(impl)));
-    try {
-        raw->thread = std::thread([raw] { raw->run(); });
-    } catch (const std::system_error& e) {
-        return internal_error(std::string("Failed to start the report deliverer thread: ") + e.what());
-    }
-    return deliverer;
+    auto impl = std::make_unique<Impl>(std::move(options), clock, std::move(store), loop);
+    impl->mailbox = NPS_TRY(net::Mailbox::create(impl->reactor));
+    impl->fetcher = NPS_TRY(net::AsyncFetcher::create(impl->reactor));
+    impl->pump_soon();
+    return std::unique_ptr<Deliverer>(new Deliverer(std::move(impl)));
 }
 
-Result<std::unique_ptr<Deliverer>> Deliverer::start(const config::Config& config, const Clock& clock)
+Result<std::unique_ptr<Deliverer>> Deliverer::start(const config::Config& config, const Clock& clock,
+                                                    supervisor::EventLoop& loop)
 {
-    return start(NPS_TRY(deliverer_options(config)), clock);
+    return start(NPS_TRY(deliverer_options(config)), clock, loop);
 }
 
 Deliverer::~Deliverer()
@@ -280,11 +357,13 @@ Deliverer::~Deliverer()
 
 void Deliverer::notify()
 {
-    {
-        std::lock_guard lock(impl_->mutex);
-        impl_->notified = true;
-    }
-    impl_->wake.notify_one();
+    // One look for any number of notifications before it.
+    Impl* impl = impl_.get();
+    if (!impl->notified.exchange(true))
+        impl->mailbox->post([impl] {
+            impl->notified.store(false);
+            impl->pump_soon();
+        });
 }
 
 std::int64_t Deliverer::backlog() const
@@ -297,17 +376,14 @@ std::int64_t Deliverer::dead() const
     return impl_->dead.load();
 }
 
+std::size_t Deliverer::in_flight() const
+{
+    return impl_->in_flight.size();
+}
+
 void Deliverer::stop()
 {
-    std::call_once(impl_->stop_once, [this] {
-        {
-            std::lock_guard lock(impl_->mutex);
-            impl_->stopping.store(true);
-        }
-        impl_->wake.notify_one();
-        if (impl_->thread.joinable())
-            impl_->thread.join();
-    });
+    impl_->stop();
 }
 
 }  // namespace nps::report

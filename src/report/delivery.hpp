@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal to report/: one delivery attempt of one outbox row, and what came
-// of it. The deliverer (deliverer.cpp) turns the result into a store update.
+// Internal to report/: one delivery attempt of one outbox row, in two halves
+// around the loop-driven transfer (deliverer.cpp runs it on a
+// net::AsyncFetcher): prepare_* builds the request (or decides at once), and
+// judge_* turns the answer into an AttemptResult, which the deliverer turns
+// into a store update.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "nps/base/clock.hpp"
+#include "nps/base/result.hpp"
 #include "nps/net/destination_guard.hpp"
+#include "nps/net/guarded_fetch.hpp"
 #include "nps/report/deliverer.hpp"
 #include "nps/report/report_messages.hpp"
 #include "nps/store/store.hpp"
@@ -23,17 +27,23 @@ struct AttemptResult {
     std::optional<std::int64_t> retry_after_ms{}; // the receiver asked for this delay
 };
 
-struct DeliveryContext {
-    const DelivererOptions& options;
-    store::Store& store;
-    const net::DestinationGuard& callback_guard;
-    const std::atomic<bool>& cancel;
-    const Clock& clock;
-};
-
 // PATCH of a node row to the task store (options.task_store_url is set).
-AttemptResult deliver_node(const DeliveryContext& context, const store::ReportRow& row);
-// POST of a callback row to its callback_url.
-AttemptResult deliver_callback(const DeliveryContext& context, const store::ReportRow& row);
+struct NodeAttempt {
+    std::optional<AttemptResult> decided{};  // set: nothing to send
+    net::TrustedRequest request{};
+};
+NodeAttempt prepare_node(const DelivererOptions& options, const store::ReportRow& row);
+AttemptResult judge_node(const net::TrustedRequest& request, const Result<net::FetchedResponse>& response,
+                         const Clock& clock);
+
+// POST of a callback row to its callback_url, through `guard` (which must
+// outlive the request).
+struct CallbackAttempt {
+    std::optional<AttemptResult> decided{};  // set: nothing to send
+    net::GuardedRequest request{};
+};
+CallbackAttempt prepare_callback(const DelivererOptions& options, store::Store& store,
+                                 const net::DestinationGuard& guard, const store::ReportRow& row);
+AttemptResult judge_callback(const Result<net::FetchedResponse>& response, const Clock& clock);
 
 }  // namespace nps::report::detail

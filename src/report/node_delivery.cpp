@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // One node report to the task store: an operator-configured service, so a
 // trusted request (http or https, no destination rules), never redirected.
-#include "nps/net/guarded_fetch.hpp"
 #include "delivery.hpp"
 
 namespace nps::report::detail {
 
-AttemptResult deliver_node(const DeliveryContext& context, const store::ReportRow& row)
+NodeAttempt prepare_node(const DelivererOptions& options, const store::ReportRow& row)
 {
-    const DelivererOptions& options = context.options;
+    NodeAttempt attempt;
     auto body = node_report_body(row);
-    if (!body)
-        return {.verdict = Verdict::refused, .error = body.error().describe()};
-
-    net::TrustedRequest request{
+    if (!body) {
+        attempt.decided = AttemptResult{.verdict = Verdict::refused, .error = body.error().describe()};
+        return attempt;
+    }
+    attempt.request = net::TrustedRequest{
         .method = "PATCH",
         .url = node_report_url(*options.task_store_url, row.task_id, row.node_id),
         .ca_file = options.ca_file,
@@ -23,19 +23,22 @@ AttemptResult deliver_node(const DeliveryContext& context, const store::ReportRo
                     {"Accept", "application/json"},
                     {"Idempotency-Key", node_report_idempotency_key(row)}},
         .body = std::move(*body),
-        .cancel = &context.cancel,
     };
     if (options.task_store_token)
-        request.headers.emplace_back("Authorization", "Bearer " + *options.task_store_token);
+        attempt.request.headers.emplace_back("Authorization", "Bearer " + *options.task_store_token);
+    return attempt;
+}
 
-    auto response = net::trusted_request(request);
+AttemptResult judge_node(const net::TrustedRequest& request, const Result<net::FetchedResponse>& response,
+                         const Clock& clock)
+{
     if (!response)
         return {.verdict = Verdict::retry, .error = response.error().describe()};
     AttemptResult result{.verdict = judge_task_store_status(response->status), .http_status = response->status};
     if (result.verdict != Verdict::delivered)
         result.error = "PATCH '" + request.url + "': " + describe_answer(response->status, response->body);
     if (auto it = response->headers.find("retry-after"); it != response->headers.end())
-        result.retry_after_ms = parse_retry_after_ms(it->second, context.clock.now_ms());
+        result.retry_after_ms = parse_retry_after_ms(it->second, clock.now_ms());
     return result;
 }
 

@@ -21,17 +21,25 @@
 //    "callback:delivered"). A URL the static rules refuse, a 3xx other than
 //    307/308 or a 4xx other than 408/425/429 abandons at once.
 //
-// Threading: one thread of its own, with its own Store connection (a Store is
-// not thread-safe). It wakes on notify(), when a retry falls due, and every
-// limits::kReportPollMs to see rows written by other processes sharing
-// runner.db. Rows are leased while delivered, so several deliverers (in one
-// or several processes) never send one row at once; an expired lease (a
-// crashed deliverer) makes the row due again for anyone.
+// Threading: none of its own. It runs on the caller's event loop (the
+// daemon's supervisor::EventLoop) with its own Store connection (SQLite on
+// the loop: short local statements). It claims up to `batch` due rows and
+// runs their transfers at once on libcurl multi handles driven by the loop
+// (net/async_fetch.hpp); each answer is recorded in its completion callback,
+// which frees a slot and looks again. A callback's DNS lookup runs on a short
+// helper thread whose answer is posted back (docs/reporting.md says why).
+// Retries and the next due row are loop timers; a loop timer every
+// limits::kReportPollMs also looks for rows written by other processes
+// sharing runner.db (a look at the outbox, not a tick of the supervision).
+// Rows are leased while delivered, so several deliverers (in one or several
+// processes) never send one row at once; an expired lease (a crashed
+// deliverer) makes the row due again for anyone.
 //
-// stop() (also the destructor) aborts an HTTP transfer in progress, gives the
-// rows it holds back, and joins the thread: within about a second, or a DNS
-// lookup's timeout at worst. All processes sharing one runner.db must share
-// the [report] settings (a runner without a task store discards node rows).
+// stop() (also the destructor), on the loop's thread, aborts the transfers in
+// progress and gives the rows it holds back, synchronously: it returns at
+// once, a DNS lookup in progress included (its answer is dropped). All
+// processes sharing one runner.db must share the [report] settings (a runner
+// without a task store discards node rows).
 #pragma once
 
 #include <chrono>
@@ -48,6 +56,7 @@
 #include "nps/net/host_resolver.hpp"
 #include "nps/proto/destination_policy.hpp"
 #include "nps/store/store.hpp"
+#include "nps/supervisor/event_loop.hpp"
 
 namespace nps::report {
 
@@ -65,7 +74,9 @@ struct DelivererOptions {
     std::vector<proto::DestinationAllowEntry> callback_allow{};
     std::chrono::milliseconds poll{limits::kReportPollMs};
     std::uint32_t batch = limits::kReportClaimBatch;
-    const net::HostResolver* resolver = nullptr;              // null: the system resolver
+    // null: the system resolver. Must outlive the deliverer by a lookup's
+    // timeout (a helper thread may still be asking it after stop()).
+    const net::HostResolver* resolver = nullptr;
 };
 
 // The options [report] (and [store], [runner]) of a configuration give.
@@ -73,22 +84,29 @@ Result<DelivererOptions> deliverer_options(const config::Config& config);
 
 class Deliverer {
 public:
-    // Opens its own Store on options.database_path (errors name the file) and
-    // starts the thread.
-    static Result<std::unique_ptr<Deliverer>> start(DelivererOptions options, const Clock& clock);
-    static Result<std::unique_ptr<Deliverer>> start(const config::Config& config, const Clock& clock);
+    // On the loop's thread, or before the loop runs: opens its own Store on
+    // options.database_path (errors name the file), registers on `loop` and
+    // looks for due rows in the loop's first round. `loop` must outlive it.
+    static Result<std::unique_ptr<Deliverer>> start(DelivererOptions options, const Clock& clock,
+                                                    supervisor::EventLoop& loop);
+    static Result<std::unique_ptr<Deliverer>> start(const config::Config& config, const Clock& clock,
+                                                    supervisor::EventLoop& loop);
 
+    // stop(); on the loop's thread.
     ~Deliverer();
     Deliverer(const Deliverer&) = delete;
     Deliverer& operator=(const Deliverer&) = delete;
 
-    // Something was recorded: look now. Thread-safe and cheap.
+    // Something was recorded: look in the loop's next round. Thread-safe and
+    // cheap (calls before that look are one look).
     void notify();
     // Rows not yet delivered (pending) and rows given up (dead), in the whole
-    // runner.db, as of the thread's last look. Thread-safe.
+    // runner.db, as of the last look. Thread-safe.
     std::int64_t backlog() const;
     std::int64_t dead() const;
-    // Idempotent; see the header comment.
+    // Transfers in progress now (on the loop's thread).
+    std::size_t in_flight() const;
+    // On the loop's thread; idempotent; see the header comment.
     void stop();
 
     struct Impl;

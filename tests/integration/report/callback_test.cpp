@@ -10,7 +10,6 @@
 #include "report_fixture.hpp"
 
 using namespace report_test;
-using nps::report::Deliverer;
 
 namespace {
 
@@ -32,12 +31,7 @@ struct Env {
         return o;
     }
 
-    std::unique_ptr<Deliverer> start(nps::report::DelivererOptions o)
-    {
-        auto d = Deliverer::start(std::move(o), nps::SystemClock::instance());
-        REQUIRE_MESSAGE(d, (d ? std::string() : d.error().describe()));
-        return std::move(d).value();
-    }
+    std::unique_ptr<LoopDeliverer> start(nps::report::DelivererOptions o) { return start_deliverer(std::move(o)); }
 
     // A task with this callback that ran n0 COMPLETED, n1 FAILED and whose
     // saga compensated n0: the task ends FAILED.
@@ -208,4 +202,29 @@ TEST_CASE("callback: a certificate from another CA is a failed attempt")
     REQUIRE(wait_until([&] { return env.settled(); }));
     CHECK(env.runner.has_event("untrusted", "callback:abandoned"));
     CHECK(env.receiver.requests().empty());  // the handshake fails before any request
+}
+
+TEST_CASE("callback: a host name is resolved off the loop; delivered pinned when every answer is allowed, refused when one is not")
+{
+    Env env;
+    env.receiver.route("/hook", 200);
+    env.dns.add("specs.example.test", {"127.0.0.1"});              // in the test certificate
+    env.dns.add("mixed.example.test", {"127.0.0.1", "10.0.0.7"});  // one answer private, not allowlisted
+    auto deliverer = env.start(env.options());                     // allows 127.0.0.1 only
+    env.failed_task("by-name", env.receiver.url("/hook", "specs.example.test"));
+    env.failed_task("mixed", env.receiver.url("/hook", "mixed.example.test"));
+    REQUIRE(wait_until([&] { return env.settled(); }));
+
+    CHECK(env.runner.has_event("by-name", "callback:delivered"));
+    CHECK(env.runner.has_event("mixed", "callback:abandoned"));
+    const auto requests = env.receiver.requests();
+    REQUIRE(requests.size() == 1);  // the mixed name was never contacted
+    CHECK(requests[0]["signature_valid"] == true);
+    const auto dead = *env.runner.store->dead_reports(0);
+    REQUIRE(dead.size() == 1);
+    CHECK(dead[0].task_id == "mixed");
+    CHECK(dead[0].tries == 3);  // DNS may change: retried, then abandoned
+    REQUIRE(dead[0].last_error);
+    CHECK(dead[0].last_error->find("callback_url") != std::string::npos);
+    CHECK(dead[0].last_error->find("10.0.0.7") != std::string::npos);
 }

@@ -12,15 +12,12 @@
 #include "report_fixture.hpp"
 
 using namespace report_test;
-using nps::report::Deliverer;
 
 namespace {
 
-std::unique_ptr<Deliverer> start(nps::report::DelivererOptions options)
+std::unique_ptr<LoopDeliverer> start(nps::report::DelivererOptions options)
 {
-    auto d = Deliverer::start(std::move(options), nps::SystemClock::instance());
-    REQUIRE_MESSAGE(d, (d ? std::string() : d.error().describe()));
-    return std::move(d).value();
+    return start_deliverer(std::move(options));
 }
 
 // The states each node's reports arrived with, first arrival of each

@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -282,6 +284,75 @@ std::int64_t Runner::max_tries()
     SQLite::Statement st(raw, "SELECT coalesce(max(tries), 0) FROM report_outbox WHERE status = 'pending'");
     st.executeStep();
     return st.getColumn(0).getInt64();
+}
+
+LoopThread::LoopThread()
+{
+    auto loop = nps::supervisor::EventLoop::create();
+    REQUIRE_MESSAGE(loop, (loop ? std::string() : loop.error().describe()));
+    loop_ = std::move(*loop);
+    reactor_ = std::make_unique<nps::report::LoopReactor>(*loop_);
+    auto mailbox = nps::net::Mailbox::create(*reactor_);
+    REQUIRE_MESSAGE(mailbox, (mailbox ? std::string() : mailbox.error().describe()));
+    mailbox_ = std::move(*mailbox);
+    std::promise<pid_t> started;
+    auto tid = started.get_future();
+    thread_ = std::thread([this, &started] {
+        started.set_value(::gettid());
+        auto ran = loop_->run();
+        if (!ran)
+            std::fprintf(stderr, "test loop: %s\n", ran.error().describe().c_str());
+    });
+    tid_ = tid.get();
+}
+
+LoopThread::~LoopThread()
+{
+    mailbox_->post([this] { loop_->stop(); });
+    thread_.join();
+    mailbox_->close();  // the loop's thread is gone: this one owns the loop now
+}
+
+void LoopThread::call(const std::function<void()>& fn)
+{
+    std::promise<void> done;
+    mailbox_->post([&] {
+        fn();
+        done.set_value();
+    });
+    done.get_future().get();
+}
+
+LoopDeliverer::LoopDeliverer(nps::report::DelivererOptions options)
+{
+    nps::Result<std::unique_ptr<nps::report::Deliverer>> started = nps::internal_error("not started");
+    thread_.call([&] {
+        started = nps::report::Deliverer::start(std::move(options), nps::SystemClock::instance(), thread_.loop());
+    });
+    REQUIRE_MESSAGE(started, (started ? std::string() : started.error().describe()));
+    deliverer_ = std::move(*started);
+}
+
+LoopDeliverer::~LoopDeliverer()
+{
+    thread_.call([this] { deliverer_.reset(); });
+}
+
+void LoopDeliverer::stop()
+{
+    thread_.call([this] { deliverer_->stop(); });
+}
+
+std::size_t LoopDeliverer::in_flight()
+{
+    std::size_t n = 0;
+    thread_.call([&] { n = deliverer_->in_flight(); });
+    return n;
+}
+
+std::unique_ptr<LoopDeliverer> start_deliverer(nps::report::DelivererOptions options)
+{
+    return std::make_unique<LoopDeliverer>(std::move(options));
 }
 
 nps::report::DelivererOptions quick_options(const Runner& runner)

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,7 +24,10 @@
 #include "https_fixture.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/net/mailbox.hpp"
 #include "nps/report/deliverer.hpp"
+#include "nps/report/loop_reactor.hpp"
+#include "nps/supervisor/event_loop.hpp"
 #include "nps/store/store.hpp"
 #include "temp_dir.hpp"
 
@@ -118,6 +122,48 @@ struct Runner {
 
 inline constexpr const char* kInbox = "urn:nps:agent:example.test:worker";
 inline constexpr const char* kRunnerA = "urn:nps:node:example.test:runner-a";
+
+// An EventLoop running on a thread of its own: the test's stand-in for the
+// daemon's loop thread, with a way to run code on it.
+class LoopThread {
+public:
+    LoopThread();
+    ~LoopThread();  // stops the loop and joins
+    LoopThread(const LoopThread&) = delete;
+    LoopThread& operator=(const LoopThread&) = delete;
+
+    // Runs fn on the loop's thread and waits until it returned.
+    void call(const std::function<void()>& fn);
+    nps::supervisor::EventLoop& loop() { return *loop_; }
+    pid_t tid() const { return tid_; }  // the loop thread's id
+
+private:
+    std::unique_ptr<nps::supervisor::EventLoop> loop_;
+    std::unique_ptr<nps::report::LoopReactor> reactor_;
+    std::unique_ptr<nps::net::Mailbox> mailbox_;
+    std::thread thread_;
+    pid_t tid_ = 0;
+};
+
+// A Deliverer on a LoopThread of its own, started and destroyed on it.
+class LoopDeliverer {
+public:
+    explicit LoopDeliverer(nps::report::DelivererOptions options);  // REQUIREs a successful start
+    ~LoopDeliverer();
+
+    void notify() { deliverer_->notify(); }
+    std::int64_t backlog() const { return deliverer_->backlog(); }
+    std::int64_t dead() const { return deliverer_->dead(); }
+    void stop();
+    std::size_t in_flight();
+    LoopThread& thread() { return thread_; }
+
+private:
+    LoopThread thread_;
+    std::unique_ptr<nps::report::Deliverer> deliverer_;
+};
+
+std::unique_ptr<LoopDeliverer> start_deliverer(nps::report::DelivererOptions options);
 
 // Options for a deliverer on `runner` with quick retries.
 nps::report::DelivererOptions quick_options(const Runner& runner);

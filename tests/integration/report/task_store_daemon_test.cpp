@@ -10,7 +10,6 @@
 #include "runner_process.hpp"
 
 using namespace report_test;
-using nps::report::Deliverer;
 using nps::test::http;
 using nps::test::RunnerOptions;
 using nps::test::RunnerProcess;
@@ -40,11 +39,9 @@ struct TaskStoreDaemon {
     }
 };
 
-std::unique_ptr<Deliverer> start(nps::report::DelivererOptions options)
+std::unique_ptr<LoopDeliverer> start(nps::report::DelivererOptions options)
 {
-    auto d = Deliverer::start(std::move(options), nps::SystemClock::instance());
-    REQUIRE_MESSAGE(d, (d ? std::string() : d.error().describe()));
-    return std::move(d).value();
+    return start_deliverer(std::move(options));
 }
 
 }  // namespace

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// AsyncFetcher: guarded_request() and trusted_request() (guarded_fetch.hpp)
+// on an event loop, with the same rules, options and errors, without
+// blocking it:
+//  - the transfers run on CurlMulti handles driven by the loop (one for
+//    trusted requests, whose connections are kept alive between requests; one
+//    for guarded requests, whose hops each use a fresh connection closed
+//    afterwards, so a pinned CURLOPT_RESOLVE entry or connection serves only
+//    the hop that admitted it);
+//  - the destination guard's DNS step (getaddrinfo blocks) runs on a short
+//    helper thread per hop and its answer is posted back to the loop through
+//    a Mailbox; an IP literal is admitted on the loop (nothing to resolve).
+//    Every address is still checked before the hop starts, the connection is
+//    pinned to them, and the socket callback refuses any other — exactly as
+//    the blocking client does.
+// A request's Done runs on the loop, once, never inside the call that started
+// it; abort() means it never runs. request.cancel is not used (abort() is
+// the loop's way).
+//
+// The guard's resolver must outlive the lookups a helper thread still runs
+// (each ends within the hop's time limit): the system resolver does.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "nps/base/result.hpp"
+#include "nps/net/curl_multi.hpp"
+#include "nps/net/guarded_fetch.hpp"
+#include "nps/net/mailbox.hpp"
+#include "nps/net/reactor.hpp"
+
+namespace nps::net {
+
+class AsyncFetcher {
+public:
+    using Id = std::uint64_t;  // never 0
+    using Done = std::function<void(Result<FetchedResponse>)>;
+
+    // On the loop's thread (or before the loop runs).
+    static Result<std::unique_ptr<AsyncFetcher>> create(Reactor& reactor);
+    // Aborts every request (no Done runs); helper threads still resolving
+    // finish alone and their answers are dropped.
+    ~AsyncFetcher();
+    AsyncFetcher(const AsyncFetcher&) = delete;
+    AsyncFetcher& operator=(const AsyncFetcher&) = delete;
+
+    Id guarded(GuardedRequest request, Done done);
+    Id trusted(const TrustedRequest& request, Done done);
+    // No-op for an unknown or finished id.
+    void abort(Id id);
+    void abort_all();
+    std::size_t active() const { return ops_.size(); }
+
+    struct Op;
+
+private:
+    explicit AsyncFetcher(Reactor& reactor);
+    Id add(std::unique_ptr<Op> op);
+    void fail_later(Id id, Error error);
+    void finish(Id id, Result<FetchedResponse> result);
+    void next_hop(Id id);
+    void admitted(Id id, Result<AdmittedDestination> admitted);
+    void hop_done(Id id, int rc);
+
+    Reactor& reactor_;
+    std::unique_ptr<Mailbox> mailbox_;
+    std::unique_ptr<CurlMulti> trusted_multi_;
+    std::unique_ptr<CurlMulti> guarded_multi_;
+    std::map<Id, std::unique_ptr<Op>> ops_;
+    Id next_id_ = 1;
+};
+
+}  // namespace nps::net
