@@ -40,6 +40,7 @@ struct WorkerPolicy {
     std::uint32_t stop_grace_seconds = 5;           // cancel frame → SIGTERM → SIGKILL, this apart
     std::uint64_t log_max_bytes = 1 << 20;          // per log file (stdout.log, stderr.log)
     std::uint32_t log_keep = 1;                     // rotated files kept per stream
+    std::size_t spawn_pool = 2;                     // parked sandbox children (docs/supervisor.md); 0: none
 };
 
 // [runner]: how `serve` claims and executes tasks (docs/executor.md).

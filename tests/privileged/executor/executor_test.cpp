@@ -290,9 +290,10 @@ TEST_CASE("kill -9 of the daemon mid-run: a restart removes the orphans, resumes
                      dag_node("second", kSleeper, "nwp://exec.test/second", {"first"})}));
     f.wait_until(task_id, [&](const Json& t) {
         return t["nodes"].contains("first") && t["nodes"]["first"]["state"] == "COMPLETED" &&
-               !worker_processes_of(f.runner().pid()).empty();
+               !worker_processes_of(f.runner().pid()).empty() && !parked_children_of(f.runner().pid()).empty();
     });
     const pid_t old_pid = f.runner().pid();
+    INFO("parked children before the kill: " << parked_children_of(old_pid).size());  // spawn_pool = 2 by default
     f.runner().kill_hard();
 
     f.start();  // same state directory, same runner NID
@@ -304,9 +305,11 @@ TEST_CASE("kill -9 of the daemon mid-run: a restart removes the orphans, resumes
     auto names = event_names(task);
     CHECK(std::count(names.begin(), names.end(), "first:attempt:1") == 1);  // not run again
     CHECK(std::count(names.begin(), names.end(), "second:completed") == 1);
-    // The dead daemon's worker and cgroups are gone, and so are the new one's.
+    // The dead daemon's worker and cgroups are gone, its spawn pool's parked
+    // children and their slots included, and so are the new one's.
     CHECK(worker_processes_of(old_pid).empty());
-    CHECK(worker_cgroups_of(old_pid).empty());
+    CHECK(parked_children_of(old_pid).empty());
+    CHECK(all_cgroups_of(old_pid).empty());
     check_no_worker_left(f, f.runner().pid());
 }
 
