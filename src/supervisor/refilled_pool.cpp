@@ -39,12 +39,18 @@ Result<sandbox::PoolAttempt> RefilledPool::spawn(const sandbox::SandboxSpec& spe
                                                  cgroup::Enforcement enforcement)
 {
     auto attempt = pool_.try_spawn(spec, limits, enforcement);
+    if (pool_.ready() == 0)
+        wake();
+    return attempt;
+}
+
+void RefilledPool::wake()
+{
     {
         std::lock_guard lock(mutex_);
         wanted_ = true;
     }
     wake_.notify_one();
-    return attempt;
 }
 
 std::string RefilledPool::last_error() const

@@ -3,8 +3,9 @@
 // supervisor's event loop never waits for a refill (on v1 hierarchies a
 // sparse refill sleeps for an RCU grace period, ~12 ms, in the kernel).
 //
-// spawn() takes a parked slot (under the pool's mutex) and wakes the thread;
-// the thread parks children until the pool is full again, then sleeps until
+// spawn() takes a parked slot (under the pool's mutex); wake() — after a
+// worker's cgroup is removed, or from spawn() when the pool ran dry — lets the
+// thread park children until the pool is full again; then it sleeps until
 // the next wake. A failed refill is counted, kept as last_error() and retried
 // after kRefillRetry (a worker meanwhile falls back to sandbox::spawn()).
 //
@@ -44,9 +45,18 @@ public:
     RefilledPool(const RefilledPool&) = delete;
     RefilledPool& operator=(const RefilledPool&) = delete;
 
-    // sandbox::SpawnPool::try_spawn(), then wakes the thread.
+    // sandbox::SpawnPool::try_spawn(); wakes the thread only when that left
+    // the pool empty (see wake()).
     Result<sandbox::PoolAttempt> spawn(const sandbox::SandboxSpec& spec, const cgroup::CgroupLimits& limits,
                                        cgroup::Enforcement enforcement);
+    // Lets the thread refill now: the supervisor calls it once a worker's
+    // cgroup is removed. Why not at every spawn: on v1 hierarchies a
+    // refill's migration holds the kernel's cgroup_mutex while it waits for
+    // an RCU grace period, and the cgroup.kill and rmdir of a worker that
+    // has just ended need that mutex — the loop would wait for the refill.
+    // Refilling after the removal overlaps the grace period with the next
+    // node's preparation instead (bench/RESULTS.md "dag").
+    void wake();
 
     std::size_t size() const { return pool_.size(); }
     std::size_t ready() const { return pool_.ready(); }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "nps/config/config.hpp"
@@ -247,6 +248,11 @@ Result<void> Supervisor::spawn_worker(Worker& w)
 
 Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
 {
+    const auto began = EventLoop::now();
+    auto spent_us = [began] {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(EventLoop::now() - began).count());
+    };
     if (pool_ && !sandbox.user_namespace) {
         // A miss (none parked, a plan too large, a parked child gone) falls
         // back below; a failure of the worker's own spec is its outcome.
@@ -255,6 +261,7 @@ Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
             w.cgroup.emplace(std::move(attempt.started->cgroup));
             w.child = std::move(attempt.started->child);
             ++spawned_pooled_;
+            pooled_us_ += spent_us();
             return {};
         }
     }
@@ -265,6 +272,7 @@ Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
     sandbox.cgroup = w.cgroup ? &*w.cgroup : nullptr;
     w.child = NPS_TRY(sandbox::spawn(sandbox));
     ++spawned_direct_;
+    direct_us_ += spent_us();
     return {};
 }
 
@@ -372,7 +380,9 @@ std::optional<std::string> Supervisor::cgroup_name(WorkerId id) const
 SpawnStats Supervisor::spawn_stats() const
 {
     SpawnStats stats{.pooled = spawned_pooled_.load(std::memory_order_relaxed),
-                     .direct = spawned_direct_.load(std::memory_order_relaxed)};
+                     .direct = spawned_direct_.load(std::memory_order_relaxed),
+                     .pooled_us = pooled_us_.load(std::memory_order_relaxed),
+                     .direct_us = direct_us_.load(std::memory_order_relaxed)};
     if (pool_) {
         stats.pool_size = pool_->size();
         stats.pool_ready = pool_->ready();
@@ -389,6 +399,15 @@ std::string render_spawn_metrics(const SpawnStats& stats)
            "directly.\n# TYPE nps_worker_spawns_total counter\n";
     out += "nps_worker_spawns_total{path=\"pool\"} " + std::to_string(stats.pooled) + "\n";
     out += "nps_worker_spawns_total{path=\"direct\"} " + std::to_string(stats.direct) + "\n";
+    auto seconds = [](std::uint64_t us) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.6f", static_cast<double>(us) / 1e6);
+        return std::string(text);
+    };
+    out += "# HELP nps_worker_spawn_seconds_total Time spent starting workers (up to their exec), by path.\n"
+           "# TYPE nps_worker_spawn_seconds_total counter\n";
+    out += "nps_worker_spawn_seconds_total{path=\"pool\"} " + seconds(stats.pooled_us) + "\n";
+    out += "nps_worker_spawn_seconds_total{path=\"direct\"} " + seconds(stats.direct_us) + "\n";
     out += "# HELP nps_spawn_pool_ready Sandbox children parked in the spawn pool now.\n"
            "# TYPE nps_spawn_pool_ready gauge\n";
     out += "nps_spawn_pool_ready " + std::to_string(stats.pool_ready) + "\n";

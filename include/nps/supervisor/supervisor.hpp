@@ -118,6 +118,10 @@ inline constexpr std::size_t kDefaultSpawnPool = 2;
 struct SpawnStats {
     std::uint64_t pooled = 0;         // from a parked child of the spawn pool
     std::uint64_t direct = 0;         // by sandbox::spawn() (no pool, none ready, a user namespace)
+    // Time the loop spent in those spawns (cgroup, clone, placement, setup
+    // up to the exec), microseconds.
+    std::uint64_t pooled_us = 0;
+    std::uint64_t direct_us = 0;
     std::size_t pool_size = 0;        // 0: no pool
     std::size_t pool_ready = 0;       // children parked now
     std::uint64_t refill_failures = 0;
@@ -246,6 +250,7 @@ private:
     std::vector<EventLoop::TimerId> pending_;  // deferred outcomes of workers that never ran
     std::string read_buffer_;
     std::atomic<std::uint64_t> spawned_pooled_{0}, spawned_direct_{0};
+    std::atomic<std::uint64_t> pooled_us_{0}, direct_us_{0};
     // Destroyed after the workers (~Supervisor kills and reaps them first):
     // pooled workers die with its thread.
     std::unique_ptr<RefilledPool> pool_;
