@@ -11,8 +11,10 @@
 //
 // The thread is the parked children's parent thread: their PR_SET_PDEATHSIG,
 // kept once they run a worker, fires when it ends. It lives as long as this
-// object; destroy it only after the workers started from it are gone (the
-// Supervisor kills and reaps them first). Parked children show up in `ps` as
+// object: destroying it kills the workers started from it too, those whose
+// credentials did not change at least (a uid change clears the signal, as
+// for sandbox::spawn()'s children); the Supervisor does so only in its
+// destructor, after killing their cgroups. Parked children show up in `ps` as
 // "nps-pool", the thread's name, until they execute their worker.
 //
 // Thread-safe: spawn(), ready() and the counters from any thread.

@@ -125,8 +125,13 @@ Supervisor::~Supervisor()
     for (auto& [id, worker] : workers_) {
         if (worker->cgroup)
             (void)worker->cgroup->kill_all();
-        release(*worker);  // ~Child kills and reaps what is left
     }
+    // The refill thread stops before the releases below could wake it (no
+    // child is parked only to be killed); pooled workers, already killed,
+    // would die with it anyway (PR_SET_PDEATHSIG). Parked children go too.
+    pool_.reset();
+    for (auto& [id, worker] : workers_)
+        release(*worker);  // ~Child kills and reaps what is left
     workers_.clear();
     queue_.clear();
 }

@@ -5,9 +5,9 @@
 //
 // Per worker: an optional cgroup (when a CgroupBase is given) created beneath
 // the runner's own — or, with a spawn pool, the cgroup of a parked sandbox
-// child that was placed in it ahead of time (sandbox::SpawnPool, refilled by
-// a thread of the supervisor's, docs/supervisor.md "Spawn pool"); stdin a socket carrying the DelegateFrame line (and later
-// a cancel frame); stdout and stderr non-blocking pipes read as data arrives,
+// child placed in it ahead of time (sandbox::SpawnPool, refilled by a thread
+// of the supervisor's: docs/supervisor.md "Spawn pool"); stdin a socket
+// carrying the DelegateFrame line (and later a cancel frame); stdout and stderr non-blocking pipes read as data arrives,
 // stdout split into frames and log lines (worker_protocol.hpp), both streams'
 // log output written to rotating files; its pidfd in the epoll set; its idle
 // and max-runtime deadlines as loop timers. A breach kills the whole cgroup
@@ -25,8 +25,8 @@
 // without calling any callback.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -251,8 +251,7 @@ private:
     std::string read_buffer_;
     std::atomic<std::uint64_t> spawned_pooled_{0}, spawned_direct_{0};
     std::atomic<std::uint64_t> pooled_us_{0}, direct_us_{0};
-    // Destroyed after the workers (~Supervisor kills and reaps them first):
-    // pooled workers die with its thread.
+    // The spawn pool and its refill thread; nullptr without one.
     std::unique_ptr<RefilledPool> pool_;
 };
 
