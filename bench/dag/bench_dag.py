@@ -13,7 +13,11 @@ containers of the same image, one after the other, each fed its DelegateFrame
 on stdin — what a runner that starts a container per node pays, without any
 store or scheduling.
 
-    python3 bench/dag/bench_dag.py [--runner build/nps-runner] [--tasks 40]
+    python3 bench/dag/bench_dag.py [--runner build/nps-runner] [--tasks 40] [--spawn-pool N]
+
+--spawn-pool N writes `[workers] spawn_pool = N` to the daemon's config (0: every
+worker spawned directly, as before the pool; unset: the daemon's default). The
+run prints how the workers were started (nps_worker_spawns_total of /metrics).
 """
 import argparse
 import json
@@ -78,10 +82,49 @@ def rfc3339_ms(text):
     return (time.mktime(t) - time.timezone) * 1000 + int(text[20:23])
 
 
-def bench_nps(runner, image_dir, state, tasks):
+def spawn_counts(url):
+    """{path: (workers, mean spawn ms)} from /metrics, and the mean worker start (dispatch → exec) in ms."""
+    req = urllib.request.Request(f"{url}/metrics")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        text = r.read().decode()
+    counts = {m.group(1): int(m.group(2))
+              for m in re.finditer(r'^nps_worker_spawns_total\{path="(\w+)"\} (\d+)$', text, re.M)}
+    secs = {m.group(1): float(m.group(2))
+            for m in re.finditer(r'^nps_worker_spawn_seconds_total\{path="(\w+)"\} ([0-9.]+)$', text, re.M)}
+    spawns = {k: (n, secs.get(k, 0) * 1000 / n if n else 0) for k, n in counts.items()}
+    start_sum = re.search(r'^nps_worker_start_seconds_sum ([0-9.e+-]+)$', text, re.M)
+    start_count = re.search(r'^nps_worker_start_seconds_count (\d+)$', text, re.M)
+    start = (float(start_sum.group(1)) * 1000 / int(start_count.group(1))
+             if start_sum and start_count and int(start_count.group(1)) else None)
+    return spawns, start
+
+
+BREAKDOWN = ["claim"] + [f"{n}:{k}" for n in ("fetch", "double", "report") for k in ("gap", "run", "rec")] + ["end"]
+
+
+def task_breakdown(task):
+    """Where a task's server time went, ms, from its event log (ms stamps): deposit → lease
+    (claim); per node, the previous step → its worker's start (gap: dispatch, rootfs, spawn),
+    the worker's run up to its reaping and clean-up (run, the worker event's duration_ms), and
+    → its completion record (rec); the last node → task:completed (end)."""
+    ev = {e["event"]: e for e in task["events"]}
+    at = lambda name: rfc3339_ms(ev[name]["at"])
+    prev = at("lease:granted")
+    row = [prev - at("inbox:deposited")]
+    for node in ("fetch", "double", "report"):
+        end = at(node + ":worker")
+        run = ev[node + ":worker"]["detail"]["duration_ms"]
+        row += [end - run - prev, run, at(node + ":completed") - end]
+        prev = at(node + ":completed")
+    return row + [at("task:completed") - prev]
+
+
+def bench_nps(runner, image_dir, state, tasks, spawn_pool=None):
     subprocess.run([runner, "image", "import", image_dir, "--name", "nps-demo-worker:1", "--state-dir", state],
                    check=True, stdout=subprocess.DEVNULL)
-    open(os.path.join(state, "config.toml"), "w").close()
+    with open(os.path.join(state, "config.toml"), "w") as f:
+        if spawn_pool is not None:
+            f.write(f"[workers]\nspawn_pool = {spawn_pool}\n")
     log = open(os.path.join(state, "serve.log"), "w+")
     serve = subprocess.Popen([runner, "serve", "--config", os.path.join(state, "config.toml"), "--state-dir", state,
                               "--listen", "127.0.0.1:0", "--socket", "none", "--inbox", INBOX],
@@ -102,7 +145,7 @@ def bench_nps(runner, image_dir, state, tasks):
             nid = "urn:nps:agent:bench.local:" + node
             http("PUT", f"{url}/v1/ndp/announces/{nid}",
                  {"nid": nid, "activation_mode": "ephemeral", "spawn_spec_ref": spec_ref(command)})
-        client, server = [], []
+        client, server, breakdown = [], [], []
         for i in range(tasks + 3):
             task_id = f"bench-{i}"
             t0 = time.perf_counter()
@@ -120,7 +163,8 @@ def bench_nps(runner, image_dir, state, tasks):
             events = {e["event"]: e["at"] for e in task["events"]}
             client.append((t1 - t0) * 1000)
             server.append(rfc3339_ms(events["task:completed"]) - rfc3339_ms(events["inbox:deposited"]))
-        return client, server
+            breakdown.append(task_breakdown(task))
+        return client, server, spawn_counts(url), breakdown
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.wait(timeout=30)
@@ -185,6 +229,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runner", default=os.path.join(ROOT, "build", "nps-runner"))
     parser.add_argument("--tasks", type=int, default=40)
+    parser.add_argument("--spawn-pool", type=int, help="[workers] spawn_pool for the daemon (0: no pool)")
     parser.add_argument("--crun-peer", nargs=2, metavar=("WORK", "TASKS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crun_peer:
@@ -198,17 +243,25 @@ def main():
         image = os.path.join(work, "oci")
         state = os.path.join(work, "state")
         os.makedirs(state)
-        client, server = bench_nps(args.runner, image, state, args.tasks)
+        client, server, spawns, breakdown = bench_nps(args.runner, image, state, args.tasks, args.spawn_pool)
         crun = bench_crun(image, work, max(10, args.tasks // 4))
         for m in open("/proc/mounts").read().splitlines():
             if work in m.split()[1]:
                 subprocess.run(["umount", "-l", m.split()[1]])
     print(f"3-node linear DAG, trivial workers, {args.tasks} tasks one after another "
           f"(load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cpus)")
+    pool = "default" if args.spawn_pool is None else str(args.spawn_pool)
+    counts, start = spawns
+    print(f"  spawn_pool {pool}; workers started (warm-up included), mean spawn on the loop: "
+          + (", ".join(f"{k} {n} ({ms:.2f} ms)" for k, (n, ms) in sorted(counts.items()))
+             or "no nps_worker_spawns_total metric")
+          + ("" if start is None else f"; mean worker start (dispatch → exec) {start:.1f} ms"))
     print(f"  nps-runner submit → COMPLETED (client): median {statistics.median(client):6.1f} ms  "
           f"p90 {pct(client, 90):6.1f} ms  min {min(client):6.1f} ms")
     print(f"  nps-runner deposit → task:completed (server): median {statistics.median(server):6.1f} ms  "
           f"p90 {pct(server, 90):6.1f} ms")
+    print("  server breakdown, medians (ms): " +
+          " ".join(f"{c}={statistics.median(r[i] for r in breakdown):.0f}" for i, c in enumerate(BREAKDOWN)))
     if crun:
         print(f"  peer: 3 cold `crun run` of the same workers: median {statistics.median(crun):6.1f} ms  "
               f"p90 {pct(crun, 90):6.1f} ms")

@@ -361,7 +361,8 @@ Result<std::optional<std::uint64_t>> byte_size(const toml::table* table, const s
 Result<void> apply_workers(const toml::table* table, const TableReader& t, Config& c)
 {
     NPS_TRY_VOID(t.check_keys({"max_concurrent", "default_idle_timeout_seconds", "default_max_runtime_seconds",
-                                "stop_grace_seconds", "log_max_bytes", "log_keep", "log_retention_hours"}));
+                                "stop_grace_seconds", "log_max_bytes", "log_keep", "log_retention_hours",
+                                "spawn_pool"}));
     WorkerPolicy& w = c.workers;
     if (auto v = NPS_TRY(t.integer("max_concurrent", 1, static_cast<std::int64_t>(limits::kMaxConcurrentWorkers))))
         w.max_concurrent = static_cast<std::size_t>(*v);
@@ -377,6 +378,8 @@ Result<void> apply_workers(const toml::table* table, const TableReader& t, Confi
         w.log_keep = static_cast<std::uint32_t>(*v);
     if (auto v = NPS_TRY(t.integer("log_retention_hours", 0, limits::kMaxWorkerLogRetentionHours)))
         w.log_retention_hours = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("spawn_pool", 0, static_cast<std::int64_t>(limits::kSpawnPoolMaxSize))))
+        w.spawn_pool = static_cast<std::size_t>(*v);
     if (w.default_idle_timeout_seconds > 0 && w.default_max_runtime_seconds > 0 &&
         w.default_idle_timeout_seconds > w.default_max_runtime_seconds)
         return t.fail("default_idle_timeout_seconds", "must not exceed default_max_runtime_seconds");

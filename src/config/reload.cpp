@@ -91,6 +91,7 @@ const std::vector<Key>& keys()
         reloadable("workers.log_max_bytes", NPS_FIELD(workers.log_max_bytes)),
         reloadable("workers.log_keep", NPS_FIELD(workers.log_keep)),
         reloadable("workers.log_retention_hours", NPS_FIELD(workers.log_retention_hours)),
+        restart_only("workers.spawn_pool", NPS_FIELD(workers.spawn_pool)),
         // [spawn]
         restart_only("spawn.allow_destinations", NPS_FIELD(spawn_allow_destinations)),
         restart_only("spawn.ca_file", NPS_FIELD(spawn_ca_file)),

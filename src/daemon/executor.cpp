@@ -100,10 +100,13 @@ void Executor::policy_changed()
 
 std::string Executor::status_json() const
 {
+    const auto spawns = supervisor_->spawn_stats();
     return "{\"tasks_running\":" + std::to_string(metrics_.tasks_running.load()) +
            ",\"workers_running\":" + std::to_string(metrics_.workers_running.load()) +
            ",\"max_tasks\":" + std::to_string(max_tasks_) +
-           ",\"max_workers\":" + std::to_string(parts_.config.workers.max_concurrent) + "}";
+           ",\"max_workers\":" + std::to_string(parts_.config.workers.max_concurrent) +
+           ",\"spawn_pool\":{\"size\":" + std::to_string(spawns.pool_size) +
+           ",\"ready\":" + std::to_string(spawns.pool_ready) + "}}";
 }
 
 void Executor::start()

@@ -68,7 +68,10 @@ public:
 
     std::size_t running_tasks() const { return executions_.size(); }
     // Any thread: the Prometheus text of the executor's metrics.
-    std::string render_metrics() const { return metrics_.render(); }
+    std::string render_metrics() const
+    {
+        return metrics_.render() + supervisor::render_spawn_metrics(supervisor_->spawn_stats());
+    }
     // Any thread: {"tasks_running", "workers_running", "max_tasks", "max_workers"} for /healthz.
     std::string status_json() const;
     const supervisor::Supervisor& supervisor() const { return *supervisor_; }

@@ -20,7 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The pid in "<prefix>-<pid>-<n>", if the name has that shape.
+// The pid in "<prefix>-<pid>-<n>" (a worker) or "<prefix>-<pid>-p<n>" (a
+// spawn pool slot, parked or running a worker), if the name has that shape.
 std::optional<pid_t> owner_pid(const std::string& name, char prefix)
 {
     if (name.size() < 5 || name[0] != prefix || name[1] != '-')
@@ -31,8 +32,11 @@ std::optional<pid_t> owner_pid(const std::string& name, char prefix)
     auto [end, ec] = std::from_chars(first, last, pid);
     if (ec != std::errc() || end == first || end == last || *end != '-' || pid <= 0)
         return std::nullopt;
+    const char* serial = end + 1;
+    if (serial != last && *serial == 'p')
+        ++serial;
     long n = 0;
-    auto [tail, ec2] = std::from_chars(end + 1, last, n);
+    auto [tail, ec2] = std::from_chars(serial, last, n);
     if (ec2 != std::errc() || tail != last)
         return std::nullopt;
     return static_cast<pid_t>(pid);

@@ -4,7 +4,8 @@
 //
 // Ownership is read from names: worker directories are
 // <state_dir>/workers/t-<pid>-<n> and worker cgroups <base>/w-<pid>-<n>,
-// where <pid> is the runner process that made them. Leftovers of a pid that
+// spawn pool slots <base>/w-<pid>-p<n> (a parked child dies with its runner,
+// its empty slot stays), where <pid> is the runner process that made them. Leftovers of a pid that
 // is no longer alive are ours to remove: cgroups beneath our own cgroup
 // that our predecessor created, whose processes are its workers. Those of a
 // live pid (another runner sharing the state directory or cgroup) are left

@@ -24,6 +24,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <optional>
 
 #include "nps/base/limits.hpp"
@@ -90,9 +92,9 @@ struct Parked {
     plan.stdout_fd = fds[kStdoutFd];
     plan.stderr_fd = fds[kStderrFd];
     plan.netns_fd = fds[kNetnsFd];
-    // From here on it is an ordinary sandbox: it survives its parent's death
-    // as a directly spawned one does.
-    ::prctl(PR_SET_PDEATHSIG, 0);
+    // From here on it is an ordinary sandbox, and like spawn()'s children it
+    // keeps PR_SET_PDEATHSIG: it dies with the thread that cloned it (the
+    // refilling thread, which outlives the pool's workers; see the header).
     detail::run_child(plan);
 }
 
@@ -172,7 +174,13 @@ struct PooledSlot {
     }
 };
 
-SpawnPool::SpawnPool(SpawnPoolOptions options) : options_(std::move(options)) {}
+struct SpawnPool::Slots {
+    mutable std::mutex mutex;
+    std::deque<std::unique_ptr<PooledSlot>> parked;
+    std::size_t serial = 0;
+};
+
+SpawnPool::SpawnPool(SpawnPoolOptions options) : options_(std::move(options)), slots_(std::make_unique<Slots>()) {}
 SpawnPool::SpawnPool(SpawnPool&&) noexcept = default;
 SpawnPool& SpawnPool::operator=(SpawnPool&&) noexcept = default;
 SpawnPool::~SpawnPool() = default;
@@ -189,79 +197,120 @@ Result<SpawnPool> SpawnPool::create(SpawnPoolOptions options)
     return SpawnPool(std::move(options));
 }
 
+std::size_t SpawnPool::ready() const
+{
+    std::lock_guard lock(slots_->mutex);
+    return slots_->parked.size();
+}
+
 Result<void> SpawnPool::refill()
 {
-    while (slots_.size() < options_.size) {
-        auto slot = std::make_unique<PooledSlot>();
-        slot->cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
-            *options_.cgroup_base,
-            {.name = options_.name_prefix + std::to_string(serial_++), .kill_method = options_.kill_method}));
-        slot->area = ::mmap(nullptr, limits::kSpawnPoolPlanBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                            -1, 0);
-        if (slot->area == MAP_FAILED)
-            return system_error_errno("Failed to map a spawn pool plan area");
-        slot->empty_caps.reset(::cap_init());
-        if (!slot->empty_caps)
-            return system_error_errno("Failed to allocate an empty capability set");
-        int pair[2];
-        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-            return system_error_errno("Failed to create a spawn pool socketpair");
-        UniqueFd parent_end(pair[0]), child_end(pair[1]);
-        if (child_end.get() < 3) {  // the child keeps 0..2 and closes the rest
-            child_end = UniqueFd(::fcntl(child_end.get(), F_DUPFD_CLOEXEC, 3));
-            if (!child_end)
-                return system_error_errno("Failed to move a spawn pool socket");
-        }
-        const Parked parked{.socket = child_end.get(), .plan = static_cast<ChildPlan*>(slot->area)};
-
-        int pidfd = -1;
-        detail::CloneArgs args{};
-        args.flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
-        if (slot->cgroup->dir_fd() >= 0) {
-            args.flags |= CLONE_INTO_CGROUP;
-            args.cgroup = static_cast<std::uint64_t>(slot->cgroup->dir_fd());
-        }
-        args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
-        args.exit_signal = SIGCHLD;
-        long pid = ::syscall(SYS_clone3, &args, sizeof args);
-        if (pid < 0)
-            return system_error_errno("Failed to clone3 a parked sandbox child");
-        if (pid == 0)
-            parked_child_main(parked);
-        slot->child = Child(static_cast<pid_t>(pid), UniqueFd(pidfd));
-        slot->socket = std::move(parent_end);
-        child_end.reset();
-        // The slow part on v1 hierarchies, and the reason for the pool.
-        NPS_TRY_VOID(slot->cgroup->add_pid_outside_clone(slot->child.pid()));
-        slots_.push_back(std::move(slot));
+    while (NPS_TRY(park_one())) {
     }
     return {};
 }
 
+Result<bool> SpawnPool::park_one()
+{
+    std::size_t serial = 0;
+    {
+        std::lock_guard lock(slots_->mutex);
+        if (slots_->parked.size() >= options_.size)
+            return false;
+        serial = slots_->serial++;
+    }
+    // The rest without the lock: spawn() must not wait for a migration.
+    auto slot = std::make_unique<PooledSlot>();
+    slot->cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
+        *options_.cgroup_base, {.name = options_.name_prefix + std::to_string(serial), .kill_method = options_.kill_method}));
+    slot->area =
+        ::mmap(nullptr, limits::kSpawnPoolPlanBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (slot->area == MAP_FAILED)
+        return system_error_errno("Failed to map a spawn pool plan area");
+    slot->empty_caps.reset(::cap_init());
+    if (!slot->empty_caps)
+        return system_error_errno("Failed to allocate an empty capability set");
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+        return system_error_errno("Failed to create a spawn pool socketpair");
+    UniqueFd parent_end(pair[0]), child_end(pair[1]);
+    if (child_end.get() < 3) {  // the child keeps 0..2 and closes the rest
+        child_end = UniqueFd(::fcntl(child_end.get(), F_DUPFD_CLOEXEC, 3));
+        if (!child_end)
+            return system_error_errno("Failed to move a spawn pool socket");
+    }
+    const Parked parked{.socket = child_end.get(), .plan = static_cast<ChildPlan*>(slot->area)};
+
+    int pidfd = -1;
+    detail::CloneArgs args{};
+    args.flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+    if (slot->cgroup->dir_fd() >= 0) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = static_cast<std::uint64_t>(slot->cgroup->dir_fd());
+    }
+    args.pidfd = reinterpret_cast<std::uintptr_t>(&pidfd);
+    args.exit_signal = SIGCHLD;
+    long pid = ::syscall(SYS_clone3, &args, sizeof args);
+    if (pid < 0)
+        return system_error_errno("Failed to clone3 a parked sandbox child");
+    if (pid == 0)
+        parked_child_main(parked);
+    slot->child = Child(static_cast<pid_t>(pid), UniqueFd(pidfd));
+    slot->socket = std::move(parent_end);
+    child_end.reset();
+    // The slow part on v1 hierarchies, and the reason for the pool.
+    NPS_TRY_VOID(slot->cgroup->add_pid_outside_clone(slot->child.pid()));
+    std::lock_guard lock(slots_->mutex);
+    slots_->parked.push_back(std::move(slot));
+    return true;
+}
+
+std::unique_ptr<PooledSlot> SpawnPool::take()
+{
+    // A parked child that died meanwhile (the OOM killer, a stray kill) is
+    // dropped here, outside the lock (reaping it and removing its cgroup take
+    // a while); one that dies between this check and the hand-over shows up
+    // as a worker that ended at once, its exit status saying how.
+    for (;;) {
+        std::unique_ptr<PooledSlot> slot;
+        {
+            std::lock_guard lock(slots_->mutex);
+            if (slots_->parked.empty())
+                return nullptr;
+            slot = std::move(slots_->parked.front());
+            slots_->parked.pop_front();
+        }
+        pollfd exited{slot->child.pidfd(), POLLIN, 0};
+        if (::poll(&exited, 1, 0) == 0)
+            return slot;
+        // kills nothing: it is gone; ~PooledSlot reaps it, removes its cgroup
+    }
+}
+
+void SpawnPool::put_back(std::unique_ptr<PooledSlot> slot)
+{
+    std::lock_guard lock(slots_->mutex);
+    slots_->parked.push_front(std::move(slot));
+}
+
 Result<PooledChild> SpawnPool::spawn(const SandboxSpec& spec, const cgroup::CgroupLimits& limits,
                                      cgroup::Enforcement enforcement)
+{
+    PoolAttempt attempt = NPS_TRY(try_spawn(spec, limits, enforcement));
+    if (!attempt.started)
+        return internal_error("Failed to spawn a sandbox from the pool: " + attempt.missed);
+    return std::move(*attempt.started);
+}
+
+Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::CgroupLimits& limits,
+                                         cgroup::Enforcement enforcement)
 {
     if (spec.argv.empty() || spec.argv.front().empty())
         return internal_error("Failed to spawn a sandbox: no program given");
     if (spec.rootfs.empty())
         return internal_error("Failed to spawn a sandbox: no rootfs given");
     if (spec.user_namespace || spec.cgroup)
-        return internal_error("Failed to spawn a sandbox from the pool: user namespaces and caller-made cgroups "
-                              "need sandbox::spawn()");
-    // A parked child that died meanwhile (the OOM killer, a stray kill) is
-    // dropped here; one that dies between this check and the hand-over shows
-    // up as a worker that ended at once, its exit status saying how.
-    std::unique_ptr<PooledSlot> slot;
-    while (!slot && !slots_.empty()) {
-        slot = std::move(slots_.front());
-        slots_.pop_front();
-        pollfd exited{slot->child.pidfd(), POLLIN, 0};
-        if (::poll(&exited, 1, 0) != 0)
-            slot.reset();  // kills nothing: it is gone; reaps it, removes its cgroup
-    }
-    if (!slot)
-        return internal_error("Failed to spawn a sandbox from the pool: no parked child is ready");
-
+        return PoolAttempt{.missed = "user namespaces and caller-made cgroups need sandbox::spawn()"};
     char resolved[PATH_MAX];
     if (!::realpath(spec.rootfs.c_str(), resolved))
         return system_error_errno("Failed to resolve the rootfs '" + spec.rootfs + "'");
@@ -272,7 +321,14 @@ Result<PooledChild> SpawnPool::spawn(const SandboxSpec& spec, const cgroup::Cgro
         default_seccomp = NPS_TRY(SeccompProgram::default_program());
         seccomp = default_seccomp.get();
     }
-    NPS_TRY_VOID(slot->cgroup->set_limits(*options_.cgroup_base, limits, enforcement));
+    int error_pipe[2];
+    if (::pipe2(error_pipe, O_CLOEXEC) < 0)
+        return system_error_errno("Failed to create the sandbox error pipe");
+    UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
+
+    std::unique_ptr<PooledSlot> slot = take();
+    if (!slot)
+        return PoolAttempt{.missed = "no parked child is ready"};
 
     // The plan, laid out in the shared area; the fds are filled in by the child.
     PlanArea area(slot->area, limits::kSpawnPoolPlanBytes);
@@ -317,17 +373,16 @@ Result<PooledChild> SpawnPool::spawn(const SandboxSpec& spec, const cgroup::Cgro
         .stderr_fd = -1,
         .error_fd = -1,
     };
-    if (area.overflowed())
-        return internal_error("Failed to spawn a sandbox from the pool: its paths, argv and environment exceed " +
-                              std::to_string(limits::kSpawnPoolPlanBytes) + " bytes");
+    if (area.overflowed()) {
+        put_back(std::move(slot));  // untouched: the next plan overwrites the area
+        return PoolAttempt{.missed = "the paths, argv and environment exceed " +
+                                     std::to_string(limits::kSpawnPoolPlanBytes) + " bytes"};
+    }
     std::copy_n(program->filter, program->len, filter);
     *fprog = sock_fprog{.len = program->len, .filter = filter};
     std::copy(spec.rlimits.begin(), spec.rlimits.end(), rlimits);
+    NPS_TRY_VOID(slot->cgroup->set_limits(*options_.cgroup_base, limits, enforcement));
 
-    int error_pipe[2];
-    if (::pipe2(error_pipe, O_CLOEXEC) < 0)
-        return system_error_errno("Failed to create the sandbox error pipe");
-    UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
     int fds[kPassedCount] = {error_write.get(), spec.stdin_fd, spec.stdout_fd, spec.stderr_fd, spec.netns_fd};
     const std::size_t count = spec.network == Network::none && spec.netns_fd >= 0 ? kPassedCount : kNetnsFd;
     char tag = 'g';
@@ -343,8 +398,10 @@ Result<PooledChild> SpawnPool::spawn(const SandboxSpec& spec, const cgroup::Cgro
     header->cmsg_type = SCM_RIGHTS;
     header->cmsg_len = CMSG_LEN(sizeof(int) * count);
     ::memcpy(CMSG_DATA(header), fds, sizeof(int) * count);
-    if (::sendmsg(slot->socket.get(), &message, MSG_NOSIGNAL) < 0)
-        return system_error_errno("Failed to hand its plan to a parked sandbox child");
+    if (::sendmsg(slot->socket.get(), &message, MSG_NOSIGNAL) < 0) {
+        const int err = errno;  // the child died after take() looked
+        return PoolAttempt{.missed = std::string("the parked child did not take the plan: ") + ::strerrordesc_np(err)};
+    }
     error_write.reset();
     slot->socket.reset();
 
@@ -354,7 +411,7 @@ Result<PooledChild> SpawnPool::spawn(const SandboxSpec& spec, const cgroup::Cgro
         n = ::read(error_read.get(), &failure, sizeof failure);
     } while (n < 0 && errno == EINTR);
     if (n == 0)
-        return PooledChild{std::move(slot->child), std::move(*slot->cgroup)};
+        return PoolAttempt{.started = PooledChild{std::move(slot->child), std::move(*slot->cgroup)}};
     int read_err = errno;
     (void)slot->child.wait();
     if (n < 0)

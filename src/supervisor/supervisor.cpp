@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "nps/config/config.hpp"
+#include "refilled_pool.hpp"
 #include "worker.hpp"
 
 namespace nps::supervisor {
@@ -76,6 +78,7 @@ SupervisorOptions supervisor_options(const config::Config& config)
     options.default_max_runtime = std::chrono::seconds(w.default_max_runtime_seconds);
     options.stop_grace = std::chrono::seconds(w.stop_grace_seconds);
     options.log_limits = {.max_bytes = w.log_max_bytes, .keep = w.log_keep};
+    options.spawn_pool = w.spawn_pool;
     return options;
 }
 
@@ -98,8 +101,21 @@ Result<std::unique_ptr<Supervisor>> Supervisor::create(EventLoop& loop, Supervis
         if (ec)
             return system_error("Failed to create the worker log directory '" + options.log_root + "'", ec.value());
     }
+    if (options.spawn_pool > limits::kSpawnPoolMaxSize)
+        return internal_error("Failed to create the supervisor: spawn_pool must be at most " +
+                              std::to_string(limits::kSpawnPoolMaxSize));
     NPS_TRY_VOID(raise_fd_limit());
-    return std::unique_ptr<Supervisor>(new Supervisor(loop, std::move(options)));
+    std::unique_ptr<Supervisor> supervisor(new Supervisor(loop, std::move(options)));
+    const SupervisorOptions& o = supervisor->options_;
+    if (o.cgroup_base && o.spawn_pool > 0) {
+        // Slots are <prefix>-<pid>-p<n>: never a worker's <prefix>-<pid>-<id>,
+        // and crash recovery knows the shape (src/daemon/recovery.cpp).
+        supervisor->pool_ = NPS_TRY(RefilledPool::start(
+            {.cgroup_base = o.cgroup_base,
+             .name_prefix = o.name_prefix + "-" + std::to_string(::getpid()) + "-p",
+             .size = o.spawn_pool}));
+    }
+    return supervisor;
 }
 
 Supervisor::~Supervisor()
@@ -110,8 +126,13 @@ Supervisor::~Supervisor()
     for (auto& [id, worker] : workers_) {
         if (worker->cgroup)
             (void)worker->cgroup->kill_all();
-        release(*worker);  // ~Child kills and reaps what is left
     }
+    // The refill thread stops before the releases below could wake it (no
+    // child is parked only to be killed); pooled workers, already killed,
+    // would die with it anyway (PR_SET_PDEATHSIG). Parked children go too.
+    pool_.reset();
+    for (auto& [id, worker] : workers_)
+        release(*worker);  // ~Child kills and reaps what is left
     workers_.clear();
     queue_.clear();
 }
@@ -187,12 +208,6 @@ void Supervisor::launch(std::unique_ptr<Worker> owned)
 
 Result<void> Supervisor::spawn_worker(Worker& w)
 {
-    if (options_.cgroup_base) {
-        w.cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
-            *options_.cgroup_base, {.name = w.name, .limits = w.spec.limits, .enforcement = w.spec.enforcement}));
-        for (const auto& skipped : w.cgroup->unenforced())
-            w.warnings.push_back("this host cannot enforce the " + skipped + " limit; the worker ran without it");
-    }
     Pipe out = NPS_TRY(make_pipe("stdout"));
     Pipe err = NPS_TRY(make_pipe("stderr"));
     int sv[2];
@@ -212,8 +227,11 @@ Result<void> Supervisor::spawn_worker(Worker& w)
     sandbox.stdin_fd = child_in.get();
     sandbox.stdout_fd = out.write_end.get();
     sandbox.stderr_fd = err.write_end.get();
-    sandbox.cgroup = w.cgroup ? &*w.cgroup : nullptr;
-    w.child = NPS_TRY(sandbox::spawn(sandbox));
+    NPS_TRY_VOID(spawn_sandbox(w, sandbox));
+    if (w.cgroup) {
+        for (const auto& skipped : w.cgroup->unenforced())
+            w.warnings.push_back("this host cannot enforce the " + skipped + " limit; the worker ran without it");
+    }
     w.started = EventLoop::now();
     w.last_activity = w.started;
     w.started_at_ms = options_.clock->now_ms();
@@ -231,6 +249,36 @@ Result<void> Supervisor::spawn_worker(Worker& w)
     if (w.limits.max_runtime)
         w.max_timer = loop_.add_timer(w.started + *w.limits.max_runtime, [this, &w] { on_max_runtime(w); });
     arm_idle_timer(w);
+    return {};
+}
+
+Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
+{
+    const auto began = EventLoop::now();
+    auto spent_us = [began] {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(EventLoop::now() - began).count());
+    };
+    if (pool_ && !sandbox.user_namespace) {
+        // A miss (none parked, a plan too large, a parked child gone) falls
+        // back below; a failure of the worker's own spec is its outcome.
+        sandbox::PoolAttempt attempt = NPS_TRY(pool_->spawn(sandbox, w.spec.limits, w.spec.enforcement));
+        if (attempt.started) {
+            w.cgroup.emplace(std::move(attempt.started->cgroup));
+            w.child = std::move(attempt.started->child);
+            ++spawned_pooled_;
+            pooled_us_ += spent_us();
+            return {};
+        }
+    }
+    if (options_.cgroup_base) {
+        w.cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
+            *options_.cgroup_base, {.name = w.name, .limits = w.spec.limits, .enforcement = w.spec.enforcement}));
+    }
+    sandbox.cgroup = w.cgroup ? &*w.cgroup : nullptr;
+    w.child = NPS_TRY(sandbox::spawn(sandbox));
+    ++spawned_direct_;
+    direct_us_ += spent_us();
     return {};
 }
 
@@ -342,6 +390,60 @@ std::vector<std::string> Supervisor::running_names() const
     for (const auto& [id, worker] : workers_)
         names.push_back(worker->name);
     return names;
+}
+
+std::optional<std::string> Supervisor::cgroup_name(WorkerId id) const
+{
+    auto it = workers_.find(id);
+    if (it == workers_.end() || !it->second->child.valid())
+        return std::nullopt;
+    const auto& cgroup = it->second->cgroup;
+    if (!cgroup || cgroup->dirs().empty())
+        return std::string();
+    return std::filesystem::path(cgroup->dirs().front()).filename().string();
+}
+
+SpawnStats Supervisor::spawn_stats() const
+{
+    SpawnStats stats{.pooled = spawned_pooled_.load(std::memory_order_relaxed),
+                     .direct = spawned_direct_.load(std::memory_order_relaxed),
+                     .pooled_us = pooled_us_.load(std::memory_order_relaxed),
+                     .direct_us = direct_us_.load(std::memory_order_relaxed)};
+    if (pool_) {
+        stats.pool_size = pool_->size();
+        stats.pool_ready = pool_->ready();
+        stats.refill_failures = pool_->refill_failures();
+        stats.refill_error = pool_->last_error();
+    }
+    return stats;
+}
+
+std::string render_spawn_metrics(const SpawnStats& stats)
+{
+    std::string out;
+    out += "# HELP nps_worker_spawns_total Workers started, by path: from a parked child of the spawn pool, or "
+           "directly.\n# TYPE nps_worker_spawns_total counter\n";
+    out += "nps_worker_spawns_total{path=\"pool\"} " + std::to_string(stats.pooled) + "\n";
+    out += "nps_worker_spawns_total{path=\"direct\"} " + std::to_string(stats.direct) + "\n";
+    auto seconds = [](std::uint64_t us) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.6f", static_cast<double>(us) / 1e6);
+        return std::string(text);
+    };
+    out += "# HELP nps_worker_spawn_seconds_total Time spent starting workers (up to their exec), by path.\n"
+           "# TYPE nps_worker_spawn_seconds_total counter\n";
+    out += "nps_worker_spawn_seconds_total{path=\"pool\"} " + seconds(stats.pooled_us) + "\n";
+    out += "nps_worker_spawn_seconds_total{path=\"direct\"} " + seconds(stats.direct_us) + "\n";
+    out += "# HELP nps_spawn_pool_ready Sandbox children parked in the spawn pool now.\n"
+           "# TYPE nps_spawn_pool_ready gauge\n";
+    out += "nps_spawn_pool_ready " + std::to_string(stats.pool_ready) + "\n";
+    out += "# HELP nps_spawn_pool_size Sandbox children the spawn pool keeps parked (0: no pool).\n"
+           "# TYPE nps_spawn_pool_size gauge\n";
+    out += "nps_spawn_pool_size " + std::to_string(stats.pool_size) + "\n";
+    out += "# HELP nps_spawn_pool_refill_failures_total Failed attempts to park a child in the spawn pool.\n"
+           "# TYPE nps_spawn_pool_refill_failures_total counter\n";
+    out += "nps_spawn_pool_refill_failures_total " + std::to_string(stats.refill_failures) + "\n";
+    return out;
 }
 
 }  // namespace nps::supervisor

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nps/supervisor/supervisor.hpp"
+#include "refilled_pool.hpp"
 #include "worker.hpp"
 
 namespace nps::supervisor {
@@ -307,6 +308,10 @@ void Supervisor::release(Worker& w)
             w.warnings.push_back(removed.error().describe());
         w.cgroup.reset();
     }
+    // Only now, with no cgroup work of ours left for this worker: see
+    // RefilledPool::wake().
+    if (pool_)
+        pool_->wake();
 }
 
 void Supervisor::finish(WorkerId id, WorkerOutcome outcome)

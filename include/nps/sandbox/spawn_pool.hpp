@@ -22,13 +22,22 @@
 // Child, and it is killed and removed like any WorkerCgroup. Not supported
 // (use sandbox::spawn): user namespaces, a caller-made SandboxSpec::cgroup.
 //
-// Not thread-safe; one owner. Destroying the pool kills the parked children
-// and removes their cgroups.
+// A parked child is a copy of the *thread* that called refill(), and its
+// PR_SET_PDEATHSIG (kept once it runs a worker, as spawn()'s children keep
+// theirs) fires when that thread ends: refill() from a thread that outlives
+// the workers started from the pool (the caller's, or one made for it such
+// as supervisor::RefilledPool's).
+//
+// Thread safety: one refill() (or park_one()) at a time may run on one
+// thread while spawn(), try_spawn() and ready() run on others; the slots
+// are handed over under a mutex, the slow work happens outside it. Destroy
+// the pool only when no call runs: it kills the parked children and removes
+// their cgroups.
 #pragma once
 
 #include <cstddef>
-#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "nps/base/result.hpp"
@@ -52,6 +61,13 @@ struct PooledChild {
     cgroup::WorkerCgroup cgroup;
 };
 
+// try_spawn(): a worker started from the pool, or why the pool could not
+// take it (the caller then uses sandbox::spawn()).
+struct PoolAttempt {
+    std::optional<PooledChild> started;
+    std::string missed;  // when !started: "no parked child is ready", …
+};
+
 struct PooledSlot;  // a parked child, its cgroup and its plan area (spawn_pool.cpp)
 
 class SpawnPool {
@@ -67,26 +83,45 @@ public:
     // v1 hierarchies, a cgroup migration that may sleep for a grace period:
     // call it off the hot path (after a spawn, from an idle moment).
     Result<void> refill();
+    // Parks one child if fewer than `size` are; false when none was needed.
+    Result<bool> park_one();
 
-    // Children parked now.
-    std::size_t ready() const { return slots_.size(); }
+    // Children parked now (dead ones not yet noticed included).
+    std::size_t ready() const;
+    std::size_t size() const { return options_.size; }
 
     // Starts spec in a parked child: applies `limits` to its cgroup, then
     // hands it spec. Returns once spec.argv has been executed, like
     // sandbox::spawn(), whose errors it reports alike. Fails without a parked
     // child (the caller may fall back to spawn()), for spec.user_namespace
     // or spec.cgroup, and when the plan exceeds limits::kSpawnPoolPlanBytes.
-    // The slot is used up either way. Parked children that died are skipped
-    // (and their slots removed).
+    // Parked children that died are skipped (and their slots removed).
     Result<PooledChild> spawn(const SandboxSpec& spec, const cgroup::CgroupLimits& limits,
                               cgroup::Enforcement enforcement = cgroup::Enforcement::strict);
+
+    // spawn(), telling apart what the pool cannot do from what failed:
+    // a PoolAttempt without `started` when no live child is parked, for a
+    // user namespace or a caller-made cgroup, for a plan over
+    // limits::kSpawnPoolPlanBytes, or when the parked child is gone before it
+    // took the plan — sandbox::spawn() may still start that worker; an
+    // error when the worker's own spec failed (its rootfs, its limits under
+    // Enforcement::strict, its setup or exec in the child), as
+    // sandbox::spawn() would have failed too. A slot given the plan is used
+    // up either way.
+    Result<PoolAttempt> try_spawn(const SandboxSpec& spec, const cgroup::CgroupLimits& limits,
+                                  cgroup::Enforcement enforcement = cgroup::Enforcement::strict);
 
 private:
     explicit SpawnPool(SpawnPoolOptions options);
 
+    struct Slots;  // the parked slots and the next slot number, under a mutex
+
+    // The oldest parked slot whose child is alive; nullptr when none is.
+    std::unique_ptr<PooledSlot> take();
+    void put_back(std::unique_ptr<PooledSlot> slot);
+
     SpawnPoolOptions options_;
-    std::size_t serial_ = 0;
-    std::deque<std::unique_ptr<PooledSlot>> slots_;
+    std::unique_ptr<Slots> slots_;
 };
 
 }  // namespace nps::sandbox

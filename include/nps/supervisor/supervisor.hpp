@@ -4,8 +4,10 @@
 // EventLoop it shares with its owner (docs/supervisor.md).
 //
 // Per worker: an optional cgroup (when a CgroupBase is given) created beneath
-// the runner's own; stdin a socket carrying the DelegateFrame line (and later
-// a cancel frame); stdout and stderr non-blocking pipes read as data arrives,
+// the runner's own — or, with a spawn pool, the cgroup of a parked sandbox
+// child placed in it ahead of time (sandbox::SpawnPool, refilled by a thread
+// of the supervisor's: docs/supervisor.md "Spawn pool"); stdin a socket
+// carrying the DelegateFrame line (and later a cancel frame); stdout and stderr non-blocking pipes read as data arrives,
 // stdout split into frames and log lines (worker_protocol.hpp), both streams'
 // log output written to rotating files; its pidfd in the epoll set; its idle
 // and max-runtime deadlines as loop timers. A breach kills the whole cgroup
@@ -23,6 +25,7 @@
 // without calling any callback.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -51,6 +54,7 @@ struct Config;
 namespace nps::supervisor {
 
 struct StreamEvent;
+class RefilledPool;
 using WorkerId = std::uint64_t;
 
 struct WorkerSpec {
@@ -106,6 +110,27 @@ enum class StopReason { cancelled, shutdown };
 
 enum class LogStream { out, err };
 
+// [workers] spawn_pool's default: two parked children cover a DAG's
+// sequential nodes and a pair started together (bench/RESULTS.md "dag").
+inline constexpr std::size_t kDefaultSpawnPool = 2;
+
+// How workers were started, for /metrics and status.
+struct SpawnStats {
+    std::uint64_t pooled = 0;         // from a parked child of the spawn pool
+    std::uint64_t direct = 0;         // by sandbox::spawn() (no pool, none ready, a user namespace)
+    // Time the loop spent in those spawns (cgroup, clone, placement, setup
+    // up to the exec), microseconds.
+    std::uint64_t pooled_us = 0;
+    std::uint64_t direct_us = 0;
+    std::size_t pool_size = 0;        // 0: no pool
+    std::size_t pool_ready = 0;       // children parked now
+    std::uint64_t refill_failures = 0;
+    std::string refill_error;         // the last one's description
+};
+
+// SpawnStats in the Prometheus text format (nps_worker_spawns_total, …).
+std::string render_spawn_metrics(const SpawnStats& stats);
+
 struct SupervisorOptions {
     std::size_t max_concurrent = 8;
     std::size_t max_queued = limits::kMaxQueuedWorkers;
@@ -118,8 +143,15 @@ struct SupervisorOptions {
     LogLimits log_limits;
     // Per-worker cgroups beneath this base; nullptr: none (rlimits only).
     const cgroup::CgroupBase* cgroup_base = nullptr;
-    // Worker names (cgroups, log directories): <prefix>-<pid>-<id>.
+    // Worker names (cgroups, log directories): <prefix>-<pid>-<id>. A spawn
+    // pool's slots, whose cgroups become pooled workers', are
+    // <prefix>-<pid>-p<n>.
     std::string name_prefix = "w";
+    // Sandbox children kept parked in their cgroups, 0..limits::kSpawnPoolMaxSize;
+    // 0: none. Used only with a cgroup_base, for workers without a user
+    // namespace; others, and any worker when no parked child is ready, are
+    // spawned directly.
+    std::size_t spawn_pool = kDefaultSpawnPool;
     const Clock* clock = &SystemClock::instance();  // wall-clock stamps of outcomes
 };
 
@@ -173,6 +205,12 @@ public:
     std::optional<pid_t> pid(WorkerId id) const;
     // The names (log directories, cgroups) of the running workers.
     std::vector<std::string> running_names() const;
+    // The name of a running worker's cgroup ("" without one): its own, or
+    // the pool slot's it was started in.
+    std::optional<std::string> cgroup_name(WorkerId id) const;
+
+    // Safe from any thread (the counters are atomic, the pool locks).
+    SpawnStats spawn_stats() const;
 
     struct Worker;  // src/supervisor/worker.hpp
 
@@ -186,6 +224,7 @@ private:
     void pump();
     void launch(std::unique_ptr<Worker> worker);
     Result<void> spawn_worker(Worker& w);
+    Result<void> spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox);
     // worker_io.cpp
     Result<void> register_io(Worker& w);
     void send_stdin(Worker& w, std::string bytes);
@@ -219,6 +258,10 @@ private:
     EventLoop::TimerId pump_timer_ = 0;
     std::vector<EventLoop::TimerId> pending_;  // deferred outcomes of workers that never ran
     std::string read_buffer_;
+    std::atomic<std::uint64_t> spawned_pooled_{0}, spawned_direct_{0};
+    std::atomic<std::uint64_t> pooled_us_{0}, direct_us_{0};
+    // The spawn pool and its refill thread; nullptr without one.
+    std::unique_ptr<RefilledPool> pool_;
 };
 
 }  // namespace nps::supervisor

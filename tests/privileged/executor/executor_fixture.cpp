@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -146,7 +147,23 @@ Json task_frame_of(const std::string& task_id, const std::vector<Json>& nodes, c
     return frame;
 }
 
-std::vector<pid_t> worker_processes_of(pid_t runner_pid)
+namespace {
+
+std::string read_all(const std::string& path)
+{
+    std::ifstream in(path);
+    std::ostringstream out;
+    out << in.rdbuf();
+    return out.str();
+}
+
+bool parked(pid_t pid)
+{
+    // The refill thread's name, which a parked child keeps until it executes.
+    return read_all("/proc/" + std::to_string(pid) + "/comm") == "nps-pool\n";
+}
+
+std::vector<pid_t> processes_in_cgroups_of(pid_t runner_pid)
 {
     const std::string marker = "/w-" + std::to_string(runner_pid) + "-";
     std::vector<pid_t> found;
@@ -165,7 +182,37 @@ std::vector<pid_t> worker_processes_of(pid_t runner_pid)
     return found;
 }
 
-std::vector<std::string> worker_cgroups_of(pid_t runner_pid)
+bool parked_slot(const std::string& dir)
+{
+    std::ifstream in(dir + "/cgroup.procs");
+    bool any = false;
+    for (pid_t pid; in >> pid; any = true)
+        if (!parked(pid))
+            return false;
+    return any && dir.find("-p", dir.rfind('/')) != std::string::npos;
+}
+
+}  // namespace
+
+std::vector<pid_t> worker_processes_of(pid_t runner_pid)
+{
+    std::vector<pid_t> found;
+    for (pid_t pid : processes_in_cgroups_of(runner_pid))
+        if (!parked(pid))
+            found.push_back(pid);
+    return found;
+}
+
+std::vector<pid_t> parked_children_of(pid_t runner_pid)
+{
+    std::vector<pid_t> found;
+    for (pid_t pid : processes_in_cgroups_of(runner_pid))
+        if (parked(pid))
+            found.push_back(pid);
+    return found;
+}
+
+std::vector<std::string> all_cgroups_of(pid_t runner_pid)
 {
     const std::string prefix = "w-" + std::to_string(runner_pid) + "-";
     std::vector<std::string> found;
@@ -177,6 +224,15 @@ std::vector<std::string> worker_cgroups_of(pid_t runner_pid)
             it.disable_recursion_pending();
         }
     }
+    return found;
+}
+
+std::vector<std::string> worker_cgroups_of(pid_t runner_pid)
+{
+    std::vector<std::string> found;
+    for (auto& dir : all_cgroups_of(runner_pid))
+        if (!parked_slot(dir))
+            found.push_back(dir);
     return found;
 }
 

@@ -62,9 +62,15 @@ nlohmann::json dag_node(const std::string& id, const std::string& agent, const s
 nlohmann::json task_frame_of(const std::string& task_id, const std::vector<nlohmann::json>& nodes,
                              const nlohmann::json& extra = {});
 
-// Processes whose cgroup (any hierarchy) names a worker cgroup of `runner_pid`.
+// Processes whose cgroup (any hierarchy) names a worker cgroup of `runner_pid`
+// (w-<pid>-…), the spawn pool's parked children (named "nps-pool") excepted.
 std::vector<pid_t> worker_processes_of(pid_t runner_pid);
-// Worker cgroup directories of `runner_pid` under the v2 and v1 hierarchies.
+// The spawn pool's parked children of `runner_pid`.
+std::vector<pid_t> parked_children_of(pid_t runner_pid);
+// Worker cgroup directories of `runner_pid` under the v2 and v1 hierarchies,
+// the spawn pool's slots holding a parked child excepted.
 std::vector<std::string> worker_cgroups_of(pid_t runner_pid);
+// Every w-<pid>-… directory of `runner_pid`, parked slots included.
+std::vector<std::string> all_cgroups_of(pid_t runner_pid);
 
 }  // namespace nps::test

@@ -112,6 +112,53 @@ TEST_CASE("TC-N3-DAG-01: a 3-node linear DAG of sandboxed workers completes with
     check_no_worker_left(f, f.runner().pid());
 }
 
+TEST_CASE("workers start from the spawn pool by default; spawn_pool = 0 spawns them directly")
+{
+    auto metric = [](ExecutorFixture& f, const std::string& line_head) -> long {
+        const std::string text = http("GET", f.runner().url() + "/metrics").raw;
+        const auto at = text.find("\n" + line_head + " ");
+        return at == std::string::npos ? -1 : std::stol(text.substr(at + line_head.size() + 2));
+    };
+    auto pool_ready = [](ExecutorFixture& f) {
+        return http("GET", f.runner().url() + "/healthz").body["executor"]["spawn_pool"]["ready"].get<long>();
+    };
+    SUBCASE("pool on (default)")
+    {
+        ExecutorFixture f;
+        announce_pipeline(f);
+        // Parking starts with the daemon; once the pool is full, every worker
+        // of a linear DAG finds a parked child (the refill is done long
+        // before the next node's rootfs is ready).
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+        while (pool_ready(f) < 2 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        REQUIRE(pool_ready(f) == 2);
+        CHECK(metric(f, "nps_spawn_pool_size") == 2);
+        CHECK(parked_children_of(f.runner().pid()).size() == 2);
+        Json task = f.wait_terminal(f.submit(pipeline_frame("pool-01")));
+        CHECK(task["state"] == "COMPLETED");
+        const long pooled = metric(f, "nps_worker_spawns_total{path=\"pool\"}");
+        const long direct = metric(f, "nps_worker_spawns_total{path=\"direct\"}");
+        INFO("pooled " << pooled << ", direct " << direct);
+        CHECK(pooled + direct == 3);
+        CHECK(pooled >= 1);  // the first node's, at least: the pool was full
+        check_no_worker_left(f, f.runner().pid());
+    }
+    SUBCASE("spawn_pool = 0")
+    {
+        ExecutorFixture f("\n[workers]\nspawn_pool = 0\n");
+        announce_pipeline(f);
+        Json task = f.wait_terminal(f.submit(pipeline_frame("pool-02")));
+        CHECK(task["state"] == "COMPLETED");
+        CHECK(metric(f, "nps_spawn_pool_size") == 0);
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"pool\"}") == 0);
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") == 3);
+        check_no_worker_left(f, f.runner().pid());
+        CHECK(parked_children_of(f.runner().pid()).empty());
+        CHECK(all_cgroups_of(f.runner().pid()).empty());  // no slot was ever made
+    }
+}
+
 TEST_CASE("TC-N3-DAG-01 reporting: each terminal node state reaches a task store that was down during the run")
 {
     report_test::TaskStoreServer task_store;
@@ -290,9 +337,10 @@ TEST_CASE("kill -9 of the daemon mid-run: a restart removes the orphans, resumes
                      dag_node("second", kSleeper, "nwp://exec.test/second", {"first"})}));
     f.wait_until(task_id, [&](const Json& t) {
         return t["nodes"].contains("first") && t["nodes"]["first"]["state"] == "COMPLETED" &&
-               !worker_processes_of(f.runner().pid()).empty();
+               !worker_processes_of(f.runner().pid()).empty() && !parked_children_of(f.runner().pid()).empty();
     });
     const pid_t old_pid = f.runner().pid();
+    INFO("parked children before the kill: " << parked_children_of(old_pid).size());  // spawn_pool = 2 by default
     f.runner().kill_hard();
 
     f.start();  // same state directory, same runner NID
@@ -304,9 +352,11 @@ TEST_CASE("kill -9 of the daemon mid-run: a restart removes the orphans, resumes
     auto names = event_names(task);
     CHECK(std::count(names.begin(), names.end(), "first:attempt:1") == 1);  // not run again
     CHECK(std::count(names.begin(), names.end(), "second:completed") == 1);
-    // The dead daemon's worker and cgroups are gone, and so are the new one's.
+    // The dead daemon's worker and cgroups are gone, its spawn pool's parked
+    // children and their slots included, and so are the new one's.
     CHECK(worker_processes_of(old_pid).empty());
-    CHECK(worker_cgroups_of(old_pid).empty());
+    CHECK(parked_children_of(old_pid).empty());
+    CHECK(all_cgroups_of(old_pid).empty());
     check_no_worker_left(f, f.runner().pid());
 }
 

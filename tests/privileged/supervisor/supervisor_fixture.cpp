@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "../sandbox_rootfs.hpp"
 #include "nps/cgroup/mode.hpp"
@@ -117,7 +118,7 @@ WorkerOutcome Harness::wait(WorkerId id, std::chrono::seconds limit)
     return outcomes_.at(id);
 }
 
-std::vector<std::string> Harness::leftover_cgroups() const
+std::vector<std::string> Harness::all_cgroups() const
 {
     std::vector<std::string> found;
     if (!base_)
@@ -138,6 +139,61 @@ std::vector<std::string> Harness::leftover_cgroups() const
         ::closedir(d);
     }
     return found;
+}
+
+std::vector<std::string> Harness::leftover_cgroups() const
+{
+    // A slot the refill thread is making has no parked child yet: let the
+    // pool fill up first (bounded: a pool failing to refill must not hang).
+    if (supervisor_) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (supervisor_->spawn_stats().pool_ready < supervisor_->spawn_stats().pool_size &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::vector<std::string> found;
+    for (auto& dir : all_cgroups())
+        if (!is_parked_slot(dir))
+            found.push_back(dir);
+    return found;
+}
+
+std::vector<std::string> Harness::parked_slots() const
+{
+    std::vector<std::string> found;
+    for (auto& dir : all_cgroups())
+        if (is_parked_slot(dir))
+            found.push_back(dir);
+    return found;
+}
+
+bool Harness::wait_parked(std::size_t count)
+{
+    return run_until([&] { return supervisor_->spawn_stats().pool_ready >= count; });
+}
+
+std::vector<pid_t> cgroup_procs(const std::string& dir)
+{
+    std::vector<pid_t> pids;
+    std::ifstream in(dir + "/cgroup.procs");
+    for (pid_t pid; in >> pid;)
+        pids.push_back(pid);
+    return pids;
+}
+
+bool is_parked_slot(const std::string& dir)
+{
+    const std::string name = dir.substr(dir.rfind('/') + 1);
+    const auto dash = name.rfind('-');
+    if (dash == std::string::npos || dash + 2 >= name.size() || name[dash + 1] != 'p')
+        return false;
+    const auto pids = cgroup_procs(dir);
+    if (pids.empty())
+        return false;
+    for (pid_t pid : pids)
+        if (slurp("/proc/" + std::to_string(pid) + "/comm") != "nps-pool\n")
+            return false;
+    return true;
 }
 
 bool process_running(const std::string& needle)

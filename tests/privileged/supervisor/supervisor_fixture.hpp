@@ -52,8 +52,16 @@ public:
     std::function<void(supervisor::WorkerId, std::uint64_t)> on_progress;  // extra hook
     std::function<void(const supervisor::WorkerOutcome&)> on_outcome;      // extra hook
 
-    // Cgroup directories named after this harness's workers that still exist.
+    // Cgroup directories named after this harness's workers that still
+    // exist, spawn pool slots with a parked child excepted (those belong to
+    // the live supervisor's pool, not to a worker).
     std::vector<std::string> leftover_cgroups() const;
+    // The spawn pool's slot directories holding a parked child.
+    std::vector<std::string> parked_slots() const;
+    // Every directory named <prefix>-*, parked slots included.
+    std::vector<std::string> all_cgroups() const;
+    // Runs the loop until the pool has `count` children parked.
+    bool wait_parked(std::size_t count);
     // Destroys the supervisor now (its destructor's kill-everything path).
     void destroy_supervisor() { supervisor_.reset(); }
 
@@ -65,6 +73,13 @@ private:
     std::unique_ptr<supervisor::Supervisor> supervisor_;
     std::map<supervisor::WorkerId, supervisor::WorkerOutcome> outcomes_;
 };
+
+// Whether the cgroup directory holds a spawn pool's parked child: a slot name
+// (…-p<n>) and only processes named "nps-pool" (the refill thread's name,
+// which a parked child keeps until it executes its worker).
+bool is_parked_slot(const std::string& dir);
+// The processes in a cgroup directory.
+std::vector<pid_t> cgroup_procs(const std::string& dir);
 
 // Whether a process whose command line contains `needle` runs on the host.
 bool process_running(const std::string& needle);

@@ -134,6 +134,7 @@ default_max_runtime_seconds = 90
 stop_grace_seconds = 2
 log_max_bytes = "64Ki"
 log_keep = 4
+spawn_pool = 5
 )",
                                             "test.toml");
     REQUIRE(config);
@@ -144,6 +145,7 @@ log_keep = 4
     CHECK(o.stop_grace == 2s);
     CHECK(o.log_limits.max_bytes == 64 * 1024);
     CHECK(o.log_limits.keep == 4);
+    CHECK(o.spawn_pool == 5);
     CHECK(o.log_root.empty());
     CHECK(o.cgroup_base == nullptr);
     // The defaults: no idle limit, 4 h.
@@ -152,4 +154,11 @@ log_keep = 4
                                          supervisor_options(*nps::config::parse_config("", "t")).default_max_runtime);
     CHECK_FALSE(defaults.idle_timeout);
     CHECK(defaults.max_runtime == std::chrono::hours(4));
+    CHECK(supervisor_options(*nps::config::parse_config("", "t")).spawn_pool == kDefaultSpawnPool);
+    CHECK(supervisor_options(*nps::config::parse_config("[workers]\nspawn_pool = 0\n", "t")).spawn_pool == 0);
+    auto too_big = nps::config::parse_config("[workers]\nspawn_pool = 65\n", "t");
+    REQUIRE_FALSE(too_big);
+    CHECK(too_big.error().message.find("spawn_pool") != std::string::npos);
+    CHECK(too_big.error().message.find("64") != std::string::npos);
+    CHECK_FALSE(nps::config::parse_config("[workers]\nspawn_pool = -1\n", "t"));
 }
