@@ -5,7 +5,10 @@
 // with connections.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "nps/base/unique_fd.hpp"
 #include "raw_http_client.hpp"
 #include "runner_process.hpp"
 
@@ -35,7 +39,10 @@ const std::string kInboxPath = "/v1/inbox/urn%3Anps%3Aagent%3Aexample.test%3Aloo
 struct Daemon {
     TempDir dir;
     RunnerProcess runner;
-    Daemon() : runner(RunnerOptions{.state_dir = dir.path()}) { REQUIRE_MESSAGE(runner.start(), runner.log()); }
+    explicit Daemon(std::string config = "") : runner(RunnerOptions{.state_dir = dir.path(), .config_text = config})
+    {
+        REQUIRE_MESSAGE(runner.start(), runner.log());
+    }
 
     std::uint16_t port() const
     {
@@ -164,4 +171,36 @@ TEST_CASE("the daemon's thread count does not grow with open connections")
     const long during = threads_of(d.runner.pid());
     INFO("threads before: " << before << ", with 100 connections open: " << during);
     CHECK(during <= before);
+}
+
+TEST_CASE("a SpawnSpec resolution waiting on the network does not block the loop")
+{
+    // A "registry" that accepts connections (the kernel's backlog) and never answers.
+    nps::UniqueFd registry(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    REQUIRE(registry);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(registry.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(registry.get(), 16) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(registry.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    Daemon d("[spawn]\nregistry_url = \"http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) +
+             "\"\nfetch_timeout_seconds = 60\n");
+
+    RawClient resolving(d.port());
+    const std::string body = R"({"agent":"urn:nps:agent:example.test:remote"})";
+    resolving.send_text("POST /v1/spawnspecs/resolve HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                        "Content-Type: application/json\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\n\r\n" + body);
+    // Served while the resolution waits for the registry.
+    for (int i = 0; i < 10; ++i) {
+        CHECK(http("GET", d.runner.url() + "/healthz").status == 200);
+        CHECK(http("GET", d.runner.url() + kInboxPath + "/depth").status == 200);
+    }
+    CHECK_FALSE(resolving.readable(0));
+    registry.reset();  // the registry goes away: the fetch fails, the resolution answers
+    const std::string response = resolving.read_all();
+    REQUIRE_MESSAGE(status_of(response) == 400, response);
+    CHECK(body_of(response)["error"] == "NOP-SPAWN-SPEC-INVALID");
 }
