@@ -17,9 +17,9 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
-#include <unordered_set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -161,8 +161,10 @@ public:
 
     ~MhdServer() override
     {
-        stopping_ = true;
         if (mode_ == Mode::external_loop) {
+            // No new request reaches the handler from here on. (Loop mode
+            // only: in thread-per-connection mode in-flight requests finish.)
+            stopping_ = true;
             // MHD must not be stopped with suspended connections: resume each
             // unanswered (the access handler then closes it) and let MHD run.
             for (RequestContext* context : std::vector<RequestContext*>(suspended_.begin(), suspended_.end())) {
@@ -503,7 +505,7 @@ private:
     std::unordered_set<RequestContext*> suspended_;  // external_loop: waiting for a Responder
     std::function<void()> wakeup_;                    // external_loop: dispatch() is due
     bool dispatching_ = false;
-    bool stopping_ = false;
+    bool stopping_ = false;  // external_loop: the destructor runs
     std::uint16_t tcp_port_ = 0;
     bool unix_created_ = false;
     dev_t unix_dev_ = 0;
