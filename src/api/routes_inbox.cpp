@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
@@ -193,11 +195,17 @@ void Api::wake_waiters(const std::optional<std::string>& nid)
     for (const auto& [id, parked] : parked_)
         if (!nid || parked.nid == *nid)
             ids.push_back(id);
+    // Waiters on one inbox with one batch size share one look.
+    std::map<std::pair<std::string, std::uint32_t>, Result<std::optional<net::HttpResponse>>> looked;
     for (std::uint64_t id : ids) {
         auto it = parked_.find(id);
         if (it == parked_.end())
             continue;
-        auto now = peek_now(it->second.nid, it->second.batch);
+        const auto key = std::make_pair(it->second.nid, it->second.batch);
+        auto seen = looked.find(key);
+        if (seen == looked.end())
+            seen = looked.emplace(key, peek_now(key.first, key.second)).first;
+        auto now = seen->second;
         if (now && !*now)
             continue;  // still nothing: stays parked
         Reply reply = std::move(it->second.reply);

@@ -12,8 +12,9 @@
 //    on the owner's thread, so a handler needs no locking and must never
 //    block: one that cannot answer at once keeps its Responder and calls it
 //    later (on the same thread). The connection is suspended meanwhile (no
-//    fd is watched for it, no timeout runs) and resumed when answered; the
-//    owner's wake-up callback then asks for a dispatch().
+//    fd is watched for it, no timeout runs; it still counts towards
+//    max_connections) and resumed when answered; the owner's wake-up
+//    callback then asks for a dispatch().
 //    A slow client cannot stall others: MHD reads and writes partially.
 //
 //  - HttpServer (tests and tools that want a server without a loop): one
@@ -78,9 +79,9 @@ struct PendingRequest;
 }
 
 // The way back to one request's connection (LoopHttpServer). Copyable: all
-// copies answer the same request, and only the first answer counts. Use it on
-// the server's thread only (the thread calling dispatch()), during the
-// handler call or at any time later; no need to check for the client having
+// copies answer the same request, and only the first answer counts. Use (and
+// destroy) it on the server's thread only (the thread calling dispatch()):
+// during the handler call or at any time later; no need to check for the client having
 // gone away or the server having stopped: respond() is then a no-op. When the
 // last copy is destroyed unanswered, the client gets a 500.
 class Responder {
