@@ -212,10 +212,24 @@ public:
     void dispatch() override
     {
         dispatching_ = true;
-        for (auto& listener : listeners_)
+        for (auto& listener : listeners_) {
+            const unsigned before = connections(*listener);
             if (MHD_run(listener->daemon) != MHD_YES)
                 log_line("MHD_run failed");
+            // At its connection limit MHD takes the listening socket out of
+            // its epoll set, and puts it back only at the start of a later
+            // run: after a run that closed connections, run again, or a client
+            // waiting in the backlog would wait for unrelated traffic.
+            if (connections(*listener) < before)
+                MHD_run(listener->daemon);
+        }
         dispatching_ = false;
+    }
+
+    static unsigned connections(const Listener& listener)
+    {
+        const MHD_DaemonInfo* info = MHD_get_daemon_info(listener.daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        return info != nullptr ? info->num_connections : 0;
     }
 
     void set_wakeup(std::function<void()> wakeup) override { wakeup_ = std::move(wakeup); }

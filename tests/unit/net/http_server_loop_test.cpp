@@ -331,3 +331,34 @@ TEST_CASE("loop mode: a slow client does not stall others")
     REQUIRE_MESSAGE(status_of(response) == 200, response);
     CHECK(body_of(response)["body"] == "abcdefghij");
 }
+
+TEST_CASE("loop mode: held requests count towards max_connections")
+{
+    HttpServerOptions options = tcp_options();
+    options.max_connections = 2;
+    std::vector<Responder> held;  // loop thread only
+    LoopThread loop(options, [&](const HttpRequest& request, Responder responder) {
+        if (request.path == "/hold")
+            held.push_back(std::move(responder));
+        else
+            responder(echo(request));
+    });
+    RawClient first(loop.port());
+    RawClient second(loop.port());
+    first.send_get("/hold");
+    second.send_get("/hold");
+    REQUIRE(loop.wait_pending(2));
+    RawClient third(loop.port());  // the kernel completes the connection; MHD does not take it
+    third.send_get("/third");
+    CHECK_FALSE(third.readable(300));
+    loop.on_loop([&] {
+        for (auto& responder : held)
+            responder(HttpResponse{});
+        held.clear();
+    });
+    CHECK(status_of(first.read_all()) == 200);
+    CHECK(status_of(second.read_all()) == 200);
+    const std::string response = third.read_all();
+    REQUIRE_MESSAGE(status_of(response) == 200, response);
+    CHECK(body_of(response)["path"] == "/third");
+}
