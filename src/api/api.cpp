@@ -12,53 +12,26 @@
 
 namespace nps::api {
 
-void DepositSignal::notify()
-{
-    {
-        std::lock_guard lock(mutex_);
-        ++generation_;
-    }
-    cv_.notify_all();
-}
-
-std::uint64_t DepositSignal::wait(std::uint64_t seen, int slice_ms)
-{
-    std::unique_lock lock(mutex_);
-    cv_.wait_for(lock, std::chrono::milliseconds(slice_ms), [&] { return generation_ != seen || closed_; });
-    return generation_;
-}
-
-void DepositSignal::close()
-{
-    {
-        std::lock_guard lock(mutex_);
-        closed_ = true;
-    }
-    cv_.notify_all();
-}
-
-bool DepositSignal::closed()
-{
-    std::lock_guard lock(mutex_);
-    return closed_;
-}
-
-std::uint64_t DepositSignal::generation()
-{
-    std::lock_guard lock(mutex_);
-    return generation_;
-}
-
-Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, HostFacts host)
+Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, supervisor::EventLoop& loop,
+         HostFacts host)
     : config_(config),
       stores_(stores),
       clock_(clock),
+      loop_(loop),
       host_(std::move(host)),
       spawn_resolver_(spawn::resolver_options(config), clock,
                       [this](const std::string& nid) -> Result<store::Announce> {
                           return NPS_TRY(stores_.acquire())->resolve_announce(nid);
                       })
 {
+}
+
+Api::~Api()
+{
+    // Parked replies are dropped unanswered: the server is gone by now (or
+    // answers 500 if not).
+    for (auto& [id, parked] : parked_)
+        loop_.cancel_timer(parked.deadline);
 }
 
 namespace {
@@ -112,31 +85,54 @@ Result<void> Api::check_inbox_nid(const std::string& nid) const
     return {};
 }
 
-net::HttpResponse Api::handle(const net::HttpRequest& request)
+void Api::handle(const net::HttpRequest& request, net::Responder responder)
 {
     ++metrics_.http_requests;
-    net::HttpResponse response;
+    const Reply reply = [this, responder = std::move(responder),
+                         what = request.method + " " + request.path](Result<net::HttpResponse> result) {
+        finish(what, std::move(result), responder);
+    };
     try {
         if (request.body_too_large)
-            response = error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit");
+            reply(error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit"));
         else if (request.path != "/healthz" && !authorized(request))
-            response = error_response("NWP-HTTP-UNAUTHENTICATED", "Missing or wrong bearer token");
-        else if (auto routed = route(request))
-            response = std::move(*routed);
-        else
-            response = error_response(routed.error());
+            reply(error_response("NWP-HTTP-UNAUTHENTICATED", "Missing or wrong bearer token"));
+        else if (!route_deferred(request, reply))
+            reply(route(request));
     } catch (const std::exception& e) {
-        response = error_response("NPS-SERVER-INTERNAL", std::string("Internal error: ") + e.what());
+        // No-op if the route answered before throwing.
+        reply(error_response("NPS-SERVER-INTERNAL", std::string("Internal error: ") + e.what()));
     }
+}
+
+void Api::finish(const std::string& what, Result<net::HttpResponse> result, const net::Responder& responder)
+{
+    if (!responder.pending())
+        return;  // answered before, or the client is gone
+    net::HttpResponse response = result ? std::move(*result) : error_response(result.error());
     // The client sees every error; the operator's log gets the server's own
     // failures (5xx), once each, here at the loop owner.
     if (response.status >= 500)
-        log::error(request.method + " " + request.path + " failed: " +
-                   response.body.substr(0, response.body.find_last_not_of('\n') + 1));
+        log::error(what + " failed: " + response.body.substr(0, response.body.find_last_not_of('\n') + 1));
     if (response.status == 401)
         response.headers.emplace_back("WWW-Authenticate", "Bearer");
-    metrics_.count_response(response.status);
-    return response;
+    const int status = response.status;
+    if (responder.respond(std::move(response)))
+        metrics_.count_response(status);
+}
+
+bool Api::route_deferred(const net::HttpRequest& r, const Reply& reply)
+{
+    const auto s = split_path(r.path);
+    if (s.size() == 3 && s[0] == "v1" && s[1] == "inbox" && r.method == "GET") {
+        peek(r, s[2], reply);
+        return true;
+    }
+    if (s.size() == 3 && s[0] == "v1" && s[1] == "spawnspecs" && s[2] == "resolve" && r.method == "POST") {
+        resolve_spawn_spec(r, reply);
+        return true;
+    }
+    return false;
 }
 
 Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
@@ -156,8 +152,6 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
     if (area == "inbox" && n == 3) {
         if (m == "POST")
             return deposit(r, s[2]);
-        if (m == "GET")
-            return peek(r, s[2]);
         return method_not_allowed("GET, POST");
     }
     if (area == "inbox" && n == 4 && s[3] == "depth")
@@ -189,7 +183,7 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
     if (area == "ndp" && n == 3 && s[2] == "resolve")
         return m == "GET" ? resolve(r) : method_not_allowed("GET");
     if (area == "spawnspecs" && n == 3 && s[2] == "resolve")
-        return m == "POST" ? resolve_spawn_spec(r) : method_not_allowed("POST");
+        return method_not_allowed("POST");  // POST: route_deferred
     return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
 }
 
@@ -232,6 +226,9 @@ Result<net::HttpResponse> Api::render_metrics()
                       std::to_string(counts->dead) + "\n";
         }
     }
+    gauges += "# HELP nps_api_long_polls_parked Long-poll peeks waiting for a deposit or their deadline.\n"
+              "# TYPE nps_api_long_polls_parked gauge\nnps_api_long_polls_parked " +
+              std::to_string(parked_.size()) + "\n";
     if (hooks_.metrics)
         gauges += hooks_.metrics();
     net::HttpResponse response;

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // npsd-compatible inbox routes: deposit, peek (long-poll), ack, depth.
+// A long-poll that finds nothing is parked (see api.hpp): no thread waits,
+// no timer ticks; the deadline timer or a deposit answers it.
 #include <algorithm>
 #include <charconv>
 #include <limits>
+#include <map>
+#include <utility>
 
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
@@ -73,6 +77,12 @@ Json message_json(const store::Message& m)
     };
 }
 
+// A peek that found nothing.
+net::HttpResponse empty_listing(const std::string& nid)
+{
+    return json_response(200, {{"nid", nid}, {"count", 0}, {"messages", Json::array()}});
+}
+
 }  // namespace
 
 Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const std::string& nid)
@@ -110,7 +120,8 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
         ++metrics_.deposits_duplicate;
     } else {
         ++metrics_.deposits;
-        deposits_.notify();
+        // Parked long-polls of this inbox look again once this answer is out.
+        loop_.defer([this, nid] { wake_waiters(nid); });
         if (hooks_.deposited)
             hooks_.deposited();
     }
@@ -122,33 +133,99 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
     return json_response(result.duplicate ? 200 : 201, body);
 }
 
-Result<net::HttpResponse> Api::peek(const net::HttpRequest& request, const std::string& nid)
+void Api::peek(const net::HttpRequest& request, const std::string& nid, const Reply& reply)
 {
-    NPS_TRY_VOID(check_inbox_nid(nid));
+    if (auto checked = check_inbox_nid(nid); !checked)
+        return reply(std::move(checked).error());
     // npsd clamps rather than rejects out-of-range wait/batch; so do we, but
     // text that is not a number is still an error.
     constexpr auto kAny = std::numeric_limits<std::int64_t>::max();
-    auto wait = NPS_TRY(bounded_integer(query_value(request, "wait"), "wait", 0, -kAny, kAny));
-    auto batch = NPS_TRY(bounded_integer(query_value(request, "batch"), "batch", limits::kDefaultPeekBatch, -kAny, kAny));
-    const std::int64_t wait_s = std::clamp<std::int64_t>(wait, 0, limits::kMaxPeekWaitSeconds);
-    const auto batch_n = static_cast<std::uint32_t>(std::clamp<std::int64_t>(batch, 1, limits::kMaxPeekBatch));
+    auto wait = bounded_integer(query_value(request, "wait"), "wait", 0, -kAny, kAny);
+    if (!wait)
+        return reply(std::move(wait).error());
+    auto batch = bounded_integer(query_value(request, "batch"), "batch", limits::kDefaultPeekBatch, -kAny, kAny);
+    if (!batch)
+        return reply(std::move(batch).error());
+    const std::int64_t wait_s = std::clamp<std::int64_t>(*wait, 0, limits::kMaxPeekWaitSeconds);
+    const auto batch_n = static_cast<std::uint32_t>(std::clamp<std::int64_t>(*batch, 1, limits::kMaxPeekBatch));
 
-    const std::int64_t deadline = clock_.now_ms() + wait_s * 1000;
-    std::uint64_t seen = deposits_.generation();
-    for (;;) {
-        // The store connection is given back while waiting.
-        auto messages = NPS_TRY(NPS_TRY(stores_.acquire())->peek(nid, batch_n));
-        std::int64_t left = deadline - clock_.now_ms();
-        if (!messages.empty() || left <= 0 || deposits_.closed()) {
-            Json list = Json::array();
-            for (const auto& m : messages)
-                list.push_back(message_json(m));
-            return json_response(200, {{"nid", nid}, {"count", messages.size()}, {"messages", std::move(list)}});
-        }
-        // Wake on a local deposit at once; re-check every 100 ms for deposits
-        // made by other processes sharing runner.db.
-        seen = deposits_.wait(seen, static_cast<int>(std::min<std::int64_t>(left, 100)));
+    auto now = peek_now(nid, batch_n);
+    if (!now)
+        return reply(std::move(now).error());
+    if (*now || wait_s == 0 || shutting_down_)
+        return reply(std::move(*now).value_or(empty_listing(nid)));
+    // Nothing yet: park until a deposit here or the deadline.
+    const std::uint64_t id = next_parked_++;
+    ParkedPeek& parked = parked_[id];
+    parked.nid = nid;
+    parked.batch = batch_n;
+    parked.reply = reply;
+    parked.deadline = loop_.add_timer_after(std::chrono::seconds(wait_s), [this, id] { answer_parked(id); });
+}
+
+Result<std::optional<net::HttpResponse>> Api::peek_now(const std::string& nid, std::uint32_t batch)
+{
+    // The store connection is given back at once.
+    auto messages = NPS_TRY(NPS_TRY(stores_.acquire())->peek(nid, batch));
+    if (messages.empty())
+        return std::optional<net::HttpResponse>();
+    Json list = Json::array();
+    for (const auto& m : messages)
+        list.push_back(message_json(m));
+    return std::optional(json_response(200, {{"nid", nid}, {"count", messages.size()}, {"messages", std::move(list)}}));
+}
+
+void Api::answer_parked(std::uint64_t id)
+{
+    auto it = parked_.find(id);
+    if (it == parked_.end())
+        return;
+    ParkedPeek parked = std::move(it->second);
+    parked_.erase(it);
+    loop_.cancel_timer(parked.deadline);
+    auto now = peek_now(parked.nid, parked.batch);
+    if (!now)
+        return parked.reply(std::move(now).error());
+    parked.reply(std::move(*now).value_or(empty_listing(parked.nid)));
+}
+
+void Api::wake_waiters(const std::optional<std::string>& nid)
+{
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, parked] : parked_)
+        if (!nid || parked.nid == *nid)
+            ids.push_back(id);
+    // Waiters on one inbox with one batch size share one look.
+    std::map<std::pair<std::string, std::uint32_t>, Result<std::optional<net::HttpResponse>>> looked;
+    for (std::uint64_t id : ids) {
+        auto it = parked_.find(id);
+        if (it == parked_.end())
+            continue;
+        const auto key = std::make_pair(it->second.nid, it->second.batch);
+        auto seen = looked.find(key);
+        if (seen == looked.end())
+            seen = looked.emplace(key, peek_now(key.first, key.second)).first;
+        auto now = seen->second;
+        if (now && !*now)
+            continue;  // still nothing: stays parked
+        Reply reply = std::move(it->second.reply);
+        loop_.cancel_timer(it->second.deadline);
+        parked_.erase(it);
+        if (now)
+            reply(std::move(**now));
+        else
+            reply(std::move(now).error());
     }
+}
+
+void Api::begin_shutdown()
+{
+    shutting_down_ = true;
+    std::vector<std::uint64_t> ids;
+    for (const auto& [id, parked] : parked_)
+        ids.push_back(id);
+    for (std::uint64_t id : ids)
+        answer_parked(id);
 }
 
 Result<net::HttpResponse> Api::ack(const std::string& nid, const std::string& message_id)

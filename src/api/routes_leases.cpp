@@ -111,6 +111,8 @@ Result<net::HttpResponse> Api::release(const net::HttpRequest& request, const st
         return protocol_error("NWP-HTTP-PARAM-INVALID", "Query parameter 'runner_nid' must be the lease owner's NID");
     auto store = NPS_TRY(stores_.acquire());
     NPS_TRY_VOID(store->release(task_id, it->second));
+    // The message is visible again: parked long-polls look again.
+    loop_.defer([this] { wake_waiters(); });
     return empty_response(204);
 }
 

@@ -2,6 +2,10 @@
 // POST /v1/spawnspecs/resolve: SpawnSpec resolution as the supervisor does it,
 // exposed so operators (and the black-box TC-N3-Spawn tests) can see what an
 // agent NID or a spawn_spec_ref resolves to, or exactly why it does not.
+#include <exception>
+#include <memory>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "nps/api/api.hpp"
@@ -38,7 +42,14 @@ Json resolution_json(const spawn::Resolution& r)
 
 }  // namespace
 
-Result<net::HttpResponse> Api::resolve_spawn_spec(const net::HttpRequest& request)
+namespace {
+
+struct SpawnQuery {
+    std::optional<std::string> agent;
+    std::optional<std::string> ref;
+};
+
+Result<SpawnQuery> spawn_query(const net::HttpRequest& request)
 {
     auto body = NPS_TRY(parse_json_object(request.body));
     for (const auto& [key, _] : body.items())
@@ -47,14 +58,47 @@ Result<net::HttpResponse> Api::resolve_spawn_spec(const net::HttpRequest& reques
                                   "Unknown field '" + key + "' (expected 'agent' or 'spawn_spec_ref')");
     // A ref longer than the announce limit is the resolver's to refuse
     // (NOP-SPAWN-SPEC-INVALID); the body cap bounds it here.
-    auto agent = NPS_TRY(optional_string(body, "agent", limits::kMaxNidChars));
-    auto ref = NPS_TRY(optional_string(body, "spawn_spec_ref", limits::kMaxBodyBytes));
-    if (agent.has_value() == ref.has_value())
+    SpawnQuery query;
+    query.agent = NPS_TRY(optional_string(body, "agent", limits::kMaxNidChars));
+    query.ref = NPS_TRY(optional_string(body, "spawn_spec_ref", limits::kMaxBodyBytes));
+    if (query.agent.has_value() == query.ref.has_value())
         return protocol_error("NWP-HTTP-PARAM-INVALID", "Give exactly one of 'agent' (a NID) and 'spawn_spec_ref'");
-    auto resolution = agent ? spawn_resolver_.resolve_agent(*agent) : spawn_resolver_.resolve_ref(*ref);
-    if (!resolution)
-        return std::move(resolution).error();
-    return json_response(200, resolution_json(*resolution));
+    return query;
+}
+
+}  // namespace
+
+// Resolving may fetch over the network (a remote registry, an https ref), so
+// it runs off the loop (hooks_.offload) and answers when done.
+void Api::resolve_spawn_spec(const net::HttpRequest& request, const Reply& reply)
+{
+    auto query = spawn_query(request);
+    if (!query)
+        return reply(std::move(query).error());
+    auto outcome = std::make_shared<std::optional<Result<spawn::Resolution>>>();
+    // `work` runs on another thread: it captures no Reply (a Responder is
+    // the loop thread's), only what it fills in.
+    auto work = [this, q = std::move(*query), outcome] {
+        try {
+            *outcome = q.agent ? spawn_resolver_.resolve_agent(*q.agent) : spawn_resolver_.resolve_ref(*q.ref);
+        } catch (const std::exception& e) {
+            *outcome = Result<spawn::Resolution>(internal_error(std::string("Internal error: ") + e.what()));
+        }
+    };
+    auto done = [reply, outcome] {
+        if (!*outcome)
+            return reply(internal_error("SpawnSpec resolution did not run"));
+        auto& resolution = **outcome;
+        if (!resolution)
+            return reply(resolution.error());
+        reply(json_response(200, resolution_json(*resolution)));
+    };
+    if (hooks_.offload) {
+        hooks_.offload(std::move(work), std::move(done));
+    } else {
+        work();
+        done();
+    }
 }
 
 }  // namespace nps::api

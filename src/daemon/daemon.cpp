@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "nps/api/api.hpp"
+#include "nps/api/loop_server.hpp"
 #include "nps/api/store_pool.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/base/log.hpp"
@@ -23,12 +24,16 @@
 #include "nps/report/deliverer.hpp"
 #include "nps/supervisor/event_loop.hpp"
 #include "executor.hpp"
+#include "job_pool.hpp"
 
 namespace nps::daemon {
 
 namespace {
 
 constexpr int kHousekeepingIntervalMs = 1000;
+// Threads for API requests that may block on the network (POST
+// /v1/spawnspecs/resolve); the rest of the API runs on the loop.
+constexpr std::size_t kApiJobThreads = 2;
 
 Result<void> ensure_state_dir(const std::string& dir)
 {
@@ -163,7 +168,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
         {.path = store_options.path, .synchronous = config.progress_synchronous}, clock));
     api::StorePool pool(store_options, clock);
     std::optional<cgroup::CgroupBase> cgroup_base;
-    api::Api api(config, pool, clock, prepare_worker_cgroups(cgroup_base));
+    api::Api api(config, pool, clock, *loop, prepare_worker_cgroups(cgroup_base));
 
     // The report outbox's deliverer (docs/reporting.md): node states to the
     // task store, task callbacks; told whenever the executor records.
@@ -175,10 +180,16 @@ Result<void> run(config::Config config, ConfigLoader reload)
                                               .stores = pool,
                                               .cgroups = cgroup_base ? &*cgroup_base : nullptr,
                                               .recorded = [&deliverer] { deliverer->notify(); }}));
+    // The HTTP server runs on the loop (docs/api.md "Threading"); blocking
+    // routes go to api_jobs and answer back on the loop.
+    auto api_jobs = NPS_TRY(JobPool::create(*loop, kApiJobThreads));
     api.set_hooks({.deposited = [&executor] { executor->wake(); },
                    .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
                    .metrics = [&executor] { return executor->render_metrics(); },
-                   .executor = [&executor] { return executor->status_json(); }});
+                   .executor = [&executor] { return executor->status_json(); },
+                   .offload = [&api_jobs](std::function<void()> work, std::function<void()> done) {
+                       api_jobs->submit(std::move(work), std::move(done));
+                   }});
 
     net::HttpServerOptions http_options;
     if (!config.listen.empty())
@@ -188,15 +199,16 @@ Result<void> run(config::Config config, ConfigLoader reload)
     http_options.unix_socket_mode = config.socket_mode;
     if (!http_options.tcp_listen && !http_options.unix_socket)
         return internal_error("Nothing to listen on: both api.listen and api.socket are empty");
-    auto server = NPS_TRY(net::HttpServer::start(http_options, [&api](const net::HttpRequest& r) {
-        return api.handle(r);
-    }));
+    auto server = NPS_TRY(api::LoopServer::attach(
+        *loop, NPS_TRY(net::LoopHttpServer::start(http_options, [&api](const net::HttpRequest& r, net::Responder respond) {
+            api.handle(r, std::move(respond));
+        }))));
 
     log::info("store " + config.database_path() + " (schema " + std::to_string(loop_store->schema_version()) + ")");
     if (http_options.tcp_listen) {
         auto address = NPS_TRY(net::parse_listen_address(config.listen));
         std::string host = address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first;
-        log::info("listening on http://" + host + ":" + std::to_string(server->tcp_port()));
+        log::info("listening on http://" + host + ":" + std::to_string(server->server().tcp_port()));
     }
     if (http_options.unix_socket)
         log::info("listening on unix:" + *http_options.unix_socket);

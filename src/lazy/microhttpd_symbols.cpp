@@ -46,6 +46,40 @@ MHD_socket MHD_quiesce_daemon(MHD_Daemon* daemon)
     return real ? real(daemon) : MHD_INVALID_SOCKET;
 }
 
+enum MHD_Result MHD_run(MHD_Daemon* daemon)
+{
+    NPS_MHD(MHD_run);
+    return real ? real(daemon) : MHD_NO;
+}
+
+enum MHD_Result MHD_get_timeout(MHD_Daemon* daemon, MHD_UNSIGNED_LONG_LONG* timeout)
+{
+    NPS_MHD(MHD_get_timeout);
+    return real ? real(daemon, timeout) : MHD_NO;
+}
+
+// No MHD_DaemonInfoType we ask for reads an argument after `info_type`
+// (0.9.75); none is passed on.
+const union MHD_DaemonInfo* MHD_get_daemon_info(MHD_Daemon* daemon, enum MHD_DaemonInfoType info_type, ...)
+{
+    NPS_MHD(MHD_get_daemon_info);
+    return real ? real(daemon, info_type) : nullptr;
+}
+
+void MHD_suspend_connection(MHD_Connection* connection)
+{
+    NPS_MHD(MHD_suspend_connection);
+    if (real)
+        real(connection);
+}
+
+void MHD_resume_connection(MHD_Connection* connection)
+{
+    NPS_MHD(MHD_resume_connection);
+    if (real)
+        real(connection);
+}
+
 enum MHD_Result MHD_is_feature_supported(enum MHD_FEATURE feature)
 {
     NPS_MHD(MHD_is_feature_supported);

@@ -1,19 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// HttpServer on libmicrohttpd: one MHD daemon per listener (TCP and/or unix
-// socket), thread per connection, all sharing one handler.
+// HttpServer and LoopHttpServer on libmicrohttpd: one MHD daemon per listener
+// (TCP and/or unix socket), all sharing one handler; either a thread per
+// connection, or no thread at all (MHD's external epoll mode, driven by the
+// owner's loop, connections suspended while their answer is pending).
 #include "nps/net/http_server.hpp"
 
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdarg>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -30,9 +36,9 @@ const std::string& HttpRequest::header(const std::string& lowercase_name) const
 
 namespace {
 
-// Handlers run SQLite and JSON code on the connection threads; 1 MiB of
-// (virtual, lazily committed) stack is ample for that.
 constexpr std::size_t kThreadStackBytes = 1 << 20;
+// MHD_run rounds the loop-mode destructor gives pending work before stopping.
+constexpr int kStopRounds = 8;
 
 constexpr const char* kInternalErrorBody =
     R"({"status":"NPS-SERVER-INTERNAL","error":"NPS-SERVER-INTERNAL","message":"internal error"})";
@@ -52,10 +58,54 @@ void log_line(const std::string& text)
     std::fprintf(stderr, "nps-runner: http server: %s\n", text.c_str());
 }
 
+class MhdServer;
+struct RequestContext;
+
+HttpResponse internal_error_response()
+{
+    HttpResponse response;
+    response.status = 500;
+    response.body = kInternalErrorBody;
+    return response;
+}
+
+}  // namespace
+
+namespace detail {
+
+// What the Responders of one request share. `context` is the live request
+// (null once it is answered for good: connection closed, server stopped);
+// it points back here while a Responder exists. Single-threaded: the server's
+// thread (in thread-per-connection mode, the connection's thread, and only
+// during the handler call).
+struct PendingRequest {
+    MhdServer* server = nullptr;
+    RequestContext* context = nullptr;
+    std::string what;  // "GET /path", for the log
+    bool answered = false;
+
+    PendingRequest(MhdServer* s, RequestContext* c, std::string w);
+    ~PendingRequest();
+    PendingRequest(const PendingRequest&) = delete;
+    PendingRequest& operator=(const PendingRequest&) = delete;
+
+    bool respond(HttpResponse response);
+    void detach();
+};
+
+}  // namespace detail
+
+namespace {
+
 // Per-request state, kept in MHD's *con_cls across access-handler calls.
 struct RequestContext {
+    MHD_Connection* connection = nullptr;
     std::string body;
     bool body_too_large = false;
+    bool handled = false;    // the handler was called
+    bool suspended = false;  // waiting for a Responder
+    std::optional<HttpResponse> answer;           // given, not yet queued
+    detail::PendingRequest* pending = nullptr;    // while a Responder exists
 };
 
 std::string lower(std::string_view text)
@@ -91,29 +141,53 @@ void free_string(void* cls)
     delete static_cast<std::string*>(cls);
 }
 
-class MhdServer;
+enum class Mode { thread_per_connection, external_loop };
 
 struct Listener {
     MhdServer* server = nullptr;
     bool is_unix = false;
     MHD_Daemon* daemon = nullptr;
     int quiesced_fd = -1;
+    int epoll_fd = -1;  // external_loop: MHD's epoll fd
 };
 
-class MhdServer final : public HttpServer {
+// Both kinds of server: one class, the mode decides how MHD runs.
+class MhdServer final : public HttpServer, public LoopHttpServer {
 public:
-    MhdServer(const HttpServerOptions& options, HttpHandler handler)
-        : options_(options), handler_(std::move(handler))
+    MhdServer(Mode mode, const HttpServerOptions& options, AsyncHttpHandler handler)
+        : mode_(mode), options_(options), handler_(std::move(handler))
     {
     }
 
     ~MhdServer() override
     {
-        // Stop accepting on every listener first, then wait for in-flight
-        // requests (MHD_stop_daemon joins the connection threads).
-        for (auto& listener : listeners_)
-            if (listener->daemon != nullptr)
-                listener->quiesced_fd = MHD_quiesce_daemon(listener->daemon);
+        if (mode_ == Mode::external_loop) {
+            // No new request reaches the handler from here on. (Loop mode
+            // only: in thread-per-connection mode in-flight requests finish.)
+            stopping_ = true;
+            // MHD must not be stopped with suspended connections: resume each
+            // unanswered (the access handler then closes it) and let MHD run.
+            for (RequestContext* context : std::vector<RequestContext*>(suspended_.begin(), suspended_.end())) {
+                if (context->pending != nullptr)
+                    context->pending->detach();
+                context->suspended = false;
+                MHD_resume_connection(context->connection);
+            }
+            suspended_.clear();
+            // Also lets answers given just before (begin_shutdown) go out:
+            // a few rounds while MHD has work ready.
+            for (int round = 0; round < kStopRounds; ++round) {
+                dispatch();
+                if (next_timeout() != std::chrono::milliseconds(0))
+                    break;
+            }
+        } else {
+            // Stop accepting on every listener first, then wait for in-flight
+            // requests (MHD_stop_daemon joins the connection threads).
+            for (auto& listener : listeners_)
+                if (listener->daemon != nullptr)
+                    listener->quiesced_fd = MHD_quiesce_daemon(listener->daemon);
+        }
         if (unix_created_)
             detail::remove_unix_socket_file(*options_.unix_socket, unix_dev_, unix_ino_);
         for (auto& listener : listeners_) {
@@ -125,6 +199,57 @@ public:
     }
 
     std::uint16_t tcp_port() const override { return tcp_port_; }
+
+    std::vector<int> fds() const override
+    {
+        std::vector<int> fds;
+        for (const auto& listener : listeners_)
+            if (listener->epoll_fd >= 0)
+                fds.push_back(listener->epoll_fd);
+        return fds;
+    }
+
+    void dispatch() override
+    {
+        dispatching_ = true;
+        for (auto& listener : listeners_) {
+            const unsigned before = connections(*listener);
+            if (MHD_run(listener->daemon) != MHD_YES)
+                log_line("MHD_run failed");
+            // At its connection limit MHD takes the listening socket out of
+            // its epoll set, and puts it back only at the start of a later
+            // run: after a run that closed connections, run again, or a client
+            // waiting in the backlog would wait for unrelated traffic.
+            if (connections(*listener) < before)
+                MHD_run(listener->daemon);
+        }
+        dispatching_ = false;
+    }
+
+    static unsigned connections(const Listener& listener)
+    {
+        const MHD_DaemonInfo* info = MHD_get_daemon_info(listener.daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        return info != nullptr ? info->num_connections : 0;
+    }
+
+    void set_wakeup(std::function<void()> wakeup) override { wakeup_ = std::move(wakeup); }
+
+    std::optional<std::chrono::milliseconds> next_timeout() const override
+    {
+        std::optional<std::chrono::milliseconds> earliest;
+        for (const auto& listener : listeners_) {
+            MHD_UNSIGNED_LONG_LONG ms = 0;
+            if (MHD_get_timeout(listener->daemon, &ms) != MHD_YES)
+                continue;
+            const auto timeout = std::chrono::milliseconds(
+                static_cast<std::int64_t>(std::min<MHD_UNSIGNED_LONG_LONG>(ms, 24ULL * 3600 * 1000)));
+            if (!earliest || timeout < *earliest)
+                earliest = timeout;
+        }
+        return earliest;
+    }
+
+    std::size_t pending_requests() const override { return suspended_.size(); }
 
     Result<void> start()
     {
@@ -152,6 +277,26 @@ public:
         return {};
     }
 
+    // A Responder answered (detail::PendingRequest::respond).
+    void answered(RequestContext& context, HttpResponse response)
+    {
+        if (response.status < 200 || response.status > 999) {
+            log_line("handler returned invalid HTTP status " + std::to_string(response.status));
+            response = internal_error_response();
+        }
+        context.answer = std::move(response);
+        if (context.suspended) {
+            // MHD calls the access handler again, which queues the answer,
+            // in its next run: ask the owner for one unless in one now (the
+            // owner asks next_timeout() afterwards, which says 0).
+            context.suspended = false;
+            suspended_.erase(&context);
+            MHD_resume_connection(context.connection);
+            if (!dispatching_ && !stopping_ && wakeup_)
+                wakeup_();
+        }
+    }
+
 private:
     Result<void> start_daemon(UniqueFd fd, bool is_unix, bool ipv6, const std::string& name)
     {
@@ -159,12 +304,20 @@ private:
         listener->server = this;
         listener->is_unix = is_unix;
 
-        unsigned flags = static_cast<unsigned>(MHD_USE_THREAD_PER_CONNECTION) |
-                         static_cast<unsigned>(MHD_USE_INTERNAL_POLLING_THREAD) |
-                         static_cast<unsigned>(MHD_USE_ERROR_LOG) |
-                         static_cast<unsigned>(MHD_USE_ITC);  // needed by MHD_quiesce_daemon
-        if (MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
-            flags |= static_cast<unsigned>(MHD_USE_POLL);  // no FD_SETSIZE limit
+        unsigned flags = static_cast<unsigned>(MHD_USE_ERROR_LOG);
+        if (mode_ == Mode::external_loop) {
+            // No internal thread: the owner runs MHD (MHD_run) when its epoll fd is ready.
+            flags |= static_cast<unsigned>(MHD_USE_EPOLL) | static_cast<unsigned>(MHD_ALLOW_SUSPEND_RESUME);
+            const int fl = ::fcntl(fd.get(), F_GETFL);
+            if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) != 0)
+                return system_error_errno("Failed to make the listening socket of '" + name + "' non-blocking");
+        } else {
+            flags |= static_cast<unsigned>(MHD_USE_THREAD_PER_CONNECTION) |
+                     static_cast<unsigned>(MHD_USE_INTERNAL_POLLING_THREAD) |
+                     static_cast<unsigned>(MHD_USE_ITC);  // needed by MHD_quiesce_daemon
+            if (MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
+                flags |= static_cast<unsigned>(MHD_USE_POLL);  // no FD_SETSIZE limit
+        }
         if (ipv6)
             flags |= static_cast<unsigned>(MHD_USE_IPv6);
 
@@ -172,6 +325,9 @@ private:
         const MHD_RequestCompletedCallback completed = &MhdServer::on_completed;
         const MHD_AccessHandlerCallback access = &MhdServer::on_access;
         const MHD_socket socket_fd = fd.release();  // MHD owns it from here, also on failure
+        // Thread-per-connection: handlers run SQLite and JSON code on the
+        // connection threads; 1 MiB of (virtual, lazily committed) stack is
+        // ample for that. Ignored without threads.
         MHD_Daemon* daemon = MHD_start_daemon(
             flags, 0, nullptr, nullptr, access, listener.get(),
             MHD_OPTION_EXTERNAL_LOGGER, logger, nullptr,  // must come first
@@ -179,20 +335,36 @@ private:
             MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned int>(options_.max_connections),
             MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned int>(options_.connection_timeout_seconds),
             MHD_OPTION_THREAD_STACK_SIZE, static_cast<size_t>(kThreadStackBytes),
-            MHD_OPTION_NOTIFY_COMPLETED, completed, nullptr,
+            MHD_OPTION_NOTIFY_COMPLETED, completed, listener.get(),
             MHD_OPTION_END);
         if (daemon == nullptr)
             return internal_error("Failed to start the HTTP server on '" + name + "' (libmicrohttpd refused; see the log)");
         listener->daemon = daemon;
+        if (mode_ == Mode::external_loop) {
+            const MHD_DaemonInfo* info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
+            if (info == nullptr || info->epoll_fd < 0) {
+                MHD_stop_daemon(daemon);
+                return internal_error("Failed to start the HTTP server on '" + name +
+                                      "': libmicrohttpd has no epoll fd (built without epoll?)");
+            }
+            listener->epoll_fd = info->epoll_fd;
+        }
         listeners_.push_back(std::move(listener));
         return {};
     }
 
-    static void on_completed(void* /*cls*/, MHD_Connection* /*connection*/, void** con_cls,
+    static void on_completed(void* cls, MHD_Connection* /*connection*/, void** con_cls,
                              MHD_RequestTerminationCode /*code*/)
     {
-        delete static_cast<RequestContext*>(*con_cls);
+        auto* context = static_cast<RequestContext*>(*con_cls);
         *con_cls = nullptr;
+        if (context == nullptr)
+            return;
+        if (context->pending != nullptr)
+            context->pending->detach();  // its Responders become no-ops
+        if (context->suspended)
+            static_cast<Listener*>(cls)->server->suspended_.erase(context);
+        delete context;
     }
 
     static MHD_Result on_access(void* cls, MHD_Connection* connection, const char* url, const char* method,
@@ -200,21 +372,25 @@ private:
                                 void** con_cls)
     {
         auto* listener = static_cast<Listener*>(cls);
+        MhdServer& server = *listener->server;
         try {
             auto* context = static_cast<RequestContext*>(*con_cls);
             if (context == nullptr) {
+                if (server.stopping_)
+                    return MHD_NO;
                 // First call: headers are in, no body yet.
                 context = new RequestContext;
+                context->connection = connection;
                 *con_cls = context;
-                if (listener->server->declared_too_large(connection) && expects_continue(connection)) {
+                if (server.declared_too_large(connection) && expects_continue(connection)) {
                     // The client waits for "100 Continue": answer now and it never sends the body.
                     context->body_too_large = true;
-                    return listener->server->respond(*listener, connection, url, method, *context);
+                    return server.respond(*listener, connection, url, method, *context);
                 }
                 return MHD_YES;
             }
             if (*upload_data_size > 0) {
-                const std::size_t max = listener->server->options_.max_body_bytes;
+                const std::size_t max = server.options_.max_body_bytes;
                 if (!context->body_too_large) {
                     if (context->body.size() + *upload_data_size > max) {
                         context->body_too_large = true;
@@ -226,7 +402,7 @@ private:
                 *upload_data_size = 0;  // consumed (or drained)
                 return MHD_YES;
             }
-            return listener->server->respond(*listener, connection, url, method, *context);
+            return server.respond(*listener, connection, url, method, *context);
         } catch (const std::exception& e) {
             log_line(std::string("request failed: ") + e.what());
         } catch (...) {
@@ -270,40 +446,50 @@ private:
         return request;
     }
 
-    HttpResponse call_handler(const HttpRequest& request) const
+    // Calls the handler with a Responder for `context`. Afterwards the
+    // request is answered (context.answer) or a Responder was kept.
+    void call_handler(const Listener& listener, MHD_Connection* connection, const char* url, const char* method,
+                      RequestContext& context)
     {
+        context.handled = true;
+        std::string what = std::string(method != nullptr ? method : "") + " " + (url != nullptr ? url : "");
+        auto pending = std::make_shared<detail::PendingRequest>(this, &context, what);
         try {
-            return handler_(request);
+            const HttpRequest request = build_request(listener, connection, url, method, context);
+            handler_(request, Responder(pending));
         } catch (const std::exception& e) {
-            log_line("handler failed on " + request.method + " " + request.path + ": " + e.what());
+            log_line("handler failed on " + what + ": " + e.what());
+            pending->respond(internal_error_response());
         } catch (...) {
-            log_line("handler failed on " + request.method + " " + request.path + ": unknown exception");
+            log_line("handler failed on " + what + ": unknown exception");
+            pending->respond(internal_error_response());
         }
-        return internal_error_response();
-    }
-
-    static HttpResponse internal_error_response()
-    {
-        HttpResponse response;
-        response.status = 500;
-        response.body = kInternalErrorBody;
-        return response;
+        // The last Responder gone unanswered answers 500 (~PendingRequest).
+        pending.reset();
     }
 
     MHD_Result respond(const Listener& listener, MHD_Connection* connection, const char* url, const char* method,
-                       RequestContext& context) const
+                       RequestContext& context)
     {
-        HttpResponse response;
-        try {
-            response = call_handler(build_request(listener, connection, url, method, context));
-        } catch (const std::exception& e) {
-            log_line(std::string("failed to build the request: ") + e.what());
-            response = internal_error_response();
+        if (!context.answer) {
+            if (context.handled || stopping_)
+                return MHD_NO;  // resumed unanswered: the server is stopping
+            call_handler(listener, connection, url, method, context);
         }
-        if (response.status < 200 || response.status > 999) {
-            log_line("handler returned invalid HTTP status " + std::to_string(response.status));
-            response = internal_error_response();
+        if (!context.answer) {
+            if (mode_ != Mode::external_loop) {
+                // Cannot happen (the synchronous handler always answers); never hang a thread on it.
+                log_line("handler did not answer " + std::string(method) + " " + url);
+                context.answer = internal_error_response();
+            } else {
+                context.suspended = true;
+                suspended_.insert(&context);
+                MHD_suspend_connection(connection);
+                return MHD_YES;
+            }
         }
+        HttpResponse response = std::move(*context.answer);
+        context.answer.reset();
         return queue(connection, std::move(response));
     }
 
@@ -326,9 +512,14 @@ private:
         return result;
     }
 
+    Mode mode_;
     HttpServerOptions options_;
-    HttpHandler handler_;
+    AsyncHttpHandler handler_;
     std::vector<std::unique_ptr<Listener>> listeners_;
+    std::unordered_set<RequestContext*> suspended_;  // external_loop: waiting for a Responder
+    std::function<void()> wakeup_;                    // external_loop: dispatch() is due
+    bool dispatching_ = false;
+    bool stopping_ = false;  // external_loop: the destructor runs
     std::uint16_t tcp_port_ = 0;
     bool unix_created_ = false;
     dev_t unix_dev_ = 0;
@@ -337,13 +528,76 @@ private:
 
 }  // namespace
 
+namespace detail {
+
+PendingRequest::PendingRequest(MhdServer* s, RequestContext* c, std::string w)
+    : server(s), context(c), what(std::move(w))
+{
+    context->pending = this;
+}
+
+PendingRequest::~PendingRequest()
+{
+    if (context != nullptr && !answered) {
+        log_line("no answer to " + what + " (every Responder dropped)");
+        respond(internal_error_response());
+    }
+    detach();
+}
+
+bool PendingRequest::respond(HttpResponse response)
+{
+    if (answered || context == nullptr)
+        return false;
+    answered = true;
+    RequestContext* c = context;
+    detach();
+    server->answered(*c, std::move(response));
+    return true;
+}
+
+void PendingRequest::detach()
+{
+    if (context != nullptr && context->pending == this)
+        context->pending = nullptr;
+    context = nullptr;
+}
+
+}  // namespace detail
+
+Responder::Responder(std::shared_ptr<detail::PendingRequest> pending) : pending_(std::move(pending)) {}
+
+bool Responder::respond(HttpResponse response) const
+{
+    return pending_ != nullptr && pending_->respond(std::move(response));
+}
+
+bool Responder::pending() const
+{
+    return pending_ != nullptr && !pending_->answered && pending_->context != nullptr;
+}
+
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& options, HttpHandler handler)
 {
     if (!handler)
         return internal_error("Failed to start HTTP server: no handler");
-    auto server = std::make_unique<MhdServer>(options, std::move(handler));
+    auto server = std::make_unique<MhdServer>(
+        Mode::thread_per_connection, options,
+        [handler = std::move(handler)](const HttpRequest& request, Responder responder) {
+            responder.respond(handler(request));
+        });
     NPS_TRY_VOID(server->start());
     return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+Result<std::unique_ptr<LoopHttpServer>> LoopHttpServer::start(const HttpServerOptions& options,
+                                                              AsyncHttpHandler handler)
+{
+    if (!handler)
+        return internal_error("Failed to start HTTP server: no handler");
+    auto server = std::make_unique<MhdServer>(Mode::external_loop, options, std::move(handler));
+    NPS_TRY_VOID(server->start());
+    return std::unique_ptr<LoopHttpServer>(std::move(server));
 }
 
 }  // namespace nps::net

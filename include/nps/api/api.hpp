@@ -6,12 +6,22 @@
 // group guard it). TCP requests must carry `Authorization: Bearer <token>`
 // whenever a token is configured (GET /healthz excepted); serve refuses to
 // start a non-loopback listener without a token.
+//
+// Threading: everything runs on the daemon's loop thread (the HTTP server is
+// a net::LoopHttpServer on that loop), so a handler must not block. Handlers
+// that may wait answer later through the request's Responder:
+//  - a long-poll peek (GET /v1/inbox/{nid}?wait=N) that finds nothing is
+//    parked with a deadline timer on the loop; a deposit or a lease release
+//    through this API re-checks the parked peeks of the inbox, the deadline
+//    answers with what is there then, and begin_shutdown() answers them all;
+//  - POST /v1/spawnspecs/resolve, which may fetch over the network, runs on
+//    another thread (ApiHooks::offload) and answers on the loop.
+// SQLite calls run on the loop (short, local).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,29 +32,9 @@
 #include "nps/config/config.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/spawn/resolver.hpp"
+#include "nps/supervisor/event_loop.hpp"
 
 namespace nps::api {
-
-// Wakes long-poll readers when a deposit lands (in this process; deposits
-// by other processes sharing runner.db are seen by the readers' periodic
-// re-check).
-class DepositSignal {
-public:
-    void notify();
-    // Waits until notified after `seen` or until deadline_ms (clock time) or
-    // at most slice_ms; returns the current generation.
-    std::uint64_t wait(std::uint64_t seen, int slice_ms);
-    std::uint64_t generation();
-    // Wakes every waiter for good (shutdown); later waits return at once.
-    void close();
-    bool closed();
-
-private:
-    std::mutex mutex_;
-    std::condition_variable cv_;
-    std::uint64_t generation_ = 0;
-    bool closed_ = false;
-};
 
 // What the daemon found about its host at start, reported by GET /healthz.
 struct HostFacts {
@@ -54,37 +44,69 @@ struct HostFacts {
     std::vector<std::pair<std::string, std::string>> limits_enforced_by;
 };
 
-// What the daemon's executor wants to hear from the API threads, at once
-// (each hook must be thread-safe and cheap: it should only wake a loop).
+// What the daemon wires into the API. Every hook is called on the loop's
+// thread and must be cheap.
 struct ApiHooks {
     std::function<void()> deposited;                          // a TaskFrame landed in an inbox
     std::function<void(const std::string& task_id)> cancelled;  // a task was cancelled
     std::function<std::string()> metrics;                       // more of GET /metrics (Prometheus text)
     std::function<std::string()> executor;                      // GET /healthz "executor": a JSON object text
+    // Runs `work` (which may block on the network) on another thread, then
+    // `done` on the loop's thread. Unset: both run at once, on the loop
+    // (tools and tests only: the loop then waits for the network).
+    std::function<void(std::function<void()> work, std::function<void()> done)> offload;
 };
 
 class Api {
 public:
-    Api(const config::Config& config, StorePool& stores, const Clock& clock, HostFacts host = {});
+    // `loop` runs the long-poll deadlines; the API lives on its thread.
+    Api(const config::Config& config, StorePool& stores, const Clock& clock, supervisor::EventLoop& loop,
+        HostFacts host = {});
+    ~Api();
+    Api(const Api&) = delete;
+    Api& operator=(const Api&) = delete;
 
     // Set before the HTTP server starts.
     void set_hooks(ApiHooks hooks) { hooks_ = std::move(hooks); }
 
-    net::HttpResponse handle(const net::HttpRequest& request);
+    // The net::AsyncHttpHandler: answers through `responder`, now or later.
+    void handle(const net::HttpRequest& request, net::Responder responder);
 
     Metrics& metrics() { return metrics_; }
 
-    // Ends pending long-polls so the HTTP server can stop promptly.
-    void begin_shutdown() { deposits_.close(); }
+    // Answers every parked long-poll with what its inbox holds now, and
+    // every later one at once, so the HTTP server can stop promptly.
+    void begin_shutdown();
+    // Re-checks parked long-polls (all inboxes, or one): for writers in this
+    // process other than the API's own routes, which call it themselves.
+    void wake_waiters(const std::optional<std::string>& nid = std::nullopt);
+    // Long-polls parked now (tests, metrics).
+    std::size_t parked_requests() const { return parked_.size(); }
 
 private:
+    // Answers one request: an error becomes the error body; counted, logged.
+    using Reply = std::function<void(Result<net::HttpResponse>)>;
+
+    struct ParkedPeek {
+        std::string nid;
+        std::uint32_t batch = 0;
+        Reply reply;
+        supervisor::EventLoop::TimerId deadline = 0;
+    };
+
+    void finish(const std::string& what, Result<net::HttpResponse> result, const net::Responder& responder);
+    // The routes that may answer later; false when `r` is not one of them.
+    bool route_deferred(const net::HttpRequest& r, const Reply& reply);
     Result<net::HttpResponse> route(const net::HttpRequest& request);
     bool authorized(const net::HttpRequest& request) const;
 
     // Handlers, one per route (defined in the routes_*.cpp files). An error
-    // becomes the error body in handle().
+    // becomes the error body in finish().
     Result<net::HttpResponse> deposit(const net::HttpRequest& request, const std::string& nid);
-    Result<net::HttpResponse> peek(const net::HttpRequest& request, const std::string& nid);
+    void peek(const net::HttpRequest& request, const std::string& nid, const Reply& reply);
+    // The head of the inbox; nullopt when it is empty.
+    Result<std::optional<net::HttpResponse>> peek_now(const std::string& nid, std::uint32_t batch);
+    void answer_parked(std::uint64_t id);  // with what the inbox holds now
     Result<net::HttpResponse> ack(const std::string& nid, const std::string& message_id);
     Result<net::HttpResponse> depth(const std::string& nid);
     Result<net::HttpResponse> claim(const net::HttpRequest& request, const std::string& nid);
@@ -101,7 +123,7 @@ private:
     Result<net::HttpResponse> put_announce(const net::HttpRequest& request, const std::string& nid);
     Result<net::HttpResponse> list_announces();
     Result<net::HttpResponse> resolve(const net::HttpRequest& request);
-    Result<net::HttpResponse> resolve_spawn_spec(const net::HttpRequest& request);
+    void resolve_spawn_spec(const net::HttpRequest& request, const Reply& reply);
     Result<net::HttpResponse> healthz();
     Result<net::HttpResponse> render_metrics();
 
@@ -111,10 +133,13 @@ private:
     const config::Config& config_;
     StorePool& stores_;
     const Clock& clock_;
+    supervisor::EventLoop& loop_;
     HostFacts host_;
     Metrics metrics_;
-    DepositSignal deposits_;
     ApiHooks hooks_;
+    std::map<std::uint64_t, ParkedPeek> parked_;  // long-polls waiting, by id
+    std::uint64_t next_parked_ = 1;
+    bool shutting_down_ = false;
     spawn::SpawnSpecResolver spawn_resolver_;  // announces from the store; remote specs cached
 };
 

@@ -3,7 +3,7 @@
 //
 // Request bodies are untrusted: parse_json_object() checks the nesting depth
 // with a linear scan before handing the text to nlohmann-json (whose parser
-// recurses), so a hostile body cannot exhaust a request thread's stack.
+// recurses), so a hostile body cannot exhaust the loop thread's stack.
 // Field readers fail with NWP-HTTP-PARAM-INVALID naming the field.
 #pragma once
 

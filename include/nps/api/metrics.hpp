@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Process-wide counters exported at GET /metrics in the Prometheus text
-// format (version 0.0.4). Lock-free: request threads only increment.
+// format (version 0.0.4). Lock-free: the loop and pool threads only increment.
 #pragma once
 
 #include <atomic>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// StorePool: Store connections for request threads. A Store is not
-// thread-safe, so each request borrows one for its duration; idle
+// StorePool: Store connections for the API (on the loop thread) and the pool
+// threads (announce lookups of SpawnSpec resolution). A Store is not
+// thread-safe, so each user borrows one for its duration; idle
 // connections are kept (up to `max_idle`) to reuse their prepared statements.
 #pragma once
 

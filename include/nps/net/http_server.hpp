@@ -1,10 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 // A small HTTP/1.1 server on libmicrohttpd, listening on a TCP address and/or
-// a unix socket, handing each complete request to one Handler.
+// a unix socket, handing each complete request to one handler.
 //
-// Threading: one thread per connection (capped by max_connections), so a
-// handler may block (long-poll) without stalling other requests. The handler
-// must therefore be thread-safe.
+// Two ways to run it:
+//
+//  - LoopHttpServer (what the daemon uses): no thread of its own. MHD runs
+//    in its "external epoll" mode: each listener has an epoll fd (fds()) that
+//    the owner watches for EPOLLIN in its own event loop; on readiness, and
+//    when next_timeout() says so, the owner calls dispatch(), which accepts,
+//    reads, calls handlers, and writes without blocking. Everything happens
+//    on the owner's thread, so a handler needs no locking and must never
+//    block: one that cannot answer at once keeps its Responder and calls it
+//    later (on the same thread). The connection is suspended meanwhile (no
+//    fd is watched for it, no timeout runs; it still counts towards
+//    max_connections) and resumed when answered; the owner's wake-up
+//    callback then asks for a dispatch().
+//    A slow client cannot stall others: MHD reads and writes partially.
+//
+//  - HttpServer (tests and tools that want a server without a loop): one
+//    thread per connection (capped by max_connections), so a synchronous
+//    handler may block without stalling other requests; such a handler must
+//    be thread-safe.
 //
 // Bodies above max_body_bytes are not buffered: the handler sees
 // body_too_large=true and an empty body and should answer 413. The rest of
@@ -13,11 +29,13 @@
 // "Expect: 100-continue" is answered at once, before any body is sent.
 //
 // A handler that throws gets a 500 with the NPS-SERVER-INTERNAL error body;
-// the exception is logged to stderr and the server keeps serving.
+// the exception is logged to stderr and the server keeps serving. So does a
+// request whose every Responder was dropped unanswered.
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -56,6 +74,36 @@ struct HttpResponse {
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+namespace detail {
+struct PendingRequest;
+}
+
+// The way back to one request's connection (LoopHttpServer). Copyable: all
+// copies answer the same request, and only the first answer counts. Use (and
+// destroy) it on the server's thread only (the thread calling dispatch()):
+// during the handler call or at any time later; no need to check for the client having
+// gone away or the server having stopped: respond() is then a no-op. When the
+// last copy is destroyed unanswered, the client gets a 500.
+class Responder {
+public:
+    Responder() = default;
+    explicit Responder(std::shared_ptr<detail::PendingRequest> pending);
+
+    // Answers the request; true if this was the answer (false: answered
+    // before, connection closed, server stopped, or an empty Responder).
+    bool respond(HttpResponse response) const;
+    void operator()(HttpResponse response) const { respond(std::move(response)); }
+    // Not yet answered and the connection still open (as far as known: MHD
+    // does not notice a client leaving while its connection is suspended).
+    bool pending() const;
+
+private:
+    std::shared_ptr<detail::PendingRequest> pending_;
+};
+
+// The request is only valid during the call; copy what is kept.
+using AsyncHttpHandler = std::function<void(const HttpRequest&, Responder)>;
+
 struct HttpServerOptions {
     std::optional<std::string> tcp_listen;   // "127.0.0.1:17437", "[::1]:0", "0.0.0.0:17437"; port 0 = any
     std::optional<std::string> unix_socket;  // path; a stale socket file (nobody listening) is replaced,
@@ -77,6 +125,40 @@ public:
 
     // The bound TCP port (useful with port 0), or 0 without a TCP listener.
     virtual std::uint16_t tcp_port() const = 0;
+};
+
+// The server on the owner's event loop (see the top of this file). Not
+// thread-safe: every call, and every Responder call, from one thread.
+class LoopHttpServer {
+public:
+    // Binds and starts listening (no thread); errors as HttpServer::start.
+    static Result<std::unique_ptr<LoopHttpServer>> start(const HttpServerOptions& options, AsyncHttpHandler handler);
+    // Closes every connection (a suspended one without an answer: its
+    // Responders become no-ops) and removes the socket file it created. The
+    // owner unregisters fds() first.
+    virtual ~LoopHttpServer() = default;
+
+    // One epoll fd per listener (TCP, unix socket), owned by the server:
+    // watch each for EPOLLIN (level-triggered) and call dispatch() when ready.
+    virtual std::vector<int> fds() const = 0;
+    // Does all the work that is ready on every listener without blocking:
+    // accepts, reads, runs handlers, sends answers given since, closes idle
+    // connections that timed out.
+    virtual void dispatch() = 0;
+    // Call dispatch() at the latest after this long even if no fd became
+    // ready (0: at once); nullopt: only when an fd becomes ready. Ask again
+    // after each dispatch() and after a wake-up.
+    virtual std::optional<std::chrono::milliseconds> next_timeout() const = 0;
+    // `wakeup` is called when a Responder answers outside dispatch() (a timer,
+    // another fd's callback): dispatch() is then due at once, and no fd says
+    // so (libmicrohttpd's resume signal does not reach its epoll fd in the
+    // external-epoll mode). Called on the server's thread; set before serving.
+    virtual void set_wakeup(std::function<void()> wakeup) = 0;
+
+    virtual std::uint16_t tcp_port() const = 0;
+    // Requests whose handler returned without answering and that are still
+    // waiting for their Responder (their connections are suspended).
+    virtual std::size_t pending_requests() const = 0;
 };
 
 // Splits "host:port" / "[v6]:port"; fails with a message naming the text.
