@@ -182,7 +182,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
                                               .recorded = [&deliverer] { deliverer->notify(); }}));
     // The HTTP server runs on the loop (docs/api.md "Threading"); blocking
     // routes go to api_jobs and answer back on the loop.
-    auto api_jobs = NPS_TRY(JobPool::create(*loop, kApiJobThreads));
+    auto api_jobs = NPS_TRY(JobPool::create(*loop, kApiJobThreads, "nps-api-jobs"));
     api.set_hooks({.deposited = [&executor] { executor->wake(); },
                    .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
                    .metrics = [&executor] { return executor->render_metrics(); },

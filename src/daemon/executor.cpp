@@ -52,7 +52,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     options.cgroup_base = parts.cgroups;
     options.clock = &parts.clock;
     e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(options)));
-    e->jobs_ = NPS_TRY(JobPool::create(parts.loop, kLaunchThreads));
+    e->jobs_ = NPS_TRY(JobPool::create(parts.loop, kLaunchThreads, "nps-launch"));
 
     // One loopback-only network namespace for every worker (the SpawnSpec
     // has no network field: workers reach nothing but themselves).

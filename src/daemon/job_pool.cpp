@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "job_pool.hpp"
 
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -9,7 +10,7 @@
 
 namespace nps::daemon {
 
-Result<std::unique_ptr<JobPool>> JobPool::create(supervisor::EventLoop& loop, std::size_t threads)
+Result<std::unique_ptr<JobPool>> JobPool::create(supervisor::EventLoop& loop, std::size_t threads, const char* name)
 {
     UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!wake)
@@ -17,7 +18,10 @@ Result<std::unique_ptr<JobPool>> JobPool::create(supervisor::EventLoop& loop, st
     std::unique_ptr<JobPool> pool(new JobPool(loop, std::move(wake)));
     NPS_TRY_VOID(loop.add_fd(pool->wake_.get(), EPOLLIN, [p = pool.get()](std::uint32_t) { p->deliver(); }));
     for (std::size_t i = 0; i < (threads ? threads : 1); ++i)
-        pool->threads_.emplace_back([p = pool.get()] { p->run_thread(); });
+        pool->threads_.emplace_back([p = pool.get(), name] {
+            ::pthread_setname_np(::pthread_self(), name);
+            p->run_thread();
+        });
     return pool;
 }
 

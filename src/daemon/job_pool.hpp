@@ -32,7 +32,9 @@ public:
     using Work = std::function<void()>;
     using Done = std::function<void()>;
 
-    static Result<std::unique_ptr<JobPool>> create(supervisor::EventLoop& loop, std::size_t threads);
+    // `name` (at most 15 characters) names the threads in /proc/PID/task/*/comm.
+    static Result<std::unique_ptr<JobPool>> create(supervisor::EventLoop& loop, std::size_t threads,
+                                                   const char* name);
     ~JobPool();
     JobPool(const JobPool&) = delete;
     JobPool& operator=(const JobPool&) = delete;

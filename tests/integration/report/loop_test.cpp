@@ -145,13 +145,15 @@ TEST_CASE("the daemon delivers on its loop: no thread of the deliverer's, and SI
     runner.record("task-1", "n0", "COMPLETED", "{}");  // found by the daemon's periodic look
     REQUIRE(wait_until([&] { return gate.arrived.load() == 1; }));
 
-    // While the PATCH hangs: the loop thread (main), the executor's launch
-    // pool (src/daemon/executor.cpp kLaunchThreads = 2) and libmicrohttpd's
-    // threads (named MHD-*) — nothing else; the deliverer had one of its own.
-    std::size_t others = 0;
-    for (const std::string& name : thread_names(daemon.pid()))
-        others += name.rfind("MHD-", 0) == 0 ? 0 : 1;
-    CHECK_MESSAGE(others == 1 + 2, daemon.log());
+    // While the PATCH hangs: the loop thread (main, "nps-runner") and the
+    // named pools — the executor's launch threads, the API's job threads,
+    // the spawn pool's refill thread (with cgroups) — nothing else; the
+    // deliverer had a thread of its own, libmicrohttpd had some too.
+    const auto names = thread_names(daemon.pid());
+    CHECK(names.count("nps-runner") == 1);
+    for (const std::string& name : names)
+        CHECK_MESSAGE((name == "nps-runner" || name == "nps-launch" || name == "nps-api-jobs" || name == "nps-pool"),
+                      "unexpected thread '" << name << "'");
 
     CHECK(daemon.stop() == 0);
     gate.hold.store(false);
