@@ -13,7 +13,7 @@ containers of the same image, one after the other, each fed its DelegateFrame
 on stdin — what a runner that starts a container per node pays, without any
 store or scheduling.
 
-    python3 bench/dag/bench_dag.py [--runner build/nps-runner] [--tasks 40] [--spawn-pool N]
+    python3 bench/dag/bench_dag.py [--runner build/nps-runner] [--tasks 40] [--spawn-pool N] [--gap-ms MS]
 
 --spawn-pool N writes `[workers] spawn_pool = N` to the daemon's config (0: every
 worker spawned directly, as before the pool; unset: the daemon's default). The
@@ -119,7 +119,7 @@ def task_breakdown(task):
     return row + [at("task:completed") - prev]
 
 
-def bench_nps(runner, image_dir, state, tasks, spawn_pool=None):
+def bench_nps(runner, image_dir, state, tasks, spawn_pool=None, gap_ms=0):
     subprocess.run([runner, "image", "import", image_dir, "--name", "nps-demo-worker:1", "--state-dir", state],
                    check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(state, "config.toml"), "w") as f:
@@ -148,6 +148,8 @@ def bench_nps(runner, image_dir, state, tasks, spawn_pool=None):
         client, server, breakdown = [], [], []
         for i in range(tasks + 3):
             task_id = f"bench-{i}"
+            if gap_ms:
+                time.sleep(gap_ms / 1000)  # sparse arrivals: the daemon is idle in between
             t0 = time.perf_counter()
             http("POST", f"{url}/v1/inbox/{INBOX}", frame(task_id))
             while True:
@@ -230,6 +232,8 @@ def main():
     parser.add_argument("--runner", default=os.path.join(ROOT, "build", "nps-runner"))
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--spawn-pool", type=int, help="[workers] spawn_pool for the daemon (0: no pool)")
+    parser.add_argument("--gap-ms", type=int, default=0,
+                        help="idle time before each task (sparse arrivals; default 0: one after another)")
     parser.add_argument("--crun-peer", nargs=2, metavar=("WORK", "TASKS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crun_peer:
@@ -243,12 +247,14 @@ def main():
         image = os.path.join(work, "oci")
         state = os.path.join(work, "state")
         os.makedirs(state)
-        client, server, spawns, breakdown = bench_nps(args.runner, image, state, args.tasks, args.spawn_pool)
+        client, server, spawns, breakdown = bench_nps(args.runner, image, state, args.tasks, args.spawn_pool,
+                                                     args.gap_ms)
         crun = bench_crun(image, work, max(10, args.tasks // 4))
         for m in open("/proc/mounts").read().splitlines():
             if work in m.split()[1]:
                 subprocess.run(["umount", "-l", m.split()[1]])
-    print(f"3-node linear DAG, trivial workers, {args.tasks} tasks one after another "
+    arrival = f"{args.gap_ms} ms apart" if args.gap_ms else "one after another"
+    print(f"3-node linear DAG, trivial workers, {args.tasks} tasks {arrival} "
           f"(load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cpus)")
     pool = "default" if args.spawn_pool is None else str(args.spawn_pool)
     counts, start = spawns

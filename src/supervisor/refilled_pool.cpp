@@ -38,6 +38,10 @@ RefilledPool::~RefilledPool()
 Result<sandbox::PoolAttempt> RefilledPool::spawn(const sandbox::SandboxSpec& spec, const cgroup::CgroupLimits& limits,
                                                  cgroup::Enforcement enforcement)
 {
+    {
+        std::lock_guard lock(mutex_);
+        last_activity_ = std::chrono::steady_clock::now();
+    }
     auto attempt = pool_.try_spawn(spec, limits, enforcement);
     if (pool_.ready() == 0)
         wake();
@@ -49,8 +53,19 @@ void RefilledPool::wake()
     {
         std::lock_guard lock(mutex_);
         wanted_ = true;
+        last_activity_ = std::chrono::steady_clock::now();
     }
     wake_.notify_one();
+}
+
+bool RefilledPool::wait_for_quiet(std::unique_lock<std::mutex>& lock)
+{
+    for (;;) {
+        const auto quiet_from = last_activity_ + kQuietPeriod;
+        if (stop_ || std::chrono::steady_clock::now() >= quiet_from)
+            return !stop_;
+        wake_.wait_until(lock, quiet_from, [this] { return stop_; });
+    }
 }
 
 std::string RefilledPool::last_error() const
@@ -78,6 +93,8 @@ void RefilledPool::run()
         // One child at a time, without the lock, so a stop or another wake
         // is seen between them.
         for (;;) {
+            if (!wait_for_quiet(lock))
+                break;
             lock.unlock();
             auto parked = pool_.park_one();
             lock.lock();

@@ -37,6 +37,14 @@ namespace nps::supervisor {
 class RefilledPool {
 public:
     static constexpr std::chrono::seconds kRefillRetry{1};
+    // A refill waits until no spawn or worker end happened for this long:
+    // parking a child (a clone of the daemon, a cgroup migration holding the
+    // kernel's cgroup_mutex through a grace period) competes with the next
+    // node's preparation and spawn for the CPUs and that mutex. So a stream
+    // of work spawns directly (back to back, migrations share their grace
+    // periods and are fast), and the pool is refilled in the pauses between
+    // bursts, where it saves the slow sparse migration (bench/RESULTS.md).
+    static constexpr std::chrono::milliseconds kQuietPeriod{30};
 
     // Validates the options (sandbox::SpawnPool::create) and starts the
     // thread, which begins parking at once.
@@ -68,12 +76,16 @@ public:
 private:
     explicit RefilledPool(sandbox::SpawnPool pool);
     void run();
+    // Waits (lock held) until kQuietPeriod passed since the last activity;
+    // false when the pool is stopping.
+    bool wait_for_quiet(std::unique_lock<std::mutex>& lock);
 
     sandbox::SpawnPool pool_;
     mutable std::mutex mutex_;
     std::condition_variable wake_;
     bool stop_ = false;
     bool wanted_ = true;  // a refill is due
+    std::chrono::steady_clock::time_point last_activity_{};  // of spawn() and wake()
     std::string last_error_;
     std::atomic<std::uint64_t> failures_{0};
     std::thread thread_;  // last: started once the rest exists

@@ -41,7 +41,7 @@ struct WorkerPolicy {
     std::uint64_t log_max_bytes = 1 << 20;          // per log file (stdout.log, stderr.log)
     std::uint32_t log_keep = 1;                     // rotated files kept per stream
     std::uint32_t log_retention_hours = 168;        // finished workers' logs are deleted after; 0: kept forever
-    std::size_t spawn_pool = 2;                     // parked sandbox children (docs/supervisor.md); 0: none
+    std::size_t spawn_pool = 4;                     // parked sandbox children (docs/supervisor.md); 0: none
 };
 
 // [runner]: how `serve` claims and executes tasks (docs/executor.md).

@@ -110,9 +110,10 @@ enum class StopReason { cancelled, shutdown };
 
 enum class LogStream { out, err };
 
-// [workers] spawn_pool's default: two parked children cover a DAG's
-// sequential nodes and a pair started together (bench/RESULTS.md "dag").
-inline constexpr std::size_t kDefaultSpawnPool = 2;
+// [workers] spawn_pool's default: after a pause, four parked children cover
+// the burst of a small DAG's nodes (a 3-node chain, or a fan-out of four);
+// refills wait for the next pause (bench/RESULTS.md "dag").
+inline constexpr std::size_t kDefaultSpawnPool = 4;
 
 // How workers were started, for /metrics and status.
 struct SpawnStats {

@@ -130,11 +130,11 @@ TEST_CASE("workers start from the spawn pool by default; spawn_pool = 0 spawns t
         // of a linear DAG finds a parked child (the refill is done long
         // before the next node's rootfs is ready).
         auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-        while (pool_ready(f) < 2 && std::chrono::steady_clock::now() < deadline)
+        while (pool_ready(f) < 4 && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        REQUIRE(pool_ready(f) == 2);
-        CHECK(metric(f, "nps_spawn_pool_size") == 2);
-        CHECK(parked_children_of(f.runner().pid()).size() == 2);
+        REQUIRE(pool_ready(f) == 4);
+        CHECK(metric(f, "nps_spawn_pool_size") == 4);
+        CHECK(parked_children_of(f.runner().pid()).size() == 4);
         Json task = f.wait_terminal(f.submit(pipeline_frame("pool-01")));
         CHECK(task["state"] == "COMPLETED");
         const long pooled = metric(f, "nps_worker_spawns_total{path=\"pool\"}");
@@ -340,7 +340,7 @@ TEST_CASE("kill -9 of the daemon mid-run: a restart removes the orphans, resumes
                !worker_processes_of(f.runner().pid()).empty() && !parked_children_of(f.runner().pid()).empty();
     });
     const pid_t old_pid = f.runner().pid();
-    INFO("parked children before the kill: " << parked_children_of(old_pid).size());  // spawn_pool = 2 by default
+    INFO("parked children before the kill: " << parked_children_of(old_pid).size());  // spawn_pool = 4 by default
     f.runner().kill_hard();
 
     f.start();  // same state directory, same runner NID
