@@ -15,10 +15,12 @@
 #include "json_document.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/limits.hpp"
+#include "nps/base/small_file.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/media_types.hpp"
 #include "nps/image/registry_auth.hpp"
+#include "nps/net/curl_easy.hpp"
 #include "nps/net/http_client.hpp"  // url_encode
 
 namespace nps::image::detail {
@@ -33,44 +35,12 @@ std::string lower(std::string_view s)
     return out;
 }
 
-// Reads a whole small file; errors name `what`.
-Result<std::string> read_small_file(const std::string& path, std::size_t max_bytes, const std::string& what)
-{
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd)
-        return system_error_errno("Failed to read " + what + " '" + path + "'");
-    std::string data(max_bytes + 1, '\0');
-    std::size_t filled = 0;
-    while (filled < data.size()) {
-        const ssize_t n = ::read(fd.get(), data.data() + filled, data.size() - filled);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return system_error_errno("Failed to read " + what + " '" + path + "'");
-        if (n == 0)
-            break;
-        filled += static_cast<std::size_t>(n);
-    }
-    if (filled > max_bytes)
-        return internal_error(what + " '" + path + "' is larger than " + std::to_string(max_bytes) + " bytes");
-    data.resize(filled);
-    return data;
-}
-
-// The trusted CAs: the system bundle and the configured one. libcurl's
-// CAINFO would replace the system bundle; operators expect an addition.
+// The trusted CAs: the system bundle and the configured one.
 Result<std::string> ca_bundle(const std::string& ca_file)
 {
     if (ca_file.empty())
         return std::string();
-    std::string configured = NPS_TRY(read_small_file(ca_file, limits::kMaxRegistryCaFileBytes, "images.ca_file"));
-    if (configured.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-        return internal_error("images.ca_file '" + ca_file + "' holds no PEM certificate");
-    std::string system;
-    if (const std::string path = default_ca_bundle_path(); !path.empty())
-        if (auto text = read_small_file(path, limits::kMaxRegistryCaFileBytes, "the system CA bundle"))
-            system = std::move(*text);
-    return system + "\n" + configured + "\n";
+    return net::curl::ca_bundle_with(ca_file, limits::kMaxRegistryCaFileBytes, "images.ca_file");
 }
 
 std::string_view reason_phrase(long status)

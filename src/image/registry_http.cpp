@@ -103,11 +103,6 @@ HttpOutcome failure(std::string message, bool is_transient)
 
 }  // namespace
 
-std::string default_ca_bundle_path()
-{
-    return net::curl::default_ca_path();
-}
-
 std::optional<long> retry_after_ms(const HttpAnswer& answer)
 {
     const auto it = answer.headers.find("retry-after");

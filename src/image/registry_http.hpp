@@ -51,9 +51,6 @@ struct HttpOutcome {
 
 HttpOutcome http_get(const HttpSession& session, const HttpGet& request);
 
-// libcurl's default CA bundle path (empty when it has none).
-std::string default_ca_bundle_path();
-
 // What a Retry-After header asks for, in milliseconds (delay-seconds or an
 // HTTP date); nullopt when absent or unreadable. Not capped here.
 std::optional<long> retry_after_ms(const HttpAnswer& answer);

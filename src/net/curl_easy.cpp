@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/net/curl_easy.hpp"
 
+#include "nps/base/small_file.hpp"
+
 #include <cctype>
 #include <mutex>
 
@@ -83,6 +85,19 @@ std::string url_host(const std::string& url)
     std::string out(host);
     curl_free(host);
     return out;
+}
+
+Result<std::string> ca_bundle_with(const std::string& ca_file, std::size_t max_bytes, const std::string& what)
+{
+    const std::string configured = NPS_TRY(read_small_file(ca_file, max_bytes, what));
+    if (configured.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+        return internal_error("No PEM certificate in " + what + " '" + ca_file + "'");
+    static const std::string system_path = default_ca_path();
+    std::string bundle;
+    if (!system_path.empty())
+        if (auto system = read_small_file(system_path, max_bytes, "the system CA bundle"))
+            bundle = std::move(*system);
+    return bundle + "\n" + configured + "\n";
 }
 
 std::string default_ca_path()

@@ -103,51 +103,13 @@ curl_socket_t open_socket(void* user, curlsocktype purpose, curl_sockaddr* addre
     return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
 }
 
-Result<std::string> read_small_file(const std::string& path, const std::string& what)
-{
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd)
-        return system_error_errno("Failed to read " + what + " '" + path + "'");
-    std::string data(limits::kMaxSpawnCaFileBytes + 1, '\0');
-    std::size_t filled = 0;
-    while (filled < data.size()) {
-        const ssize_t n = ::read(fd.get(), data.data() + filled, data.size() - filled);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return system_error_errno("Failed to read " + what + " '" + path + "'");
-        if (n == 0)
-            break;
-        filled += static_cast<std::size_t>(n);
-    }
-    if (filled > limits::kMaxSpawnCaFileBytes)
-        return internal_error(what + " '" + path + "' is larger than " + std::to_string(limits::kMaxSpawnCaFileBytes) +
-                              " bytes");
-    data.resize(filled);
-    return data;
-}
-
-// Where this libcurl finds the system CA bundle, or "".
-std::string system_ca_path()
-{
-    static const std::string path = curl::default_ca_path();
-    return path;
-}
-
 }  // namespace
 
 Result<std::shared_ptr<const std::string>> ca_bundle(const std::optional<std::string>& ca_file)
 {
     if (!ca_file || ca_file->empty())
         return std::shared_ptr<const std::string>();
-    const std::string configured = NPS_TRY(read_small_file(*ca_file, "the CA file"));
-    if (configured.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
-        return internal_error("The CA file '" + *ca_file + "' holds no PEM certificate");
-    std::string bundle;
-    if (const std::string path = system_ca_path(); !path.empty())
-        if (auto system = read_small_file(path, "the system CA bundle"))
-            bundle = std::move(*system);
-    bundle += "\n" + configured + "\n";
+    std::string bundle = NPS_TRY(curl::ca_bundle_with(*ca_file, limits::kMaxSpawnCaFileBytes, "the CA file"));
     return std::shared_ptr<const std::string>(std::make_shared<const std::string>(std::move(bundle)));
 }
 

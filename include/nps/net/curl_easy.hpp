@@ -67,4 +67,10 @@ std::string url_host(const std::string& url);
 // Where this libcurl finds the system CA bundle, or "".
 std::string default_ca_path();
 
+// The CAs to trust (for CURLOPT_CAINFO_BLOB): the system bundle followed by
+// the PEM file `ca_file`, which is called `what` in errors. libcurl's CAINFO
+// would replace the system bundle; operators expect an addition. Fails when
+// the file cannot be read, is over `max_bytes` or holds no PEM certificate.
+Result<std::string> ca_bundle_with(const std::string& ca_file, std::size_t max_bytes, const std::string& what);
+
 }  // namespace nps::net::curl
