@@ -147,6 +147,12 @@ void check_error(const Reply& reply, long status, const std::string& code)
     CHECK(reply.body["message"].is_string());
 }
 
+StartedRunner::StartedRunner(std::string config_text)
+    : runner(RunnerOptions{.state_dir = dir.path(), .config_text = std::move(config_text)})
+{
+    REQUIRE_MESSAGE(runner.start(), runner.log());
+}
+
 std::string task_frame(const std::string& task_id, int nodes)
 {
     nlohmann::json node_list = nlohmann::json::array();

@@ -60,6 +60,14 @@ private:
     std::string log_path_;
 };
 
+// A daemon on a fresh state directory, started; the test fails (with the
+// daemon's log) when it does not become ready.
+struct StartedRunner {
+    TempDir dir;
+    RunnerProcess runner;
+    explicit StartedRunner(std::string config_text = "");
+};
+
 struct Reply {
     long status = 0;
     nlohmann::json body;  // null when empty or not JSON

@@ -31,14 +31,7 @@ std::string inbox_url(const RunnerProcess& runner, const std::string& nid = kInb
     return runner.url() + "/v1/inbox/" + nps::net::url_encode(nid);
 }
 
-struct Daemon {
-    TempDir dir;
-    RunnerProcess runner;
-    explicit Daemon(std::string config = "") : runner(RunnerOptions{.state_dir = dir.path(), .config_text = config})
-    {
-        REQUIRE_MESSAGE(runner.start(), runner.log());
-    }
-};
+using Daemon = nps::test::StartedRunner;
 
 }  // namespace
 

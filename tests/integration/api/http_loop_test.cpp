@@ -36,13 +36,8 @@ namespace {
 
 const std::string kInboxPath = "/v1/inbox/urn%3Anps%3Aagent%3Aexample.test%3Aloop";
 
-struct Daemon {
-    TempDir dir;
-    RunnerProcess runner;
-    explicit Daemon(std::string config = "") : runner(RunnerOptions{.state_dir = dir.path(), .config_text = config})
-    {
-        REQUIRE_MESSAGE(runner.start(), runner.log());
-    }
+struct Daemon : nps::test::StartedRunner {
+    using StartedRunner::StartedRunner;
 
     std::uint16_t port() const
     {

@@ -14,10 +14,7 @@ namespace {
 
 const std::string kInbox = "urn:nps:agent:example.test:cli";
 
-struct Daemon {
-    TempDir dir;
-    RunnerProcess runner;
-    Daemon() : runner(RunnerOptions{.state_dir = dir.path()}) { REQUIRE_MESSAGE(runner.start(), runner.log()); }
+struct Daemon : nps::test::StartedRunner {
     std::vector<std::string> with_server(std::vector<std::string> args) const
     {
         args.push_back("--server");
