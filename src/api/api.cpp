@@ -9,6 +9,7 @@
 #include "nps/api/json_io.hpp"
 #include "nps/base/log.hpp"
 #include "nps/proto/task_frame.hpp"
+#include "nps/store/write_health.hpp"
 
 namespace nps::api {
 
@@ -198,7 +199,10 @@ Result<net::HttpResponse> Api::healthz()
     nlohmann::json cgroup = {{"mode", host_.cgroup_mode}, {"limits", limits}};
     if (!host_.cgroup_problem.empty())
         cgroup["problem"] = host_.cgroup_problem;
-    nlohmann::json body = {{"status", "ok"},
+    // 503 while runner.db cannot be written (disk full, I/O errors): the
+    // daemon answers, but deposits and records fail (docs/api.md).
+    const store::WriteHealth write = store::write_health();
+    nlohmann::json body = {{"status", write.degraded ? "degraded" : "ok"},
                            {"version", NPS_RUNNER_VERSION},
                            {"runner_nid", config_.runner_nid},
                            {"inboxes", config_.inboxes},
@@ -206,6 +210,10 @@ Result<net::HttpResponse> Api::healthz()
                            {"cgroup", cgroup}};
     if (hooks_.executor)
         body["executor"] = nlohmann::json::parse(hooks_.executor(), nullptr, /*allow_exceptions=*/false);
+    if (write.degraded) {
+        body["problem"] = write.problem;
+        return json_response(503, body);
+    }
     return json_response(200, body);
 }
 
@@ -226,6 +234,9 @@ Result<net::HttpResponse> Api::render_metrics()
                       std::to_string(counts->dead) + "\n";
         }
     }
+    gauges += "# HELP nps_store_degraded 1 while runner.db cannot be written (disk full, I/O error), else 0.\n"
+              "# TYPE nps_store_degraded gauge\nnps_store_degraded " +
+              std::string(store::write_health().degraded ? "1" : "0") + "\n";
     gauges += "# HELP nps_api_long_polls_parked Long-poll peeks waiting for a deposit or their deadline.\n"
               "# TYPE nps_api_long_polls_parked gauge\nnps_api_long_polls_parked " +
               std::to_string(parked_.size()) + "\n";

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "nps/base/terminal_text.hpp"
 #include "nps/config/config.hpp"
 
 namespace nps::cli {
@@ -93,10 +94,12 @@ Result<nlohmann::json> ApiClient::call(const std::string& method, const std::str
 
 int report_error(const Error& error)
 {
+    // The message may quote worker-supplied text: escaped (nps/cli/output.hpp).
+    const std::string message = escape_terminal(error.describe());
     if (error.code.empty())
-        std::fprintf(stderr, "nps-runner: %s\n", error.describe().c_str());
+        std::fprintf(stderr, "nps-runner: %s\n", message.c_str());
     else
-        std::fprintf(stderr, "nps-runner: %s: %s\n", error.code.c_str(), error.describe().c_str());
+        std::fprintf(stderr, "nps-runner: %s: %s\n", escape_terminal(error.code).c_str(), message.c_str());
     return 1;
 }
 

@@ -20,6 +20,7 @@
 #include "nps/base/unique_fd.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
+#include "nps/daemon/recovery.hpp"
 
 namespace nps::cli {
 
@@ -41,6 +42,7 @@ Result<std::optional<cgroup::WorkerCgroup>> make_cgroup(const RunRequest& reques
         return std::optional<cgroup::WorkerCgroup>{};
     auto layout = NPS_TRY(cgroup::detect_cgroup_layout());
     auto base = NPS_TRY(cgroup::prepare_cgroup_base(layout));
+    remove_dead_leftovers("", &base);
     auto group = NPS_TRY(cgroup::WorkerCgroup::create(
         base, {.name = "run-" + std::to_string(::getpid()), .limits = request.limits,
                .enforcement = request.enforcement}));
@@ -95,6 +97,17 @@ bool relay(int from, int to)
 enum class Ending { exited, signal, max_runtime, idle };
 
 }  // namespace
+
+void remove_dead_leftovers(const std::string& state_dir, const cgroup::CgroupBase* cgroups)
+{
+    auto report = daemon::remove_stale_workers(state_dir, cgroups);
+    if (report.worker_dirs || report.cgroups || report.killed)
+        say("removed " + std::to_string(report.worker_dirs) + " worker dir(s) and " + std::to_string(report.cgroups) +
+            " cgroup(s) that a dead run or runner left, killing " + std::to_string(report.killed) +
+            " leftover process(es)");
+    for (const auto& problem : report.problems)
+        say("warning: " + problem);
+}
 
 int run_attached(RunRequest request)
 {

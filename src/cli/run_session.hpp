@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
+#include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/sandbox/spawner.hpp"
 
@@ -22,6 +24,12 @@ struct RunRequest {
     std::optional<std::uint32_t> max_runtime_seconds;
     std::optional<std::uint32_t> idle_timeout_seconds;  // no byte on stdout/stderr for this long
 };
+
+// Removes what dead `run`s and runners left in `state_dir`/workers (when
+// not empty) and beneath `cgroups` (when not null), as `serve` does at
+// start (nps/daemon/recovery.hpp); says on stderr what it removed and what
+// it could not.
+void remove_dead_leftovers(const std::string& state_dir, const cgroup::CgroupBase* cgroups);
 
 // Runs the command to its end and returns the exit status for `run`,
 // reporting on stderr why the runner ended it (time limit, OOM, signal).

@@ -205,6 +205,7 @@ Result<std::optional<image::WorkerRootfs>> prepare_image(const ParsedArgs& args,
         return std::optional<image::WorkerRootfs>{};
     std::string state_dir = args.value("--state-dir").value_or(config.state_dir);
     store = NPS_TRY(image::ImageStore::open({.state_dir = state_dir}));
+    remove_dead_leftovers(state_dir, nullptr);
     std::string worker = "run-" + std::to_string(::getpid());
     return std::optional<image::WorkerRootfs>{NPS_TRY(image::prepare_worker_rootfs(
         *store, {.ref = *ref, .worker_dir = state_dir + "/workers/" + worker, .holder = "nps-runner " + worker}))};

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "nps/cli/output.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/cli/verbs.hpp"
 #include "nps/net/http_client.hpp"
@@ -14,11 +15,11 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Escaped for the terminal (nps/cli/output.hpp): the daemon's answer is
+// data, never terminal commands.
 std::string text(const Json& value)
 {
-    if (value.is_string())
-        return value.get<std::string>();
-    return value.is_null() ? "-" : value.dump();
+    return Output{}.field(value);
 }
 
 }  // namespace
@@ -37,7 +38,7 @@ int status(int argc, char** argv, int first)
         if (!health)
             return report_error(health.error());
         if (args.flag("--json")) {
-            std::printf("%s\n", health->dump(2).c_str());
+            Output{}.print_json(*health);
             return kExitOk;
         }
         const Json& h = *health;

@@ -22,6 +22,7 @@
 #include "nps/config/reload.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/report/deliverer.hpp"
+#include "nps/store/startup_check.hpp"
 #include "nps/supervisor/event_loop.hpp"
 #include "executor.hpp"
 #include "job_pool.hpp"
@@ -151,6 +152,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
 {
     NPS_TRY_VOID(check_listen_policy(config));
     NPS_TRY_VOID(ensure_state_dir(config.state_dir));
+    NPS_TRY_VOID(store::check_store_at_start(config.database_path(), config.state_dir));
 
     // Signals are blocked (and routed to the loop) before any thread starts,
     // so every thread inherits the mask.

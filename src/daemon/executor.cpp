@@ -9,7 +9,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/log.hpp"
 #include "nps/proto/task_frame.hpp"
-#include "recovery.hpp"
+#include "nps/daemon/recovery.hpp"
 
 namespace nps::daemon {
 

@@ -10,6 +10,7 @@
 #include "delegate_frame.hpp"
 #include "nps/base/log.hpp"
 #include "nps/image/image_store.hpp"
+#include "nps/store/write_health.hpp"
 
 namespace nps::daemon {
 
@@ -18,6 +19,14 @@ namespace {
 constexpr const char* kClaimConflict = "NOP-CLAIM-CONFLICT";
 constexpr const char* kTaskNotFound = "NOP-TASK-NOT-FOUND";
 constexpr std::chrono::seconds kRenewRetry{1};
+constexpr std::chrono::seconds kRecordRetry{1};
+
+// The store cannot write for now (nps/store/write_health.hpp): keep the
+// record and try again, rather than give the task up.
+bool is_store_fault(const Error& error)
+{
+    return error.code == "NWP-STORE-DISK-FULL" || (error.code.empty() && store::write_health().degraded);
+}
 
 // Worker directory names: unique in this process, and carrying its pid so a
 // later start-up can tell a dead runner's leftovers from a live one's.
@@ -96,6 +105,7 @@ TaskExecution::~TaskExecution()
 {
     *alive_ = false;
     ctx_.loop.cancel_timer(renew_timer_);
+    ctx_.loop.cancel_timer(record_timer_);
     for (auto id : timers_)
         ctx_.loop.cancel_timer(id);
 }
@@ -354,39 +364,74 @@ void TaskExecution::on_node(const nop::NodeUpdate& update)
         result.killed_reason.reset();
     if (fence_ == Fence::lease)
         result.runner_nid = lease_.runner_nid;
-    auto recorded = ctx_.store.record_node_result(result);
-    if (!recorded) {
-        // Not from inside the run's own call: decide in the next round.
-        ctx_.loop.defer([this, alive = alive_, error = recorded.error()] {
-            if (*alive)
-                lease_refused(error);
-        });
-        return;
-    }
-    ctx_.metrics.count_node(update.state);
-    if (ctx_.recorded)
-        ctx_.recorded();
+    unrecorded_.push_back(std::move(result));
+    write_records();
 }
 
 void TaskExecution::on_task_end(const nop::TaskEnd& end)
 {
     ended_ = true;
-    ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
     if (!abandoned_ && fence_ == Fence::lease) {
-        store::TaskOutcome outcome{.state = end.state,
-                                   .error_code = end.error_code,
-                                   .error_message = end.error_message,
-                                   .aggregate_json = end.aggregate_json};
-        if (auto completed = ctx_.store.complete(task_id(), lease_.runner_nid, outcome); !completed)
-            log::warning("task " + task_id() + ": could not record its end (" + end.state +
-                         "): " + completed.error().describe());
-        else
-            log::info("task " + task_id() + ": " + end.state + (end.error_code ? " " + *end.error_code : ""));
-        ctx_.metrics.count_task(end.state);
+        // The lease stays renewed until the end is written.
+        unrecorded_end_ = store::TaskOutcome{.state = end.state,
+                                             .error_code = end.error_code,
+                                             .error_message = end.error_message,
+                                             .aggregate_json = end.aggregate_json};
+        write_records();
+    } else {
+        ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
+    }
+    maybe_retire();
+}
+
+void TaskExecution::write_records()
+{
+    if (abandoned_ || record_timer_)
+        return;  // nothing more is written, or a retry is already due
+    auto retry_later = [this](const Error& error) {
+        log::warning("task " + task_id() + ": the store cannot write, retrying every " +
+                     std::to_string(kRecordRetry.count()) + " s: " + error.describe());
+        record_timer_ = ctx_.loop.add_timer_after(kRecordRetry, [this] {
+            record_timer_ = 0;
+            write_records();
+            maybe_retire();
+        });
+    };
+    while (!unrecorded_.empty()) {
+        auto recorded = ctx_.store.record_node_result(unrecorded_.front());
+        if (!recorded) {
+            if (is_store_fault(recorded.error()))
+                return retry_later(recorded.error());
+            unrecorded_.clear();
+            unrecorded_end_.reset();
+            // Not from inside the run's own call: decide in the next round.
+            ctx_.loop.defer([this, alive = alive_, error = recorded.error()] {
+                if (*alive)
+                    lease_refused(error);
+            });
+            return;
+        }
+        ctx_.metrics.count_node(unrecorded_.front().state);
+        unrecorded_.pop_front();
         if (ctx_.recorded)
             ctx_.recorded();
     }
-    maybe_retire();
+    if (!unrecorded_end_)
+        return;
+    const store::TaskOutcome& outcome = *unrecorded_end_;
+    auto completed = ctx_.store.complete(task_id(), lease_.runner_nid, outcome);
+    if (!completed && is_store_fault(completed.error()))
+        return retry_later(completed.error());
+    if (!completed)
+        log::warning("task " + task_id() + ": could not record its end (" + outcome.state +
+                     "): " + completed.error().describe());
+    else
+        log::info("task " + task_id() + ": " + outcome.state + (outcome.error_code ? " " + *outcome.error_code : ""));
+    ctx_.metrics.count_task(outcome.state);
+    if (ctx_.recorded)
+        ctx_.recorded();
+    unrecorded_end_.reset();
+    ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
 }
 
 // --- the lease -------------------------------------------------------------------
@@ -394,7 +439,7 @@ void TaskExecution::on_task_end(const nop::TaskEnd& end)
 void TaskExecution::renew_lease()
 {
     renew_timer_ = 0;
-    if (ended_)
+    if (ended_ && !unrecorded_end_)
         return;
     auto renewed = ctx_.store.renew(task_id(), lease_.runner_nid, ctx_.config.executor.lease_seconds);
     std::chrono::milliseconds next(ctx_.config.executor.lease_seconds * 1000 / 3);
@@ -440,6 +485,9 @@ void TaskExecution::abandon(const std::string& why)
     log::warning("task " + task_id() + ": abandoned, " + why);
     abandoned_ = true;
     ended_ = true;
+    unrecorded_.clear();
+    unrecorded_end_.reset();
+    ctx_.loop.cancel_timer(std::exchange(record_timer_, 0));
     ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
     run_->abandon();
     stop_all(/*at_once=*/true);
@@ -454,7 +502,7 @@ void TaskExecution::shut_down()
 
 void TaskExecution::maybe_retire()
 {
-    if (!ended_ || outstanding_ > 0 || retiring_)
+    if (!ended_ || outstanding_ > 0 || retiring_ || !unrecorded_.empty() || unrecorded_end_)
         return;
     retiring_ = true;
     if (release_on_retire_) {

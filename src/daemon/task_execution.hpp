@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -71,6 +72,10 @@ private:
     void count_worker(const std::string& node_id, std::uint64_t serial, const supervisor::WorkerOutcome& outcome);
     void finish_attempt(const std::string& node_id, std::uint64_t serial, nop::AttemptOutcome outcome);
     void renew_lease();
+    // Writes the unrecorded node results in order, then the task's end;
+    // while the store cannot write (disk full, I/O error) retries every
+    // kRecordRetry, keeping the lease renewed, instead of dropping the task.
+    void write_records();
     void lease_refused(const Error& error);
     void abandon(const std::string& why);
     void stop_all(bool at_once);
@@ -85,6 +90,9 @@ private:
     std::uint64_t next_serial_ = 1;
     std::size_t outstanding_ = 0;                          // preparations + workers not yet ended
     supervisor::EventLoop::TimerId renew_timer_ = 0;
+    std::deque<store::NodeResult> unrecorded_;          // node results the store has not taken yet
+    std::optional<store::TaskOutcome> unrecorded_end_;  // the task's end, written after them
+    supervisor::EventLoop::TimerId record_timer_ = 0;
     std::set<TimerId> timers_;                             // the run's timers still pending
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for deferred callbacks
     Fence fence_ = Fence::lease;

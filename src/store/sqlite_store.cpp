@@ -5,6 +5,8 @@
 
 #include <sqlite3.h>
 
+#include "nps/store/write_health.hpp"
+
 namespace nps::store {
 
 namespace {
@@ -117,6 +119,25 @@ void WriteTransaction::commit()
     auto st = store_.use(store_.commit_, "COMMIT");
     st->exec();
     active_ = false;
+    mark_write_succeeded();
+}
+
+Error SqliteStore::classify_failure(Error error, int sqlite_code) noexcept
+{
+    try {
+        const int primary = sqlite_code & 0xff;
+        if (primary != SQLITE_FULL && primary != SQLITE_IOERR)
+            return error;
+        const bool full = primary == SQLITE_FULL;
+        mark_write_failed(path_, (full ? "disk full writing '" : "I/O error on '") + path_ + "': " + error.message);
+        if (full)
+            return protocol_error("NWP-STORE-DISK-FULL",
+                                  error.message + " (the filesystem of '" + path_ +
+                                      "' is full: nothing was changed; retry once space is freed)");
+        return error;
+    } catch (...) {
+        return error;
+    }
 }
 
 WriteTransaction::~WriteTransaction()

@@ -6,7 +6,9 @@
 // per SQL text, declared below and filled by the .cpp file that owns the
 // SQL). Every public operation runs inside guarded(), which turns any
 // SQLite::Exception into an internal Error naming the operation, so SQLiteCpp
-// exceptions never leave store/.
+// exceptions never leave store/. SQLITE_FULL becomes the protocol error
+// NWP-STORE-DISK-FULL (507, docs/errors.md); it and SQLITE_IOERR mark the
+// store degraded (nps/store/write_health.hpp) until a write commits again.
 #pragma once
 
 #include <cstdint>
@@ -193,7 +195,7 @@ public:
         try {
             return body();
         } catch (const SQLite::Exception& e) {
-            return guarded_failure(what, e.what());
+            return store_failure(what, e);
         } catch (const std::bad_alloc&) {
             return guarded_failure(what, "out of memory");
         } catch (const std::exception& e) {
@@ -203,6 +205,15 @@ public:
 
 private:
     friend class WriteTransaction;
+
+    template <class What>
+    Error store_failure(What& what, const SQLite::Exception& e) noexcept
+    {
+        Error error = guarded_failure(what, e.what());
+        return classify_failure(std::move(error), e.getErrorCode());
+    }
+    // Disk full → NWP-STORE-DISK-FULL; full or I/O error → degraded.
+    Error classify_failure(Error error, int sqlite_code) noexcept;
 
     template <class What>
     static Error guarded_failure(What& what, const char* reason) noexcept

@@ -113,3 +113,55 @@ TEST_CASE("a client with no daemon says how to fix it")
     CHECK(r.exit_status == 1);
     CHECK(r.err.find("Cannot reach nps-runner") != std::string::npos);
 }
+
+TEST_CASE("worker-supplied text is printed escaped, and as it came with --raw")
+{
+    using Json = nlohmann::json;
+    Daemon d;
+    // An OSC title change, a screen clear, a C1 CSI and a bidi override.
+    const std::string evil = "\x1b]0;pwned\x07\x1b[2J\xc2\x9b" "31m\xe2\x80\xae" "end";
+    const std::string inbox = d.runner.url() + "/v1/inbox/" + nps::net::url_encode(kInbox);
+    auto deposit = nps::test::http("POST", inbox, task_frame("cli-escape"));
+    REQUIRE_MESSAGE(deposit.status == 201, deposit.raw);
+    const std::string dedup = deposit.body["dedup_key"].get<std::string>();
+    const std::string runner = "urn:nps:agent:example.test:escape-runner";
+    auto claim = nps::test::http("POST", inbox + "/claims", Json{{"runner_nid", runner}, {"lease_seconds", 30}}.dump());
+    REQUIRE_MESSAGE(claim.status == 200, claim.raw);
+    auto report = nps::test::http("PATCH", d.runner.url() + "/v1/tasks/cli-escape/nodes/n0",
+                                  Json{{"dedup_key", dedup}, {"runner_nid", runner}, {"state", "COMPLETED"},
+                                       {"attempts", 1}, {"result", {{"says", evil}}}}
+                                      .dump());
+    REQUIRE_MESSAGE(report.status == 200, report.raw);
+    auto done = nps::test::http("POST", d.runner.url() + "/v1/leases/cli-escape/complete",
+                                Json{{"runner_nid", runner}, {"state", "FAILED"}, {"error_code", "NOP-DELEGATE-REJECTED"},
+                                     {"error_message", evil}}
+                                    .dump());
+    REQUIRE_MESSAGE(done.status == 200, done.raw);
+
+    auto no_control = [](const std::string& text) {
+        for (unsigned char c : text)
+            if ((c < 0x20 && c != '\n') || c == 0x7f)
+                return false;
+        return text.find("\xc2\x9b") == std::string::npos && text.find("\xe2\x80\xae") == std::string::npos;
+    };
+    for (const char* verb : {"show", "wait"}) {
+        auto shown = run_command(d.with_server({"task", verb, "cli-escape"}));
+        CHECK_MESSAGE(shown.exit_status == (std::string(verb) == "show" ? 0 : 1), shown.err);
+        CHECK_MESSAGE(no_control(shown.out), shown.out);
+        // The task's error message as text, the node's result as (ASCII) JSON.
+        CHECK_MESSAGE(shown.out.find("\\x1b]0;pwned\\x07\\x1b[2J\\u009b31m\\u202eend") != std::string::npos, shown.out);
+        CHECK_MESSAGE(shown.out.find("\\u001b]0;pwned\\u0007\\u001b[2J\\u009b31m\\u202eend") != std::string::npos,
+                      shown.out);
+
+        auto raw = run_command(d.with_server({"task", verb, "cli-escape", "--raw"}));
+        CHECK(raw.out.find(evil) != std::string::npos);
+
+        auto json = run_command(d.with_server({"task", verb, "cli-escape", "--json"}));
+        CHECK_MESSAGE(no_control(json.out), json.out);
+        auto parsed = Json::parse(json.out);  // still valid JSON, with the same value
+        CHECK(parsed["error_message"] == evil);
+    }
+    auto list = run_command(d.with_server({"task", "ls"}));
+    CHECK(no_control(list.out));
+    CHECK(list.out.find("cli-escape") != std::string::npos);
+}
