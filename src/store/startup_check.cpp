@@ -3,7 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <filesystem>
+#include <optional>
 
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Exception.h>
