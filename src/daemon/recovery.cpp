@@ -225,14 +225,15 @@ void sweep(const fs::path& dir, char prefix, RecoveryReport& report, void (*remo
 RecoveryReport remove_stale_workers(const std::string& state_dir, const cgroup::CgroupBase* cgroups)
 {
     RecoveryReport report;
-    if (!state_dir.empty())
-        sweep(fs::path(state_dir) / "workers", 't', report, remove_worker_dir);
+    // Cgroups first: their processes are killed before their files go.
     if (cgroups) {
         if (!cgroups->unified_dir.empty())
             sweep(cgroups->unified_dir, 'w', report, remove_cgroup);
         for (const auto& v1 : cgroups->v1)
             sweep(v1.dir, 'w', report, remove_cgroup);
     }
+    if (!state_dir.empty())
+        sweep(fs::path(state_dir) / "workers", 't', report, remove_worker_dir);
     return report;
 }
 

@@ -4,7 +4,15 @@
 // WorkingDir and User; nothing of the worker is left afterwards.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include "runner_process.hpp"
 #include "test_images.hpp"
@@ -109,4 +117,109 @@ TEST_CASE("run --image: an unknown image or a missing choice is a clear error")
     auto both = run_command({"run", "--image", "bb:1", "--rootfs", "/", "--", "true"});
     CHECK(both.exit_status == 2);
     CHECK(both.err.find("either --image REF or --rootfs DIR") != std::string::npos);
+}
+
+namespace {
+
+// `run --image bb:1 --memory 64Mi -- -c 'sleep 600'` in the background.
+pid_t start_sleeping_run(const std::string& state)
+{
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::vector<std::string> args = {nps::test::runner_binary(), "run", "--image", "bb:1", "--state-dir", state,
+                                         "--memory", "64Mi", "--", "-c", "sleep 600"};
+        std::vector<char*> argv;
+        for (auto& a : args)
+            argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+// Mount points at or beneath `dir` in our mount namespace.
+std::vector<std::string> mounts_under(const std::string& dir)
+{
+    std::vector<std::string> found;
+    std::ifstream in("/proc/self/mountinfo");
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream fields(line);
+        std::string a, b, c, d, point;
+        fields >> a >> b >> c >> d >> point;
+        if (point == dir || point.rfind(dir + "/", 0) == 0)
+            found.push_back(point);
+    }
+    return found;
+}
+
+// The cgroup directories named `name` beneath /sys/fs/cgroup.
+std::vector<std::string> cgroups_named(const std::string& name)
+{
+    std::vector<std::string> found;
+    std::error_code ec;
+    auto options = fs::directory_options::skip_permission_denied;
+    for (auto it = fs::recursive_directory_iterator("/sys/fs/cgroup", options, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->is_directory(ec) && it->path().filename() == name)
+            found.push_back(it->path().string());
+        if (it.depth() > 6)
+            it.disable_recursion_pending();
+    }
+    return found;
+}
+
+// Waits (≤ 60 s) until `run` pid has its overlay mounted and its cgroup made.
+bool wait_until_running(const std::string& state, pid_t pid)
+{
+    const std::string rootfs = state + "/workers/run-" + std::to_string(pid) + "/rootfs";
+    for (int i = 0; i < 600; ++i) {
+        if (!mounts_under(rootfs).empty() && !cgroups_named("run-" + std::to_string(pid)).empty())
+            return true;
+        int status = 0;
+        if (::waitpid(pid, &status, WNOHANG) == pid)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("run --image killed with SIGKILL: the next run removes its overlay, upper dir and cgroup, not a live run's")
+{
+    RunImageFixture f;
+    pid_t dead = start_sleeping_run(f.state);
+    pid_t live = start_sleeping_run(f.state);
+    REQUIRE(wait_until_running(f.state, dead));
+    REQUIRE(wait_until_running(f.state, live));
+    const std::string dead_dir = f.state + "/workers/run-" + std::to_string(dead);
+    const std::string live_dir = f.state + "/workers/run-" + std::to_string(live);
+    const auto dead_cgroups = cgroups_named("run-" + std::to_string(dead));
+    REQUIRE(fs::exists(dead_dir + "/upper"));
+
+    ::kill(dead, SIGKILL);
+    int status = 0;
+    REQUIRE(::waitpid(dead, &status, 0) == dead);
+    // Nothing of it went away by itself.
+    CHECK(!mounts_under(dead_dir).empty());
+    CHECK(fs::exists(dead_dir + "/upper"));
+
+    auto next = f.run({"--memory", "64Mi"}, {"-c", "true"});
+    CHECK_MESSAGE(next.exit_status == 0, next.err);
+    CHECK_MESSAGE(next.err.find("that a dead run or runner left") != std::string::npos, next.err);
+    CHECK(mounts_under(dead_dir).empty());
+    CHECK(!fs::exists(dead_dir));
+    for (const auto& group : dead_cgroups)
+        CHECK_MESSAGE(!fs::exists(group), group);
+    // The live run's are untouched, and it still runs.
+    CHECK(!mounts_under(live_dir + "/rootfs").empty());
+    CHECK(fs::exists(live_dir + "/upper"));
+    CHECK(!cgroups_named("run-" + std::to_string(live)).empty());
+    CHECK(::waitpid(live, &status, WNOHANG) == 0);
+
+    ::kill(live, SIGTERM);
+    REQUIRE(::waitpid(live, &status, 0) == live);
+    CHECK(mounts_under(live_dir).empty());
 }
