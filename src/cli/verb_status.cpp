@@ -34,17 +34,30 @@ int status(int argc, char** argv, int first)
                   0,
                   0};
     return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
-        auto health = client.call("GET", "/healthz");
+        // 503 "degraded" (runner.db cannot be written) is still a summary to
+        // show, with the problem, and exit 1.
+        Result<Json> health = internal_error("no answer");
+        bool degraded = false;
+        if (auto sent = client.send("GET", "/healthz"); sent && sent->status == 503) {
+            Json parsed = Json::parse(sent->body, nullptr, false);
+            degraded = parsed.is_object() && parsed.value("status", "") == "degraded";
+            if (degraded)
+                health = std::move(parsed);
+        }
+        if (!degraded)
+            health = client.call("GET", "/healthz");
         if (!health)
             return report_error(health.error());
         if (args.flag("--json")) {
             Output{}.print_json(*health);
-            return kExitOk;
+            return degraded ? kExitFailure : kExitOk;
         }
         const Json& h = *health;
         std::printf("server    %s (%s)\n", client.describe().c_str(), text(h["status"]).c_str());
         std::printf("version   %s, schema %s\n", text(h["version"]).c_str(), text(h["schema_version"]).c_str());
         std::printf("runner    %s\n", text(h["runner_nid"]).c_str());
+        if (degraded)
+            std::printf("store     degraded: %s\n", text(h["problem"]).c_str());
         const Json& cg = h["cgroup"];
         std::string limits;
         if (cg["limits"].is_object())
@@ -70,7 +83,7 @@ int status(int argc, char** argv, int first)
         } else {
             std::printf("inboxes   none: the daemon serves the API but claims nothing (serve --inbox NID)\n");
         }
-        return kExitOk;
+        return degraded ? kExitFailure : kExitOk;
     });
 }
 
