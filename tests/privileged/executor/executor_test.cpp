@@ -380,4 +380,21 @@ TEST_CASE("SIGTERM: running tasks get the grace, then their workers die and thei
     CHECK(has_event(task, "lease:released"));
 }
 
+TEST_CASE("task show --log escapes a worker's terminal sequences, --raw prints them")
+{
+    ExecutorFixture f;
+    f.announce(kDouble, inline_spawn_spec({"/bin/sh", "-c", "printf '\\033]0;pwned\\007\\033[2J\\tend\\n' >&2; exit 3"}));
+    Json bad = f.wait_terminal(
+        f.submit(task_frame_of("log-escape", {dag_node("a", kDouble, "nwp://exec.test/a")}, {{"max_retries", 0}})));
+    REQUIRE(bad["state"] == "FAILED");
+    const std::vector<std::string> show = {"task", "show", "log-escape", "--log", "a", "--server",
+                                           "unix:" + f.runner().socket_path()};
+    auto shown = run_command(show);
+    CHECK(shown.exit_status == 0);
+    CHECK(shown.out == "\\x1b]0;pwned\\x07\\x1b[2J\tend\n");
+    auto raw_args = show;
+    raw_args.push_back("--raw");
+    CHECK(run_command(raw_args).out == "\x1b]0;pwned\x07\x1b[2J\tend\n");
+}
+
 }  // namespace nps::test
