@@ -10,7 +10,7 @@
 //   directory is a fresh start and passes.
 // - PRAGMA quick_check must answer "ok"; otherwise the error names the file,
 //   the first problems quick_check reported and what to do. quick_check
-//   reads every page (its cost grows with the file: docs/durability.md).
+//   reads every page (its cost grows with the file: docs/security.md "Store faults").
 #pragma once
 
 #include <string>
