@@ -67,7 +67,7 @@ constexpr ErrorCodeInfo kTable[] = {
     {"NWP-INBOX-MESSAGE-NOT-FOUND", "NPS-CLIENT-NOT-FOUND", 404},   // npsd
     {"NWP-RATE-LIMIT-INBOX-FULL", "NPS-LIMIT-RATE", 429},           // npsd (status made canonical)
     {"NWP-TASK-ID-CONFLICT", "NPS-CLIENT-CONFLICT", 409},           // (ours) task_id re-used with another body
-    {"NWP-STORE-DISK-FULL", "NPS-SERVER-UNAVAILABLE", 507},         // (ours) runner.db cannot grow: nothing changed
+    {"NWP-STORE-DISK-FULL", "NPS-SERVER-UNAVAILABLE", 503},         // (ours) runner.db cannot grow: nothing changed
     // NPS generic
     {"NPS-SERVER-INTERNAL", "NPS-SERVER-INTERNAL", 500},
     {"NPS-SERVER-UNAVAILABLE", "NPS-SERVER-UNAVAILABLE", 503},

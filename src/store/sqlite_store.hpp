@@ -7,7 +7,7 @@
 // SQL). Every public operation runs inside guarded(), which turns any
 // SQLite::Exception into an internal Error naming the operation, so SQLiteCpp
 // exceptions never leave store/. SQLITE_FULL becomes the protocol error
-// NWP-STORE-DISK-FULL (507, docs/errors.md); it and SQLITE_IOERR mark the
+// NWP-STORE-DISK-FULL (503, docs/errors.md); it and SQLITE_IOERR mark the
 // store degraded (nps/store/write_health.hpp) until a write commits again.
 #pragma once
 

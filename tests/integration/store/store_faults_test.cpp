@@ -68,7 +68,7 @@ std::pair<int, std::string> start_refused(const std::string& state_dir)
 
 }  // namespace
 
-TEST_CASE("a full disk: deposits answer 507 and change nothing, /healthz says degraded until space returns")
+TEST_CASE("a full disk: deposits answer 503 and change nothing, /healthz says degraded until space returns")
 {
     SmallDisk disk("8m");
     if (!disk.mounted) {
@@ -85,12 +85,12 @@ TEST_CASE("a full disk: deposits answer 507 and change nothing, /healthz says de
     // The WAL may still have room for a deposit or two; then it must grow.
     nps::test::Reply refused;
     std::string refused_id;
-    for (int i = 0; i < 200 && refused.status != 507; ++i) {
+    for (int i = 0; i < 200 && refused.status != 503; ++i) {
         refused_id = "while-full-" + std::to_string(i);
         refused = http("POST", url, task_frame(refused_id, 20));
-        REQUIRE_MESSAGE((refused.status == 201 || refused.status == 507), refused.raw);
+        REQUIRE_MESSAGE((refused.status == 201 || refused.status == 503), refused.raw);
     }
-    nps::test::check_error(refused, 507, "NWP-STORE-DISK-FULL");
+    nps::test::check_error(refused, 503, "NWP-STORE-DISK-FULL");
     CHECK(refused.body["status"] == "NPS-SERVER-UNAVAILABLE");
 
     auto health = http("GET", runner.url() + "/healthz");

@@ -56,13 +56,12 @@ TEST_CASE("error bodies take status and HTTP code from the one table")
 
 TEST_CASE("the error-code table is consistent with the NPS status table")
 {
-    // status-codes.md v0.7 (spec digest §6.3); 405 is ours for a wrong method,
-    // 507 ours for a full disk (NWP-STORE-DISK-FULL, issue 14).
+    // status-codes.md v0.7 (spec digest §6.3); 405 is ours for a wrong method.
     const std::map<std::string, std::set<int>> http_for_status = {
         {"NPS-CLIENT-BAD-FRAME", {400, 405}}, {"NPS-CLIENT-BAD-PARAM", {400}},   {"NPS-CLIENT-NOT-FOUND", {404}},
         {"NPS-CLIENT-CONFLICT", {409}},       {"NPS-CLIENT-UNPROCESSABLE", {422}}, {"NPS-AUTH-UNAUTHENTICATED", {401}},
         {"NPS-AUTH-FORBIDDEN", {403}},        {"NPS-LIMIT-RATE", {429}},          {"NPS-LIMIT-PAYLOAD", {413}},
-        {"NPS-SERVER-INTERNAL", {500}},       {"NPS-SERVER-UNAVAILABLE", {503, 507}},{"NPS-SERVER-TIMEOUT", {408, 504}},
+        {"NPS-SERVER-INTERNAL", {500}},       {"NPS-SERVER-UNAVAILABLE", {503}},  {"NPS-SERVER-TIMEOUT", {408, 504}},
         {"NPS-SERVER-ENCODING-UNSUPPORTED", {415}}, {"NPS-STREAM-SEQ-GAP", {422}},
     };
     std::set<std::string> seen;
