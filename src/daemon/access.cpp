@@ -145,6 +145,7 @@ Result<void> secure_state_dir(const std::string& dir)
     NPS_TRY_VOID(secure_directory(dir, kStateDirMode));
     NPS_TRY_VOID(secure_directory(dir + "/workers", kWorkersDirMode));
     NPS_TRY_VOID(secure_directory(dir + "/images", kImagesDirMode));
+    NPS_TRY_VOID(secure_directory(dir + "/logs", kLogsDirMode));
     return {};
 }
 

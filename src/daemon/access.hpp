@@ -27,6 +27,7 @@ namespace nps::daemon {
 inline constexpr mode_t kStateDirMode = 0711;
 inline constexpr mode_t kWorkersDirMode = 0711;
 inline constexpr mode_t kImagesDirMode = 0700;
+inline constexpr mode_t kLogsDirMode = 0700;  // worker logs: 0750 directories, 0640 files
 inline constexpr mode_t kTokenFileMode = 0640;
 
 // The gid of config::kRunnerGroup; nullopt when the group does not exist.
@@ -34,7 +35,7 @@ std::optional<gid_t> runner_group();
 
 // Creates the state directory (kStateDirMode) or, when it exists, takes the
 // read and write bits of group and other away (a 0755 directory of an older
-// version becomes 0711); creates workers/ and images/ likewise. Errors name
+// version becomes 0711); creates workers/, images/ and logs/ likewise. Errors name
 // the directory.
 Result<void> secure_state_dir(const std::string& dir);
 

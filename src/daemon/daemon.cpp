@@ -69,8 +69,8 @@ Result<void> check_listen_policy(const config::Config& config)
     auto address = NPS_TRY(net::parse_listen_address(config.listen));
     if (!net::is_loopback_host(address.first) && !config.token)
         return internal_error("Refusing to listen on non-loopback address '" + config.listen +
-                              "' without a bearer token: set api.token or api.token_file in the config, "
-                              "or leave api.require_token at true");
+                              "' without a bearer token: set api.token or api.token_file in the config "
+                              "(the token generated into the state directory serves loopback only)");
     return {};
 }
 
@@ -172,10 +172,12 @@ void reload_config(config::Config& running, const ConfigLoader& load, Executor& 
 
 Result<void> run(config::Config config, ConfigLoader reload)
 {
+    // A non-loopback listener needs a token the operator configured (and
+    // hands to remote clients); the generated one serves loopback.
+    NPS_TRY_VOID(check_listen_policy(config));
     NPS_TRY_VOID(ensure_state_dir(config.state_dir));
     const std::optional<gid_t> group = runner_group();
     NPS_TRY_VOID(take_generated_token(config, config.require_token, group, true));
-    NPS_TRY_VOID(check_listen_policy(config));
 
     // Signals are blocked (and routed to the loop) before any thread starts,
     // so every thread inherits the mask.

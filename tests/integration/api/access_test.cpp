@@ -299,7 +299,7 @@ TEST_CASE("runner.db, its WAL and SHM, api.token and the state directory are not
             CHECK(stat_of(path).st_uid == 0);
         }
         CHECK(mode_of(dir.file("api.token")) == 0640);
-        for (const auto& sub : {dir.path(), dir.file("workers"), dir.file("images")}) {
+        for (const auto& sub : {dir.path(), dir.file("workers"), dir.file("images"), dir.file("logs")}) {
             CAPTURE(sub);
             CHECK((mode_of(sub) & (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH)) == 0);
         }
@@ -309,13 +309,16 @@ TEST_CASE("runner.db, its WAL and SHM, api.token and the state directory are not
     };
     check_modes();
 
-    // The upgrade case: files an older version made 0644, directories 0755.
-    r.kill_hard();
-    for (const auto& path : db_files)
-        if (std::filesystem::exists(path))
-            REQUIRE(::chmod(path.c_str(), 0644) == 0);
+    // The upgrade case: files an older version made 0644, directories 0755
+    // (a -wal and -shm left behind, empty ones if the clean stop removed them).
+    REQUIRE(r.stop() == 0);
+    for (const auto& path : db_files) {
+        if (!std::filesystem::exists(path))
+            write_file(path, "");
+        REQUIRE(::chmod(path.c_str(), 0644) == 0);
+    }
     REQUIRE(::chmod(dir.file("api.token").c_str(), 0644) == 0);
-    for (const auto& sub : {dir.path(), dir.file("workers"), dir.file("images")})
+    for (const auto& sub : {dir.path(), dir.file("workers"), dir.file("images"), dir.file("logs")})
         REQUIRE(::chmod(sub.c_str(), 0755) == 0);
     CHECK(open_errno_as_nobody(dir.file("runner.db")) == 0);  // the finding, before the fix applies
     REQUIRE_MESSAGE(r.start(), r.log());
