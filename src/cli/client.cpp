@@ -90,11 +90,12 @@ Result<ApiClient> ApiClient::from_args(const ParsedArgs& args)
         if (const char* env = std::getenv("NPS_RUNNER_SERVER"); env && *env)
             server = env;
     if (!server) {
-        struct stat st{};
         // A socket this user may not even stat (a closed directory) is
         // still the one to use: the error then says what access is missing.
-        if (!config.socket.empty() && ((::stat(config.socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ||
-                                       errno == EACCES))
+        bool use_socket = false;
+        if (struct stat st{}; !config.socket.empty())
+            use_socket = ::stat(config.socket.c_str(), &st) == 0 ? S_ISSOCK(st.st_mode) : errno == EACCES;
+        if (use_socket)
             server = "unix:" + config.socket;
         else
             server = "http://" + (config.listen.empty() ? std::string(config::kDefaultListen) : config.listen);
