@@ -233,7 +233,7 @@ TEST_CASE("a plain command worker (no frame) completes with its exit code, a fai
             ++log_files;
         }
     }
-    CHECK(log_files >= 2);
+    CHECK(log_files >= 1);  // at least plain-bad's stderr.log
     CHECK((std::filesystem::status(f.state_dir() + "/logs").permissions() & std::filesystem::perms::others_read) ==
           std::filesystem::perms::none);
     check_error(http("GET", f.runner().url() + "/v1/tasks/plain-bad/nodes/a/log?stream=stdin"), 400,
