@@ -27,7 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 IMAGE = "nps-demo-worker:1"
 INBOX = "urn:nps:agent:conformance.test:exec"
-TOKEN = "tc-n3-suite-token-0123456789"
 SKIP = 77
 
 
@@ -132,12 +131,13 @@ def main():
                                  stdin=subprocess.DEVNULL)
         port = wait_for(lambda: read(port_file).strip(), 20, "the spec server")
 
-        # The daemon: executes INBOX; trusts the test CA and the loopback spec server.
+        # The daemon: executes INBOX; trusts the test CA and the loopback spec
+        # server. No api.token: the default, a token serve generates in
+        # <state>/api.token, which the suite passes to the runner below.
         config = os.path.join(state, "config.toml")
         with open(config, "w", encoding="utf-8") as f:
             f.write('[runner]\ninboxes = ["%s"]\nshutdown_grace_seconds = 2\n'
-                    '[api]\ntoken = "%s"\n'
-                    '[spawn]\nallow_destinations = ["127.0.0.1"]\nca_file = "%s/ca.pem"\n' % (INBOX, TOKEN, pki))
+                    '[spawn]\nallow_destinations = ["127.0.0.1"]\nca_file = "%s/ca.pem"\n' % (INBOX, pki))
         run([os.path.join(ROOT, "demo/make-image"), os.path.join(work, "image")], os.path.join(work, "image.log"))
         run([binary, "image", "import", os.path.join(work, "image/oci"), "--name", IMAGE,
              "--state-dir", state, "--config", config], os.path.join(work, "image.log"))
@@ -154,9 +154,12 @@ def main():
 
         text = wait_for(ready, 30, "the daemon to be ready")
         url = text[text.index("listening on http://") + len("listening on "):].split()[0]
+        token = read(os.path.join(state, "api.token")).strip()
+        if not token:
+            raise RuntimeError("the daemon generated no %s/api.token" % state)
 
         # The suite, as a third party runs it.
-        argv = [sys.executable, conformance, "--url", url, "--token", TOKEN, "--inbox", INBOX, "--image", IMAGE,
+        argv = [sys.executable, conformance, "--url", url, "--token", token, "--inbox", INBOX, "--image", IMAGE,
                 "--spec-base-url", "https://127.0.0.1:%s/specs" % port, "--report", args.report]
         print("$ " + " ".join(argv), flush=True)
         status = subprocess.run(argv).returncode

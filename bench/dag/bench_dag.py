@@ -48,9 +48,16 @@ def spec_ref(command):
     return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
 
 
+# The bearer token the daemon generated (<state>/api.token), once it is up.
+TOKEN = None
+
+
 def http(method, url, body=None):
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if TOKEN:
+        headers["Authorization"] = "Bearer " + TOKEN
+    req = urllib.request.Request(url, data=data, method=method, headers=headers)
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read() or b"null")
 
@@ -137,6 +144,9 @@ def bench_nps(runner, image_dir, state, tasks, spawn_pool=None, gap_ms=0):
             m = re.search(r"listening on (http://[0-9.:]+)", text)
             if m and "ready" in text:
                 url = m.group(1)
+                global TOKEN
+                with open(os.path.join(state, "api.token")) as f:
+                    TOKEN = f.readline().strip()
                 break
             time.sleep(0.05)
         if not url:

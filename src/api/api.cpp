@@ -64,7 +64,14 @@ net::HttpResponse method_not_allowed(const std::string& allowed)
 
 bool Api::authorized(const net::HttpRequest& request) const
 {
-    if (request.from_unix_socket || !config_.token)
+    if (request.from_unix_socket)
+        return true;
+    // Open only by explicit choice (api.require_token = false); a daemon
+    // that requires a token but has none refuses every TCP request.
+    if (!config_.token)
+        return !config_.require_token;
+    // Liveness and metrics stay open to loopback peers.
+    if ((request.path == "/healthz" || request.path == "/metrics") && request.from_loopback)
         return true;
     const std::string& header = request.header("authorization");
     static constexpr std::string_view kBearer = "Bearer ";
@@ -96,8 +103,10 @@ void Api::handle(const net::HttpRequest& request, net::Responder responder)
     try {
         if (request.body_too_large)
             reply(error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit"));
-        else if (request.path != "/healthz" && !authorized(request))
-            reply(error_response("NWP-HTTP-UNAUTHENTICATED", "Missing or wrong bearer token"));
+        else if (!authorized(request))
+            reply(error_response("NWP-HTTP-UNAUTHENTICATED",
+                                 "Missing or wrong bearer token: send 'Authorization: Bearer TOKEN' (api.token, or "
+                                 "the token serve generated in <state_dir>/api.token)"));
         else if (!route_deferred(request, reply))
             reply(route(request));
     } catch (const std::exception& e) {

@@ -19,8 +19,11 @@ int serve(int argc, char** argv, int first)
         "Run the nps-runner daemon: the HTTP API (inbox, claims, leases, tasks, NDP registry,\n"
         "/healthz, /metrics) on TCP and on a unix socket, over the durable store in the state directory.",
         "Settings come from the config file; flags override it. The TCP listener binds loopback\n"
-        "by default; any other address requires api.token (every TCP request then carries\n"
-        "'Authorization: Bearer TOKEN'). The unix socket is guarded by its file mode (api.socket_mode).\n"
+        "by default; every TCP request carries 'Authorization: Bearer TOKEN' (/healthz and /metrics\n"
+        "from loopback excepted): api.token, else the token generated at first start in\n"
+        "<state-dir>/api.token (0640, group nps-runner); api.require_token = false opts out, and a\n"
+        "non-loopback address needs a configured api.token. The unix socket needs none: it is 0660,\n"
+        "group nps-runner.\n"
         "SIGTERM or SIGINT stop the daemon cleanly; with NOTIFY_SOCKET set it reports readiness to systemd.\n"
         "SIGHUP reloads the config file: policy keys (api.token, inbox limits, runner pacing and caps,\n"
         "[workers] limits, log_format) take effect at once; other changed keys are logged and wait for a\n"

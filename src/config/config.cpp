@@ -61,6 +61,16 @@ public:
         return std::optional<std::int64_t>{*v};
     }
 
+    Result<std::optional<bool>> boolean(const std::string& key) const
+    {
+        const toml::node* node = find(key);
+        if (!node)
+            return std::optional<bool>{};
+        if (auto v = node->value_exact<bool>())
+            return std::optional<bool>{*v};
+        return fail(key, "expected true or false");
+    }
+
     Result<std::optional<std::vector<std::string>>> strings(const std::string& key) const
     {
         const toml::node* node = find(key);
@@ -157,7 +167,8 @@ Result<void> apply_runner(const TableReader& t, Config& c)
 
 Result<void> apply_api(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"listen", "socket", "socket_mode", "token", "token_file", "allowed_nids"}));
+    NPS_TRY_VOID(
+        t.check_keys({"listen", "socket", "socket_mode", "token", "token_file", "require_token", "allowed_nids"}));
     if (auto v = NPS_TRY(t.string("listen")))
         c.listen = *v;
     if (auto v = NPS_TRY(t.string("socket")))
@@ -181,6 +192,8 @@ Result<void> apply_api(const TableReader& t, Config& c)
     }
     if (token_file)
         c.token = NPS_TRY(read_token_file(*token_file, "api.token_file", 16));
+    if (auto v = NPS_TRY(t.boolean("require_token")))
+        c.require_token = *v;
     if (auto v = NPS_TRY(t.strings("allowed_nids"))) {
         for (const auto& nid : *v)
             if (!proto::is_valid_nid(nid))

@@ -51,6 +51,7 @@ const std::vector<Key>& keys()
         restart_only("api.socket", NPS_FIELD(socket)),
         restart_only("api.socket_mode", NPS_FIELD(socket_mode)),
         reloadable("api.token", NPS_FIELD(token)),
+        restart_only("api.require_token", NPS_FIELD(require_token)),
         reloadable("api.allowed_nids", NPS_FIELD(allowed_nids)),
         // [inbox]
         reloadable("inbox.default_ttl_seconds", NPS_FIELD(default_ttl_seconds)),

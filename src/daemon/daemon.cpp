@@ -24,6 +24,7 @@
 #include "nps/report/deliverer.hpp"
 #include "nps/store/startup_check.hpp"
 #include "nps/supervisor/event_loop.hpp"
+#include "access.hpp"
 #include "executor.hpp"
 #include "job_pool.hpp"
 
@@ -38,12 +39,27 @@ constexpr std::size_t kApiJobThreads = 2;
 
 Result<void> ensure_state_dir(const std::string& dir)
 {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec)
-        return system_error("Failed to create state directory '" + dir + "'", ec.value());
+    NPS_TRY_VOID(secure_state_dir(dir));
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
         return system_error_errno("State directory '" + dir + "' is not writable");
+    return {};
+}
+
+// With api.require_token and no token configured, the TCP listener's token
+// is the one in <state_dir>/api.token, generated at the first start.
+// `announce` logs where it came from (at start; a SIGHUP stays quiet).
+Result<void> take_generated_token(config::Config& config, bool require_token, std::optional<gid_t> group,
+                                  bool announce)
+{
+    if (config.token || !require_token)
+        return {};
+    const std::string path = config.generated_token_path();
+    auto generated = NPS_TRY(ensure_generated_token(path, group));
+    config.token = std::move(generated.token);
+    if (announce)
+        log::info(std::string(generated.created ? "api: generated the bearer token " : "api: bearer token from ") +
+                  path + (group ? std::string(" (group ") + config::kRunnerGroup + ")"
+                                : std::string(" (no group ") + config::kRunnerGroup + ": root only)"));
     return {};
 }
 
@@ -54,7 +70,8 @@ Result<void> check_listen_policy(const config::Config& config)
     auto address = NPS_TRY(net::parse_listen_address(config.listen));
     if (!net::is_loopback_host(address.first) && !config.token)
         return internal_error("Refusing to listen on non-loopback address '" + config.listen +
-                              "' without a bearer token: set api.token or api.token_file in the config");
+                              "' without a bearer token: set api.token or api.token_file in the config "
+                              "(the token generated into the state directory serves loopback only)");
     return {};
 }
 
@@ -117,7 +134,7 @@ api::HostFacts prepare_worker_cgroups(std::optional<cgroup::CgroupBase>& base)
 
 // SIGHUP: loads the configuration again and takes its reloadable keys. A
 // file that does not load changes nothing.
-void reload_config(config::Config& running, const ConfigLoader& load, Executor& executor)
+void reload_config(config::Config& running, const ConfigLoader& load, Executor& executor, std::optional<gid_t> group)
 {
     if (!load) {
         log::notice("SIGHUP: this daemon was started without a configuration loader; nothing to reload");
@@ -126,6 +143,12 @@ void reload_config(config::Config& running, const ConfigLoader& load, Executor& 
     auto fresh = load();
     if (!fresh) {
         log::error("SIGHUP: configuration not reloaded, the running one stays in effect: " + fresh.error().describe());
+        return;
+    }
+    // api.require_token needs a restart: the running value decides whether
+    // the generated token stands in for a token the file does not set.
+    if (auto taken = take_generated_token(*fresh, running.require_token, group, false); !taken) {
+        log::error("SIGHUP: configuration not reloaded, the running one stays in effect: " + taken.error().describe());
         return;
     }
     auto outcome = config::apply_reload(running, *fresh);
@@ -150,9 +173,13 @@ void reload_config(config::Config& running, const ConfigLoader& load, Executor& 
 
 Result<void> run(config::Config config, ConfigLoader reload)
 {
+    // A non-loopback listener needs a token the operator configured (and
+    // hands to remote clients); the generated one serves loopback.
     NPS_TRY_VOID(check_listen_policy(config));
     NPS_TRY_VOID(ensure_state_dir(config.state_dir));
     NPS_TRY_VOID(store::check_store_at_start(config.database_path(), config.state_dir));
+    const std::optional<gid_t> group = runner_group();
+    NPS_TRY_VOID(take_generated_token(config, config.require_token, group, true));
 
     // Signals are blocked (and routed to the loop) before any thread starts,
     // so every thread inherits the mask.
@@ -199,6 +226,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
     if (!config.socket.empty())
         http_options.unix_socket = config.socket;
     http_options.unix_socket_mode = config.socket_mode;
+    http_options.unix_socket_group = group;
     if (!http_options.tcp_listen && !http_options.unix_socket)
         return internal_error("Nothing to listen on: both api.listen and api.socket are empty");
     auto server = NPS_TRY(api::LoopServer::attach(
@@ -217,7 +245,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
 
     on_signal = [&](int signo) {
         if (signo == SIGHUP) {
-            reload_config(config, reload, *executor);
+            reload_config(config, reload, *executor, group);
             return;
         }
         log::info(std::string("received ") + strsignal(signo) + ", shutting down");

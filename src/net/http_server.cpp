@@ -264,7 +264,8 @@ public:
             tcp_port_ = tcp->port;
         }
         if (options_.unix_socket) {
-            unix_listener = NPS_TRY(detail::open_unix_listener(*options_.unix_socket, options_.unix_socket_mode));
+            unix_listener = NPS_TRY(detail::open_unix_listener(*options_.unix_socket, options_.unix_socket_mode,
+                                                                         options_.unix_socket_group));
             unix_created_ = true;
             unix_dev_ = unix_listener->dev;
             unix_ino_ = unix_listener->ino;

@@ -178,7 +178,7 @@ Result<TcpListener> open_tcp_listener(const std::string& address)
     return out;
 }
 
-Result<UnixListener> open_unix_listener(const std::string& path, mode_t mode)
+Result<UnixListener> open_unix_listener(const std::string& path, mode_t mode, std::optional<gid_t> group)
 {
     const sockaddr_un sun = NPS_TRY(unix_address(path));
     const auto slash = path.find_last_of('/');
@@ -216,6 +216,11 @@ Result<UnixListener> open_unix_listener(const std::string& path, mode_t mode)
         const int err = errno;
         ::unlink(path.c_str());
         return system_error("Failed to set the mode of unix socket '" + path + "'", err);
+    }
+    if (group && ::lchown(path.c_str(), static_cast<uid_t>(-1), *group) != 0) {
+        const int err = errno;
+        ::unlink(path.c_str());
+        return system_error("Failed to set the group of unix socket '" + path + "'", err);
     }
     if (::lstat(path.c_str(), &st) != 0) {
         const int err = errno;

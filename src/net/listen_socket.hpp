@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "nps/base/result.hpp"
@@ -34,9 +35,11 @@ struct UnixListener {
 
 // Creates the parent directory (0755) if missing, replaces a stale socket
 // file (a socket nobody listens on), refuses to touch anything else (a live
-// socket or a non-socket file), binds, chmods to `mode`, then listens (so no
-// client can connect before the mode is applied).
-Result<UnixListener> open_unix_listener(const std::string& path, mode_t mode);
+// socket or a non-socket file), binds, chmods to `mode`, gives the file to
+// `group` (when set; the owner is unchanged), then listens (so no client can
+// connect before mode and group are applied).
+Result<UnixListener> open_unix_listener(const std::string& path, mode_t mode,
+                                        std::optional<gid_t> group = std::nullopt);
 
 // Removes `path` if it is still the socket file identified by dev/ino.
 void remove_unix_socket_file(const std::string& path, dev_t dev, ino_t ino) noexcept;

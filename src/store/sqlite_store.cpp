@@ -3,7 +3,14 @@
 // cache, write transactions and the event appender every area uses.
 #include "sqlite_store.hpp"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "nps/base/unique_fd.hpp"
 
 #include "nps/store/write_health.hpp"
 
@@ -19,6 +26,31 @@ Result<std::unique_ptr<Store>> refuse(const std::string& path, const std::string
 bool is_in_memory(const std::string& path)
 {
     return path == ":memory:" || path.rfind("file::memory:", 0) == 0 || path.find("mode=memory") != std::string::npos;
+}
+
+// runner.db holds TaskFrames, params, results and callback secrets: root's
+// alone. SQLite gives -wal and -shm the database file's mode and owner, so
+// the database file is created with this mode before SQLite opens it; files
+// an older version left readable (0644) are restricted on every open.
+constexpr mode_t kDatabaseFileMode = 0600;
+
+Result<void> restrict_database_files(const std::string& path)
+{
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, kDatabaseFileMode));
+    if (!fd)
+        return system_error_errno("Failed to open database '" + path + "'");
+    for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
+        struct stat st{};
+        if (::lstat(file.c_str(), &st) != 0) {
+            if (errno == ENOENT)
+                continue;
+            return system_error_errno("Failed to stat database file '" + file + "'");
+        }
+        if (S_ISREG(st.st_mode) && (st.st_mode & 07777) != kDatabaseFileMode &&
+            ::chmod(file.c_str(), kDatabaseFileMode) != 0)
+            return system_error_errno("Failed to restrict the mode of database file '" + file + "'");
+    }
+    return {};
 }
 
 // A pragma that answers with one value; returns it as text.
@@ -39,6 +71,8 @@ Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clo
         return refuse(path, "no path given");
     if (is_in_memory(path))
         return refuse(path, "an in-memory database cannot use WAL; give a file path");
+    if (path.rfind("file:", 0) != 0)
+        NPS_TRY_VOID(restrict_database_files(path));
 
     try {
         // NOMUTEX: a Store object is used by one thread at a time (store.hpp),

@@ -7,8 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -36,6 +40,51 @@ std::string runner_binary()
     const char* bin = std::getenv("NPS_RUNNER_BIN");
     REQUIRE_MESSAGE(bin != nullptr, "NPS_RUNNER_BIN is not set (run through meson test)");
     return bin;
+}
+
+namespace {
+
+// Base URL of each running daemon → its generated token, for http().
+std::mutex tokens_mutex;
+std::map<std::string, std::string> tokens_by_url;
+
+void register_token(const std::string& url, const std::string& token)
+{
+    std::lock_guard lock(tokens_mutex);
+    if (token.empty())
+        tokens_by_url.erase(url);
+    else
+        tokens_by_url[url] = token;
+}
+
+std::string token_for(const std::string& url)
+{
+    std::lock_guard lock(tokens_mutex);
+    for (const auto& [base, token] : tokens_by_url)
+        if (url.compare(0, base.size(), base) == 0 && (url.size() == base.size() || url[base.size()] == '/' ||
+                                                       url[base.size()] == '?'))
+            return token;
+    return {};
+}
+
+bool names_authorization(const std::vector<std::pair<std::string, std::string>>& headers)
+{
+    return std::any_of(headers.begin(), headers.end(), [](const auto& header) {
+        std::string name = header.first;
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        return name == "authorization";
+    });
+}
+
+Reply raw_http(const std::string& method, const std::string& url, const std::optional<std::string>& body,
+               std::vector<std::pair<std::string, std::string>> headers, const std::optional<std::string>& unix_socket);
+
+}  // namespace
+
+std::string generated_token(const std::string& state_dir)
+{
+    std::string text = read_file(state_dir + "/api.token");
+    return text.substr(0, text.find('\n'));
 }
 
 RunnerProcess::RunnerProcess(RunnerOptions options) : options_(std::move(options)) {}
@@ -87,6 +136,9 @@ bool RunnerProcess::start()
                 auto end = text.find('\n', at);
                 url_ = text.substr(at + 13, end - at - 13);
             }
+            token_ = generated_token(dir);
+            if (!url_.empty())
+                register_token(url_, token_);
             return true;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -102,6 +154,7 @@ int RunnerProcess::stop()
     int status = 0;
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
+    register_token(url_, "");
     return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
@@ -112,10 +165,28 @@ void RunnerProcess::kill_hard()
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
+    register_token(url_, "");
 }
 
 Reply http(const std::string& method, const std::string& url, const std::optional<std::string>& body,
            std::vector<std::pair<std::string, std::string>> headers, const std::optional<std::string>& unix_socket)
+{
+    if (!unix_socket && !names_authorization(headers))
+        if (std::string token = token_for(url); !token.empty())
+            headers.emplace_back("Authorization", "Bearer " + token);
+    return raw_http(method, url, body, std::move(headers), unix_socket);
+}
+
+Reply http_without_token(const std::string& method, const std::string& url, const std::optional<std::string>& body,
+                         std::vector<std::pair<std::string, std::string>> headers)
+{
+    return raw_http(method, url, body, std::move(headers), std::nullopt);
+}
+
+namespace {
+
+Reply raw_http(const std::string& method, const std::string& url, const std::optional<std::string>& body,
+               std::vector<std::pair<std::string, std::string>> headers, const std::optional<std::string>& unix_socket)
 {
     net::ClientRequest request;
     request.method = method;
@@ -137,6 +208,8 @@ Reply http(const std::string& method, const std::string& url, const std::optiona
     }
     return reply;
 }
+
+}  // namespace
 
 void check_error(const Reply& reply, long status, const std::string& code)
 {

@@ -49,6 +49,10 @@ public:
 
     std::string url() const { return url_; }              // http://127.0.0.1:PORT
     std::string socket_path() const { return socket_; }   // "" when disabled
+    // The bearer token the daemon generated in state_dir/api.token ("" when
+    // it generated none: api.token set, require_token = false). http() sends
+    // it on every request to url() that names no Authorization header.
+    std::string token() const { return token_; }
     std::string log() const;
     pid_t pid() const { return pid_; }
 
@@ -58,6 +62,7 @@ private:
     std::string url_;
     std::string socket_;
     std::string log_path_;
+    std::string token_;
 };
 
 // A daemon on a fresh state directory, started; the test fails (with the
@@ -76,9 +81,19 @@ struct Reply {
 };
 
 // One request; transport failures fail the calling test (doctest REQUIRE).
+// A request to a running RunnerProcess's url() carries its generated token
+// unless `headers` has an Authorization header (http_without_token: none).
 Reply http(const std::string& method, const std::string& url, const std::optional<std::string>& body = std::nullopt,
            std::vector<std::pair<std::string, std::string>> headers = {},
            const std::optional<std::string>& unix_socket = std::nullopt);
+
+// As http(), never adding the generated token.
+Reply http_without_token(const std::string& method, const std::string& url,
+                         const std::optional<std::string>& body = std::nullopt,
+                         std::vector<std::pair<std::string, std::string>> headers = {});
+
+// The first line of state_dir/api.token, "" when it is missing.
+std::string generated_token(const std::string& state_dir);
 
 // Checks an API error reply: HTTP status, error code and the body shape.
 void check_error(const Reply& reply, long status, const std::string& code);

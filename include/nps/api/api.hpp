@@ -4,8 +4,11 @@
 //
 // Access: requests on the unix socket are trusted (the socket's file mode and
 // group guard it). TCP requests must carry `Authorization: Bearer <token>`
-// whenever a token is configured (GET /healthz excepted); serve refuses to
-// start a non-loopback listener without a token.
+// (compared in constant time) unless api.require_token = false is set and no
+// token is; /healthz and /metrics are open to loopback peers without it. A
+// daemon that requires a token and has none refuses every TCP request (serve
+// generates one: daemon/access.hpp). Refusals are 401
+// NWP-HTTP-UNAUTHENTICATED with `WWW-Authenticate: Bearer`.
 //
 // Threading: everything runs on the daemon's loop thread (the HTTP server is
 // a net::LoopHttpServer on that loop), so a handler must not block. Handlers

@@ -2,6 +2,13 @@
 // How the client verbs reach the daemon: server address and token resolved
 // from flags, environment and config; responses decoded; API error bodies
 // turned into one readable line ("NOP-TASK-NOT-FOUND: No task 'x'").
+//
+// Server: --server, NPS_RUNNER_SERVER, else the config's unix socket when it
+// exists (or cannot be stat'ed for lack of permission), else its TCP listen
+// address. Token (TCP only): --token, NPS_RUNNER_TOKEN, api.token, else the
+// token serve generated in <state_dir>/api.token when this user can read it.
+// A unix socket refusing this user is reported as "permission denied on
+// unix:PATH (add the user to group nps-runner)".
 #pragma once
 
 #include <optional>
@@ -38,6 +45,7 @@ private:
     std::string base_url_;
     std::optional<std::string> unix_socket_;
     std::optional<std::string> token_;
+    std::string token_path_;  // <state_dir>/api.token, named in a 401's message
     std::string description_;
 };
 

@@ -24,6 +24,13 @@ inline constexpr const char* kDefaultConfigPath = "/etc/nps-runner/config.toml";
 inline constexpr const char* kDefaultStateDir = "/var/lib/nps-runner";
 inline constexpr const char* kDefaultListen = "127.0.0.1:17437";  // the NOP port
 inline constexpr const char* kDefaultSocket = "/run/nps-runner/api.sock";
+// The system group whose members may use the API socket and read the
+// generated api.token (created by the packages; optional: without it both
+// stay root's alone). docs/api.md "Access".
+inline constexpr const char* kRunnerGroup = "nps-runner";
+// The bearer token `serve` generates in the state directory when
+// api.require_token holds and no api.token/api.token_file is set.
+inline constexpr const char* kGeneratedTokenFile = "api.token";
 
 // [images.auth."host:port"]: credentials for one registry.
 struct RegistryAuth {
@@ -78,7 +85,8 @@ struct Config {
     std::string listen = kDefaultListen;  // "" disables the TCP listener
     std::string socket = kDefaultSocket;  // "" disables the unix socket
     mode_t socket_mode = 0660;
-    std::optional<std::string> token;     // bearer token (api.token or api.token_file)
+    std::optional<std::string> token;     // bearer token (api.token or api.token_file; else serve's generated one)
+    bool require_token = true;            // TCP requests need the token; false (explicit) opens TCP when no token is set
     std::vector<std::string> allowed_nids;  // empty: the API hosts an inbox for any NID
 
     // [inbox]
@@ -123,6 +131,7 @@ struct Config {
     ReportPolicy report;
 
     std::string database_path() const { return state_dir + "/runner.db"; }
+    std::string generated_token_path() const { return state_dir + "/" + kGeneratedTokenFile; }
 };
 
 // Reads `path`. A missing file is an error only when `required` (the user

@@ -5,8 +5,12 @@
 // configuration through `reload` (config/reload.hpp says which keys take
 // effect; the rest are logged as needing a restart).
 //
+// At start the state directory's modes are tightened and, with
+// api.require_token (the default) and no api.token, the bearer token is read
+// from — or generated into — <state_dir>/api.token (daemon/access.hpp).
+//
 // Startup refuses, with a message saying why: a non-loopback TCP listener
-// without api.token, an unusable state directory, a store whose schema is
+// without a token, an unusable state directory, a store whose schema is
 // newer than this binary.
 #pragma once
 

@@ -109,6 +109,7 @@ struct HttpServerOptions {
     std::optional<std::string> unix_socket;  // path; a stale socket file (nobody listening) is replaced,
                                              // a live socket or any other file is an error; parent dir created 0755
     mode_t unix_socket_mode = 0660;
+    std::optional<gid_t> unix_socket_group;  // the socket file's group (owner stays ours); none: our own group
     std::size_t max_body_bytes = limits::kMaxBodyBytes;
     unsigned max_connections = limits::kMaxHttpConnections;  // per listener (TCP and unix socket each)
     unsigned connection_timeout_seconds = limits::kHttpConnectionTimeoutSeconds;

@@ -33,7 +33,10 @@ TEST_CASE("kill -9 during a deposit burst loses no acknowledged task")
             clients.emplace_back([&, c] {
                 for (int i = 0; !stop; ++i) {
                     std::string id = "burst-" + std::to_string(c) + "-" + std::to_string(i);
-                    nps::net::ClientRequest request{.method = "POST", .url = url, .body = task_frame(id, 2)};
+                    nps::net::ClientRequest request{.method = "POST",
+                                                    .url = url,
+                                                    .headers = {{"Authorization", "Bearer " + runner.token()}},
+                                                    .body = task_frame(id, 2)};
                     ++attempts;
                     auto response = nps::net::http_request(request);
                     if (!response)

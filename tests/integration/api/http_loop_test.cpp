@@ -36,8 +36,10 @@ namespace {
 
 const std::string kInboxPath = "/v1/inbox/urn%3Anps%3Aagent%3Aexample.test%3Aloop";
 
+// The raw requests below test the loop, not access: TCP without a token.
 struct Daemon : nps::test::StartedRunner {
-    using StartedRunner::StartedRunner;
+    explicit Daemon(const std::string& config_text = "")
+        : StartedRunner("[api]\nrequire_token = false\n" + config_text) {}
 
     std::uint16_t port() const
     {

@@ -6,10 +6,12 @@ nps_prebuilt_builddir). The .deb passes lintian without errors or warnings,
 installs with `dpkg -i` into this (throwaway, root) system with every file
 where it belongs, and its /usr/bin/nps-runner serves with the installed
 configuration on a temporary state directory, socket and port (no systemd):
-it notifies READY=1, answers GET /healthz on loopback and on the socket, and
-exits 0 on SIGTERM. Then the package is purged and nothing is left. The .rpm
+it notifies READY=1, answers GET /healthz on loopback and on the socket, gives
+the socket and its generated api.token to the group nps-runner the package
+created, refuses a TCP request without that token, and exits 0 on SIGTERM. Then the package is purged and nothing is left. The .rpm
 holds the same files, its configuration marked as such."""
 import argparse
+import grp
 import http.client
 import json
 import os
@@ -26,9 +28,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import SKIP, fail, run, skip  # noqa: E402
 
 PACKAGE = "nps-runner"
+GROUP = "nps-runner"
 DEB_FILES = {
     "/usr/bin/nps-runner": 0o755,
-    "/etc/nps-runner/config.toml": 0o644,
+    "/etc/nps-runner/config.toml": 0o640,  # root:nps-runner (dpkg-statoverride)
     "/lib/systemd/system/nps-runner.service": 0o644,
     "/usr/lib/tmpfiles.d/nps-runner.conf": 0o644,
     "/usr/share/man/man8/nps-runner.8.gz": 0o644,
@@ -100,6 +103,15 @@ def check_installed():
             fail(f"{path} was not created at installation")
         if os.stat(path).st_mode & 0o7777 != mode:
             fail(f"{path} has mode {oct(os.stat(path).st_mode & 0o7777)}, expected {oct(mode)}")
+    try:
+        group = grp.getgrnam(GROUP)
+    except KeyError:
+        fail(f"installing the package created no system group {GROUP}")
+    if group.gr_gid >= 1000:
+        fail(f"group {GROUP} has gid {group.gr_gid}, not a system group")
+    config = os.stat("/etc/nps-runner/config.toml")
+    if config.st_uid != 0 or config.st_gid != group.gr_gid:
+        fail(f"/etc/nps-runner/config.toml is owned {config.st_uid}:{config.st_gid}, expected root:{GROUP}")
     conffiles = must(["dpkg-query", "-W", "-f=${Conffiles}", PACKAGE], "dpkg-query").stdout
     if "/etc/nps-runner/config.toml" not in conffiles:
         fail(f"/etc/nps-runner/config.toml is not a conffile: {conffiles!r}")
@@ -133,6 +145,28 @@ def healthz(conn, label):
         fail(f"GET /healthz over {label}: {response.status} {body!r}")
 
 
+def check_access(state, sock_path, port):
+    """The installed defaults: a socket and a generated token for the group, TCP closed without the token."""
+    gid = grp.getgrnam(GROUP).gr_gid
+    for path, mode in ((sock_path, 0o660), (os.path.join(state, "api.token"), 0o640)):
+        st = os.stat(path)
+        if st.st_mode & 0o7777 != mode or st.st_uid != 0 or st.st_gid != gid:
+            fail(f"{path} is {oct(st.st_mode & 0o7777)} {st.st_uid}:{st.st_gid}, expected {oct(mode)} root:{GROUP}")
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/v1/tasks")
+    response = conn.getresponse()
+    response.read()
+    if response.status != 401 or response.getheader("WWW-Authenticate") != "Bearer":
+        fail(f"GET /v1/tasks without a token: {response.status}, WWW-Authenticate {response.getheader('WWW-Authenticate')}")
+    token = open(os.path.join(state, "api.token")).readline().strip()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/v1/tasks", headers={"Authorization": "Bearer " + token})
+    response = conn.getresponse()
+    response.read()
+    if response.status != 200:
+        fail(f"GET /v1/tasks with the generated token: {response.status}")
+
+
 def smoke(tmp):
     """The installed binary and configuration, without systemd."""
     state, sock_path, notify_path = (os.path.join(tmp, n) for n in ("state", "api.sock", "notify"))
@@ -161,6 +195,7 @@ def smoke(tmp):
             port = m and int(m.group(1))
         healthz(http.client.HTTPConnection("127.0.0.1", port, timeout=10), f"127.0.0.1:{port}")
         healthz(UnixHTTPConnection(sock_path), "the unix socket")
+        check_access(state, sock_path, port)
         daemon.send_signal(signal.SIGTERM)
         try:
             status = daemon.wait(timeout=30)
@@ -249,12 +284,17 @@ def main():
             lint(changes)
         else:
             skipped.append("lintian is missing (scripts/install-deps)")
+        group_before = GROUP in {g.gr_name for g in grp.getgrall()}
         must(["dpkg", "-i", deb], "dpkg -i")
         try:
             check_installed()
             smoke(tmp)
         finally:
             purge()
+            # The package keeps its group on purge (as Debian packages do);
+            # the group this test made it create goes again.
+            if not group_before:
+                run(["groupdel", GROUP])
         if shutil.which("rpmbuild"):
             build_rpm(build_root, src, tmp, version)
         else:

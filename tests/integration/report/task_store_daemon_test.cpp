@@ -59,6 +59,7 @@ TEST_CASE("an nps-runner daemon is the task store of another runner's deliverer"
 
     auto options = quick_options(runner);
     options.task_store_url = store.runner.url() + "/v1/tasks";
+    options.task_store_token = store.runner.token();
     auto deliverer = start(options);
     runner.record("task-remote", "n0", "COMPLETED", R"({"charge_id":"c-1"})");
     runner.record("task-remote", "n1", "FAILED", std::nullopt, "NOP-WORKER-FAILED");
@@ -114,6 +115,7 @@ TEST_CASE("a task the task store does not know: NOP-TASK-NOT-FOUND, the row is d
     runner.deposit("task-unknown-there", frame("task-unknown-there", 1));
     auto options = quick_options(runner);
     options.task_store_url = store.runner.url() + "/v1/tasks";
+    options.task_store_token = store.runner.token();
     auto deliverer = start(options);
     runner.record("task-unknown-there", "n0", "COMPLETED", "{}");
     deliverer->notify();

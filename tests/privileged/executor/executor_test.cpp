@@ -219,6 +219,23 @@ TEST_CASE("a plain command worker (no frame) completes with its exit code, a fai
     auto shown = run_command({"task", "show", "plain-bad", "--log", "a", "--server", "unix:" + f.runner().socket_path()});
     CHECK(shown.exit_status == 0);
     CHECK(shown.out == "oops\n");
+    // The log files are not for others (docs/security.md row 6): 0640 files
+    // in 0750 directories under a logs/ others cannot list.
+    int log_files = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(f.state_dir() + "/logs")) {
+        CAPTURE(entry.path().string());
+        const auto perms = entry.symlink_status().permissions();
+        CHECK((perms & (std::filesystem::perms::others_read | std::filesystem::perms::others_write)) ==
+              std::filesystem::perms::none);
+        if (entry.is_regular_file()) {
+            CHECK(perms == (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                            std::filesystem::perms::group_read));
+            ++log_files;
+        }
+    }
+    CHECK(log_files >= 1);  // at least plain-bad's stderr.log
+    CHECK((std::filesystem::status(f.state_dir() + "/logs").permissions() & std::filesystem::perms::others_read) ==
+          std::filesystem::perms::none);
     check_error(http("GET", f.runner().url() + "/v1/tasks/plain-bad/nodes/a/log?stream=stdin"), 400,
                 "NWP-HTTP-PARAM-INVALID");
     check_error(http("GET", f.runner().url() + "/v1/tasks/plain-bad/nodes/zz/log"), 404, "NOP-TASK-NOT-FOUND");

@@ -5,6 +5,13 @@
 
 using nps::config::parse_config;
 
+TEST_CASE("api.require_token = false is read")
+{
+    auto c = parse_config("[api]\nrequire_token = false\n", "test.toml");
+    REQUIRE(c);
+    CHECK_FALSE(c->require_token);
+}
+
 TEST_CASE("an empty config gives the documented defaults")
 {
     auto c = parse_config("", "test.toml");
@@ -14,6 +21,8 @@ TEST_CASE("an empty config gives the documented defaults")
     CHECK(c->socket == "/run/nps-runner/api.sock");
     CHECK(c->socket_mode == 0660);
     CHECK_FALSE(c->token);
+    CHECK(c->require_token);
+    CHECK(c->generated_token_path() == "/var/lib/nps-runner/api.token");
     CHECK(c->default_ttl_seconds == 3600);
     CHECK(c->synchronous == nps::store::Synchronous::full);
     CHECK(c->images_gc_max_bytes == 0);
@@ -75,6 +84,7 @@ TEST_CASE("mistakes are errors that name the key")
         {"[inbox]\ndefault_ttl_seconds = 0\n", "inbox.default_ttl_seconds: must be between 1 and 604800"},
         {"[api]\ntoken = \"short\"\n", "api.token: must be at least 16 characters"},
         {"[api]\nsocket_mode = \"rw\"\n", "api.socket_mode: 'rw' is not an octal mode"},
+        {"[api]\nrequire_token = \"no\"\n", "api.require_token: expected true or false"},
         {"[runner]\ninboxes = [\"worker\"]\n", "runner.inboxes: 'worker' is not a NID"},
         {"[store]\nsynchronous = \"off\"\n", "store.synchronous: must be \"full\" or \"normal\""},
         {"[api]\ntoken_file = \"/nonexistent/token\"\n", "Failed to read api.token_file '/nonexistent/token'"},

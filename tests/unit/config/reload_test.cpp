@@ -96,6 +96,7 @@ execution = "conformance"
 listen = "127.0.0.1:9000"
 socket = ""
 socket_mode = "0600"
+require_token = false
 [store]
 synchronous = "normal"
 progress_synchronous = "full"
@@ -119,12 +120,12 @@ max_depth = 77
     auto outcome = apply_reload(running, fresh);
     CHECK(outcome.applied == std::vector<std::string>{"inbox.max_depth"});
     for (const char* key : {"runner.state_dir", "runner.nid", "runner.inboxes", "runner.execution", "api.listen",
-                            "api.socket", "api.socket_mode", "store.synchronous", "store.progress_synchronous",
+                            "api.socket", "api.socket_mode", "api.require_token", "store.synchronous", "store.progress_synchronous",
                             "sandbox.allow_host_network", "sandbox.allow_unenforced_limits", "sandbox.seccomp_allow",
                             "images.gc_max_bytes", "images.default_registry", "spawn.allow_destinations",
                             "spawn.max_redirects", "report.task_store_url", "report.retry_max_ms"})
         CHECK_MESSAGE(contains(outcome.need_restart, key), key);
-    CHECK(outcome.need_restart.size() == 18);
+    CHECK(outcome.need_restart.size() == 19);
     CHECK(running.state_dir == before.state_dir);
     CHECK(running.runner_nid == before.runner_nid);
     CHECK(running.listen == before.listen);
