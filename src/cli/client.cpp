@@ -13,8 +13,8 @@
 #include <cstring>
 #include <vector>
 
-#include "nps/base/terminal_text.hpp"
 #include "nps/base/small_file.hpp"
+#include "nps/base/terminal_text.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/config/config.hpp"
 
