@@ -69,7 +69,7 @@ long fd_count(pid_t pid)
 }
 
 // GET /healthz, timed; the time goes to the test log.
-double healthz_seconds(const Daemon& d, const char* while_what)
+double healthz_seconds(const Daemon& d, const std::string& while_what)
 {
     const auto start = SteadyClock::now();
     const auto reply = d.get("/healthz");
