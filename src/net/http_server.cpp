@@ -7,6 +7,8 @@
 
 #include <fcntl.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,15 +17,19 @@
 #include <charconv>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "listen_socket.hpp"
+#include "nps/base/unique_fd.hpp"
+#include "nps/net/http_target.hpp"
 
 namespace nps::net {
 
@@ -42,6 +48,16 @@ constexpr int kStopRounds = 8;
 
 constexpr const char* kInternalErrorBody =
     R"({"status":"NPS-SERVER-INTERNAL","error":"NPS-SERVER-INTERNAL","message":"internal error"})";
+constexpr const char* kBadTargetBody =
+    R"({"status":"NPS-CLIENT-BAD-FRAME","error":"NPS-CLIENT-BAD-FRAME",)"
+    R"("message":"request target holds a control character or invalid UTF-8 after percent-decoding"})";
+constexpr const char* kBadFramingBody =
+    R"({"status":"NPS-CLIENT-BAD-FRAME","error":"NPS-CLIENT-BAD-FRAME",)"
+    R"("message":"conflicting Content-Length values, or Content-Length with Transfer-Encoding"})";
+// Hang-ups taken from the watch epoll per dispatch (the rest: next time).
+constexpr int kHangupBatch = 64;
+
+using Clock = std::chrono::steady_clock;
 
 __attribute__((format(printf, 2, 0))) void log_mhd(void* /*cls*/, const char* format, va_list args)
 {
@@ -66,6 +82,17 @@ HttpResponse internal_error_response()
     HttpResponse response;
     response.status = 500;
     response.body = kInternalErrorBody;
+    return response;
+}
+
+// A request rejected before the handler: 400, and the connection closed
+// (what follows on it cannot be trusted to be framed as the client meant).
+HttpResponse bad_request_response(const char* body)
+{
+    HttpResponse response;
+    response.status = 400;
+    response.body = body;
+    response.headers.emplace_back("Connection", "close");
     return response;
 }
 
@@ -97,9 +124,27 @@ struct PendingRequest {
 
 namespace {
 
+struct Listener;
+
+// Per-connection state, MHD's socket context (MHD_OPTION_NOTIFY_CONNECTION).
+// Used on the server's thread (thread-per-connection: the connection's
+// thread, and only bad_target).
+struct ConnectionState {
+    MHD_Connection* connection = nullptr;
+    Listener* listener = nullptr;
+    int fd = -1;
+    std::string peer;               // address bytes when counted per peer, else empty
+    Clock::time_point head_since;   // the head deadline counts from here
+    bool in_request = false;        // head complete, request not finished
+    bool evicted = false;           // shut down (head deadline or eviction); MHD closes it next run
+    bool bad_target = false;        // the unescape callback found a bad byte in this request's target
+    RequestContext* suspended = nullptr;  // parked and watched for a hang-up
+};
+
 // Per-request state, kept in MHD's *con_cls across access-handler calls.
 struct RequestContext {
     MHD_Connection* connection = nullptr;
+    ConnectionState* state = nullptr;
     std::string body;
     bool body_too_large = false;
     bool handled = false;    // the handler was called
@@ -149,7 +194,32 @@ struct Listener {
     MHD_Daemon* daemon = nullptr;
     int quiesced_fd = -1;
     int epoll_fd = -1;  // external_loop: MHD's epoll fd
+    // external_loop: every open connection, and the count per counted peer.
+    std::unordered_set<ConnectionState*> connections;
+    std::unordered_map<std::string, unsigned> per_peer;
 };
+
+// The peer's address bytes, or empty for a loopback peer (not counted).
+std::string peer_key(const sockaddr* addr)
+{
+    if (addr == nullptr || detail::is_loopback_sockaddr(addr))
+        return {};
+    if (addr->sa_family == AF_INET) {
+        const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
+        return std::string(reinterpret_cast<const char*>(&in->sin_addr), sizeof in->sin_addr);
+    }
+    if (addr->sa_family == AF_INET6) {
+        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
+        return std::string(reinterpret_cast<const char*>(&in6->sin6_addr), sizeof in6->sin6_addr);
+    }
+    return {};
+}
+
+ConnectionState* state_of(MHD_Connection* connection)
+{
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != nullptr ? static_cast<ConnectionState*>(info->socket_context) : nullptr;
+}
 
 // Both kinds of server: one class, the mode decides how MHD runs.
 class MhdServer final : public HttpServer, public LoopHttpServer {
@@ -170,6 +240,7 @@ public:
             for (RequestContext* context : std::vector<RequestContext*>(suspended_.begin(), suspended_.end())) {
                 if (context->pending != nullptr)
                     context->pending->detach();
+                unwatch(*context);
                 context->suspended = false;
                 MHD_resume_connection(context->connection);
             }
@@ -206,12 +277,16 @@ public:
         for (const auto& listener : listeners_)
             if (listener->epoll_fd >= 0)
                 fds.push_back(listener->epoll_fd);
+        if (hangup_watch_)
+            fds.push_back(hangup_watch_.get());
         return fds;
     }
 
     void dispatch() override
     {
         dispatching_ = true;
+        close_hung_up();
+        enforce_head_deadline(Clock::now());
         for (auto& listener : listeners_) {
             const unsigned before = connections(*listener);
             if (MHD_run(listener->daemon) != MHD_YES)
@@ -237,6 +312,10 @@ public:
     std::optional<std::chrono::milliseconds> next_timeout() const override
     {
         std::optional<std::chrono::milliseconds> earliest;
+        if (auto deadline = earliest_head_deadline()) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now());
+            earliest = std::max(left, std::chrono::milliseconds(0));
+        }
         for (const auto& listener : listeners_) {
             MHD_UNSIGNED_LONG_LONG ms = 0;
             if (MHD_get_timeout(listener->daemon, &ms) != MHD_YES)
@@ -251,10 +330,23 @@ public:
 
     std::size_t pending_requests() const override { return suspended_.size(); }
 
+    std::size_t open_connections() const override
+    {
+        std::size_t count = 0;
+        for (const auto& listener : listeners_)
+            count += connections(*listener);
+        return count;
+    }
+
     Result<void> start()
     {
         if (!options_.tcp_listen && !options_.unix_socket)
             return internal_error("Failed to start HTTP server: no TCP address and no unix socket given");
+        if (mode_ == Mode::external_loop) {
+            hangup_watch_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+            if (!hangup_watch_)
+                return system_error_errno("Failed to create the epoll fd watching parked HTTP connections");
+        }
 
         // Bind everything before starting any thread, so a bind error leaves nothing running.
         std::optional<detail::TcpListener> tcp;
@@ -290,6 +382,7 @@ public:
             // MHD calls the access handler again, which queues the answer,
             // in its next run: ask the owner for one unless in one now (the
             // owner asks next_timeout() afterwards, which says 0).
+            unwatch(context);
             context.suspended = false;
             suspended_.erase(&context);
             MHD_resume_connection(context.connection);
@@ -325,18 +418,29 @@ private:
         const MHD_LogCallback logger = &log_mhd;
         const MHD_RequestCompletedCallback completed = &MhdServer::on_completed;
         const MHD_AccessHandlerCallback access = &MhdServer::on_access;
+        const MHD_NotifyConnectionCallback notify = &MhdServer::on_connection;
+        using Unescape = size_t (*)(void*, MHD_Connection*, char*);
+        const Unescape unescape = &MhdServer::on_unescape;
+        // Loop mode: our accept policy (eviction, per-peer cap) decides
+        // below max_connections; MHD's own cap is the hard stop above it.
+        const bool loop = mode_ == Mode::external_loop;
+        const MHD_AcceptPolicyCallback accept_policy = loop ? &MhdServer::on_accept : nullptr;
+        const unsigned mhd_limit = options_.max_connections + (loop ? limits::kHttpConnectionEvictionSlack : 0);
         const MHD_socket socket_fd = fd.release();  // MHD owns it from here, also on failure
         // Thread-per-connection: handlers run SQLite and JSON code on the
         // connection threads; 1 MiB of (virtual, lazily committed) stack is
         // ample for that. Ignored without threads.
         MHD_Daemon* daemon = MHD_start_daemon(
-            flags, 0, nullptr, nullptr, access, listener.get(),
+            flags, 0, accept_policy, listener.get(), access, listener.get(),
             MHD_OPTION_EXTERNAL_LOGGER, logger, nullptr,  // must come first
             MHD_OPTION_LISTEN_SOCKET, socket_fd,
-            MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned int>(options_.max_connections),
+            MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned int>(mhd_limit),
             MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned int>(options_.connection_timeout_seconds),
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(limits::kHttpConnectionMemoryBytes),
             MHD_OPTION_THREAD_STACK_SIZE, static_cast<size_t>(kThreadStackBytes),
             MHD_OPTION_NOTIFY_COMPLETED, completed, listener.get(),
+            MHD_OPTION_NOTIFY_CONNECTION, notify, listener.get(),
+            MHD_OPTION_UNESCAPE_CALLBACK, unescape, listener.get(),
             MHD_OPTION_END);
         if (daemon == nullptr)
             return internal_error("Failed to start the HTTP server on '" + name + "' (libmicrohttpd refused; see the log)");
@@ -354,18 +458,230 @@ private:
         return {};
     }
 
-    static void on_completed(void* cls, MHD_Connection* /*connection*/, void** con_cls,
+    static void on_completed(void* cls, MHD_Connection* connection, void** con_cls,
                              MHD_RequestTerminationCode /*code*/)
     {
+        if (ConnectionState* state = state_of(connection)) {
+            // A kept-alive connection's next head is due within the timeout.
+            state->in_request = false;
+            state->head_since = Clock::now();
+        }
         auto* context = static_cast<RequestContext*>(*con_cls);
         *con_cls = nullptr;
         if (context == nullptr)
             return;
         if (context->pending != nullptr)
             context->pending->detach();  // its Responders become no-ops
-        if (context->suspended)
-            static_cast<Listener*>(cls)->server->suspended_.erase(context);
+        if (context->suspended) {
+            MhdServer& server = *static_cast<Listener*>(cls)->server;
+            server.unwatch(*context);
+            server.suspended_.erase(context);
+        }
         delete context;
+    }
+
+    // MHD_OPTION_NOTIFY_CONNECTION: a connection opens or closes.
+    static void on_connection(void* cls, MHD_Connection* connection, void** socket_context,
+                              MHD_ConnectionNotificationCode code)
+    {
+        auto* listener = static_cast<Listener*>(cls);
+        const bool loop = listener->server->mode_ == Mode::external_loop;
+        if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+            auto* state = new ConnectionState;
+            state->connection = connection;
+            state->listener = listener;
+            state->head_since = Clock::now();
+            if (const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
+                state->fd = info->connect_fd;
+            if (loop) {
+                if (!listener->is_unix) {
+                    const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                    state->peer = peer_key(info != nullptr ? info->client_addr : nullptr);
+                    if (!state->peer.empty())
+                        ++listener->per_peer[state->peer];
+                }
+                listener->connections.insert(state);
+            }
+            *socket_context = state;
+            return;
+        }
+        auto* state = static_cast<ConnectionState*>(*socket_context);
+        *socket_context = nullptr;
+        if (state == nullptr)
+            return;
+        if (loop) {
+            if (!state->peer.empty()) {
+                auto it = listener->per_peer.find(state->peer);
+                if (it != listener->per_peer.end() && --it->second == 0)
+                    listener->per_peer.erase(it);
+            }
+            listener->connections.erase(state);
+            if (state->suspended != nullptr)  // (on_completed unwatches first; never leave a stale pointer)
+                ::epoll_ctl(listener->server->hangup_watch_.get(), EPOLL_CTL_DEL, state->fd, nullptr);
+        }
+        delete state;
+    }
+
+    // MHD's accept policy (loop mode): the per-peer cap, and at the
+    // listener's cap room made by evicting the oldest connection without a
+    // complete head.
+    static MHD_Result on_accept(void* cls, const sockaddr* addr, socklen_t /*addrlen*/)
+    {
+        auto* listener = static_cast<Listener*>(cls);
+        MhdServer& server = *listener->server;
+        if (server.stopping_)
+            return MHD_NO;
+        if (!listener->is_unix) {
+            const std::string peer = peer_key(addr);
+            if (!peer.empty()) {
+                auto it = listener->per_peer.find(peer);
+                if (it != listener->per_peer.end() && it->second >= server.options_.max_connections_per_peer)
+                    return MHD_NO;
+            }
+        }
+        std::size_t live = 0;
+        ConnectionState* oldest = nullptr;
+        for (ConnectionState* state : listener->connections) {
+            if (state->evicted)
+                continue;
+            ++live;
+            if (!state->in_request && (oldest == nullptr || state->head_since < oldest->head_since))
+                oldest = state;
+        }
+        if (live < server.options_.max_connections)
+            return MHD_YES;
+        if (oldest == nullptr)
+            return MHD_NO;  // every connection is busy with a request
+        evict(*oldest);
+        return MHD_YES;
+    }
+
+    // Closes a connection MHD still owns: shutting the socket down makes MHD
+    // read EOF (its epoll fd reports it) and close it in its next run.
+    static void evict(ConnectionState& state)
+    {
+        state.evicted = true;
+        if (state.fd >= 0)
+            ::shutdown(state.fd, SHUT_RDWR);
+    }
+
+    // MHD_OPTION_UNESCAPE_CALLBACK: the path, and each query parameter's key
+    // and value, of every request, before the access handler sees them.
+    static size_t on_unescape(void* /*cls*/, MHD_Connection* connection, char* text)
+    {
+        const std::size_t size = percent_decode_in_place(text, std::strlen(text));
+        text[size] = '\0';
+        if (!is_clean_target_text(std::string_view(text, size)))
+            if (ConnectionState* state = state_of(connection))
+                state->bad_target = true;
+        return size;
+    }
+
+    void enforce_head_deadline(Clock::time_point now)
+    {
+        const auto timeout = std::chrono::seconds(options_.head_timeout_seconds);
+        for (auto& listener : listeners_)
+            for (ConnectionState* state : listener->connections)
+                if (!state->in_request && !state->evicted && now - state->head_since >= timeout)
+                    evict(*state);
+    }
+
+    std::optional<Clock::time_point> earliest_head_deadline() const
+    {
+        std::optional<Clock::time_point> earliest;
+        for (const auto& listener : listeners_)
+            for (const ConnectionState* state : listener->connections)
+                if (!state->in_request && !state->evicted && (!earliest || state->head_since < *earliest))
+                    earliest = state->head_since;
+        if (earliest)
+            *earliest += std::chrono::seconds(options_.head_timeout_seconds);
+        return earliest;
+    }
+
+    // A suspended connection is watched for its client leaving (MHD does not
+    // watch it while suspended).
+    void watch(RequestContext& context)
+    {
+        ConnectionState* state = context.state;
+        if (!hangup_watch_ || state == nullptr || state->fd < 0)
+            return;
+        epoll_event event{};
+        event.events = EPOLLRDHUP;
+        event.data.ptr = state;
+        if (::epoll_ctl(hangup_watch_.get(), EPOLL_CTL_ADD, state->fd, &event) == 0)
+            state->suspended = &context;
+    }
+
+    void unwatch(RequestContext& context)
+    {
+        ConnectionState* state = context.state;
+        if (state == nullptr || state->suspended != &context)
+            return;
+        state->suspended = nullptr;
+        ::epoll_ctl(hangup_watch_.get(), EPOLL_CTL_DEL, state->fd, nullptr);
+    }
+
+    // Closes the suspended connections whose client hung up: resumed without
+    // an answer, the access handler closes them.
+    void close_hung_up()
+    {
+        if (!hangup_watch_)
+            return;
+        epoll_event events[kHangupBatch];
+        const int n = ::epoll_wait(hangup_watch_.get(), events, kHangupBatch, 0);
+        for (int i = 0; i < n; ++i) {
+            auto* state = static_cast<ConnectionState*>(events[i].data.ptr);
+            RequestContext* context = state->suspended;
+            if (context == nullptr || !context->suspended)
+                continue;
+            unwatch(*context);
+            if (context->pending != nullptr)
+                context->pending->detach();  // its Responders become no-ops
+            context->suspended = false;
+            suspended_.erase(context);
+            MHD_resume_connection(context->connection);
+        }
+    }
+
+    // RFC 9112 §6.3: a request whose body length is ambiguous is rejected.
+    // Repeated Content-Length values that are all equal count as one.
+    static bool ambiguous_framing(MHD_Connection* connection)
+    {
+        struct Seen {
+            std::optional<std::string> length;
+            bool conflicting = false;
+            bool transfer_encoding = false;
+        } seen;
+        MHD_get_connection_values_n(
+            connection, MHD_HEADER_KIND,
+            [](void* cls, MHD_ValueKind, const char* key, size_t key_size, const char* value,
+               size_t value_size) -> MHD_Result {
+                auto& s = *static_cast<Seen*>(cls);
+                const std::string name = lower(std::string_view(key, key_size));
+                if (name == "transfer-encoding") {
+                    s.transfer_encoding = true;
+                } else if (name == "content-length") {
+                    std::string_view list(value != nullptr ? value : "", value != nullptr ? value_size : 0);
+                    while (true) {
+                        const auto comma = list.find(',');
+                        std::string_view item = list.substr(0, comma);
+                        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
+                            item.remove_prefix(1);
+                        while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
+                            item.remove_suffix(1);
+                        if (!s.length)
+                            s.length = std::string(item);
+                        else if (*s.length != item)
+                            s.conflicting = true;
+                        if (comma == std::string_view::npos)
+                            break;
+                        list.remove_prefix(comma + 1);
+                    }
+                }
+                return MHD_YES;
+            },
+            &seen);
+        return seen.conflicting || (seen.length && seen.transfer_encoding);
     }
 
     static MHD_Result on_access(void* cls, MHD_Connection* connection, const char* url, const char* method,
@@ -382,7 +698,19 @@ private:
                 // First call: headers are in, no body yet.
                 context = new RequestContext;
                 context->connection = connection;
+                context->state = state_of(connection);
                 *con_cls = context;
+                if (context->state != nullptr)
+                    context->state->in_request = true;
+                const bool bad_target = context->state != nullptr && context->state->bad_target;
+                if (bad_target || ambiguous_framing(connection)) {
+                    // Answered before any body is read; MHD closes the connection after it.
+                    if (context->state != nullptr)
+                        context->state->bad_target = false;
+                    context->handled = true;
+                    context->answer = bad_request_response(bad_target ? kBadTargetBody : kBadFramingBody);
+                    return server.respond(*listener, connection, url, method, *context);
+                }
                 if (server.declared_too_large(connection) && expects_continue(connection)) {
                     // The client waits for "100 Continue": answer now and it never sends the body.
                     context->body_too_large = true;
@@ -486,6 +814,7 @@ private:
                 context.suspended = true;
                 suspended_.insert(&context);
                 MHD_suspend_connection(connection);
+                watch(context);
                 return MHD_YES;
             }
         }
@@ -519,6 +848,7 @@ private:
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::unordered_set<RequestContext*> suspended_;  // external_loop: waiting for a Responder
     std::function<void()> wakeup_;                    // external_loop: dispatch() is due
+    UniqueFd hangup_watch_;                           // external_loop: epoll over suspended connections
     bool dispatching_ = false;
     bool stopping_ = false;  // external_loop: the destructor runs
     std::uint16_t tcp_port_ = 0;

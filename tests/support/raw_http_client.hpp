@@ -60,6 +60,8 @@ public:
         REQUIRE(::send(fd_.get(), text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
     }
 
+    int fd() const { return fd_.get(); }
+
     // True if the server has sent something (or closed) within `ms`.
     bool readable(int ms)
     {

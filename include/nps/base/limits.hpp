@@ -70,8 +70,26 @@ inline constexpr std::size_t kMaxSpawnCacheEntries = 100'000;
 inline constexpr std::size_t kMaxHttpValidatorChars = 1024;        // an ETag or Last-Modified kept for revalidation
 
 // --- HTTP server ---
-inline constexpr unsigned kMaxHttpConnections = 256;
+// docs/api.md "Limits and timeouts". Per listener (TCP, unix socket): at the
+// cap a new connection evicts the oldest one still without a complete request
+// head, so half-open connections cannot lock a well-behaved client out.
+inline constexpr unsigned kMaxHttpConnections = 512;
+// Accepted above the cap while evicted connections are being closed (MHD
+// accepts at most 10 connections per run).
+inline constexpr unsigned kHttpConnectionEvictionSlack = 32;
+// Per non-loopback peer address (loopback peers share 127.0.0.1 with the
+// daemon's own clients: only the listener cap and the head deadline bound them).
+inline constexpr unsigned kMaxHttpConnectionsPerPeer = 64;
+// Idle time (no byte in or out) after which MHD closes a connection; a parked
+// long-poll (suspended) is not idle.
 inline constexpr unsigned kHttpConnectionTimeoutSeconds = 60;
+// From accept (or the end of the previous response on a kept-alive
+// connection) to the end of the request head; a client dripping the head
+// byte by byte is closed at this deadline (slowloris).
+inline constexpr unsigned kHttpRequestHeadTimeoutSeconds = 5;
+// Memory per connection for the request head and MHD's buffers; a longer head
+// gets 431 (or 414 for the request line) from MHD.
+inline constexpr std::size_t kHttpConnectionMemoryBytes = 32 * 1024;
 
 // --- Worker cgroups (ours; docs/cgroups.md) ---
 inline constexpr std::int64_t kMinCpuMillicores = 10;              // the kernel's 1 ms quota per 100 ms period

@@ -28,6 +28,28 @@
 // that a request announcing an oversize Content-Length with
 // "Expect: 100-continue" is answered at once, before any body is sent.
 //
+// Connection limits (LoopHttpServer; docs/api.md "Limits and timeouts"):
+//  - a request head (request line and headers) must be complete within
+//    head_timeout_seconds of the accept, or of the end of the previous
+//    response on a kept-alive connection; else the connection is closed (a
+//    client dripping one byte a second is not "idle" to MHD's own timeout);
+//  - at max_connections a new connection evicts the oldest one that has no
+//    complete request head (instead of being refused), so a flood of
+//    half-open connections cannot lock a well-behaved client out;
+//  - a non-loopback peer address holds at most max_connections_per_peer;
+//  - a suspended connection (answer pending) is watched for its client
+//    closing (EPOLLRDHUP): it is closed at once, its Responders become no-ops.
+//    A client that half-closes (shutdown(SHUT_WR)) after its request counts
+//    as gone.
+//
+// Request framing and target (both modes), answered 400 with an
+// NPS-CLIENT-BAD-FRAME error body and "Connection: close", the handler never
+// called: a path or query parameter that after percent-decoding holds a
+// control character (NUL included) or invalid UTF-8 (http_target.hpp); more
+// than one Content-Length value unless all are equal; Content-Length together
+// with Transfer-Encoding (RFC 9112 §6.3). A request head beyond MHD's
+// per-connection memory gets MHD's own 431/414.
+//
 // A handler that throws gets a 500 with the NPS-SERVER-INTERNAL error body;
 // the exception is logged to stderr and the server keeps serving. So does a
 // request whose every Responder was dropped unanswered.
@@ -93,8 +115,8 @@ public:
     // before, connection closed, server stopped, or an empty Responder).
     bool respond(HttpResponse response) const;
     void operator()(HttpResponse response) const { respond(std::move(response)); }
-    // Not yet answered and the connection still open (as far as known: MHD
-    // does not notice a client leaving while its connection is suspended).
+    // Not yet answered and the connection still open (LoopHttpServer notices
+    // a client leaving while its connection is suspended; HttpServer does not).
     bool pending() const;
 
 private:
@@ -112,7 +134,10 @@ struct HttpServerOptions {
     std::optional<gid_t> unix_socket_group;  // the socket file's group (owner stays ours); none: our own group
     std::size_t max_body_bytes = limits::kMaxBodyBytes;
     unsigned max_connections = limits::kMaxHttpConnections;  // per listener (TCP and unix socket each)
-    unsigned connection_timeout_seconds = limits::kHttpConnectionTimeoutSeconds;
+    unsigned connection_timeout_seconds = limits::kHttpConnectionTimeoutSeconds;  // idle
+    // LoopHttpServer only (see "Connection limits" above):
+    unsigned head_timeout_seconds = limits::kHttpRequestHeadTimeoutSeconds;
+    unsigned max_connections_per_peer = limits::kMaxHttpConnectionsPerPeer;  // non-loopback TCP peers
 };
 
 class HttpServer {
@@ -139,12 +164,14 @@ public:
     // owner unregisters fds() first.
     virtual ~LoopHttpServer() = default;
 
-    // One epoll fd per listener (TCP, unix socket), owned by the server:
-    // watch each for EPOLLIN (level-triggered) and call dispatch() when ready.
+    // One epoll fd per listener (TCP, unix socket) and one watching suspended
+    // connections for hang-ups, owned by the server: watch each for EPOLLIN
+    // (level-triggered) and call dispatch() when ready.
     virtual std::vector<int> fds() const = 0;
     // Does all the work that is ready on every listener without blocking:
     // accepts, reads, runs handlers, sends answers given since, closes idle
-    // connections that timed out.
+    // connections that timed out, connections past their head deadline and
+    // suspended connections whose client has gone.
     virtual void dispatch() = 0;
     // Call dispatch() at the latest after this long even if no fd became
     // ready (0: at once); nullopt: only when an fd becomes ready. Ask again
@@ -160,6 +187,8 @@ public:
     // Requests whose handler returned without answering and that are still
     // waiting for their Responder (their connections are suspended).
     virtual std::size_t pending_requests() const = 0;
+    // Open connections on all listeners (the nps_http_connections metric).
+    virtual std::size_t open_connections() const = 0;
 };
 
 // Splits "host:port" / "[v6]:port"; fails with a message naming the text.
