@@ -256,8 +256,13 @@ Result<std::string> msgpack_to_json(std::string_view msgpack, const MsgpackLimit
 
 Result<std::string> json_to_msgpack(std::string_view json_text)
 {
+    // Integers up to 2^64-1 stay integers: parse as is first, and widen
+    // literals beyond 64 bits to doubles (parse_json) only when simdjson
+    // refuses the text (parse_json also gives the error of invalid JSON).
     simdjson::dom::parser parser;
-    const auto root = NPS_TRY(detail::parse_json(parser, json_text, "json payload"));
+    simdjson::dom::element root;
+    if (parser.parse(json_text.data(), json_text.size()).get(root) != simdjson::SUCCESS)
+        root = NPS_TRY(detail::parse_json(parser, json_text, "json payload"));
     try {
         msgpack::sbuffer buffer;
         Packer packer(buffer);

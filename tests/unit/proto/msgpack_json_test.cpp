@@ -75,8 +75,8 @@ TEST_CASE("MsgPack → JSON: limits")
     // A five-byte header declaring 4 billion entries allocates nothing.
     CHECK(refusal(bytes({0xDD, 0xFF, 0xFF, 0xFF, 0xFF})) == "NCP-FRAME-PAYLOAD-TOO-LARGE");
     CHECK(refusal(bytes({0xDF, 0xFF, 0xFF, 0xFF, 0xFF})) == "NCP-FRAME-PAYLOAD-TOO-LARGE");
-    // A str declaring 4 GiB is refused by its declared size.
-    CHECK(refusal(bytes({0xDB, 0xFF, 0xFF, 0xFF, 0xFF})) == "NCP-FRAME-PAYLOAD-TOO-LARGE");
+    // A str declaring 4 GiB without its bytes is truncated; nothing is allocated.
+    CHECK(refusal(bytes({0xDB, 0xFF, 0xFF, 0xFF, 0xFF})) == "NWP-HTTP-FRAME-BODY-MALFORMED");
     MsgpackLimits small{.max_depth = 2, .max_string_bytes = 2, .max_container_entries = 2, .max_json_bytes = 8};
     CHECK(refusal(bytes({0x91, 0x91, 0x90}), small) == "NWP-HTTP-FRAME-BODY-MALFORMED");
     CHECK(refusal(bytes({0xA3, 'a', 'b', 'c'}), small) == "NCP-FRAME-PAYLOAD-TOO-LARGE");
