@@ -38,7 +38,8 @@ struct MsgpackLimits {
 Result<std::string> msgpack_to_json(std::string_view msgpack, const MsgpackLimits& limits = {});
 
 // Packs a JSON text: objects as maps (members in text order), integers as
-// the smallest MsgPack integer, other numbers as float64, strings as str.
+// the smallest MsgPack integer, other numbers as float64 (msgpack-cxx packs an
+// integral double as an integer: same value), strings as str.
 // NWP-HTTP-FRAME-BODY-MALFORMED on invalid JSON or nesting beyond
 // limits::kMaxJsonDepth. Never throws.
 Result<std::string> json_to_msgpack(std::string_view json_text);
