@@ -49,12 +49,16 @@ bool alive(pid_t pid)
 
 void remove_worker_dir(const fs::path& dir, RecoveryReport& report)
 {
-    // The overlay is mounted on rootfs/; detach it whatever its state.
-    const std::string rootfs = (dir / "rootfs").string();
-    if (::umount2(rootfs.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT) {
-        // Never delete through something still mounted there.
-        report.problems.push_back("Failed to unmount '" + rootfs + "': " + std::strerror(errno));
-        return;
+    // The overlay is mounted on rootfs/, the writable space's tmpfs
+    // (image/worker_space.hpp) on space/, beneath the overlay's upper:
+    // detach both whatever their state, the overlay first.
+    for (const char* mount_point : {"rootfs", "space"}) {
+        const std::string path = (dir / mount_point).string();
+        if (::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT) {
+            // Never delete through something still mounted there.
+            report.problems.push_back("Failed to unmount '" + path + "': " + std::strerror(errno));
+            return;
+        }
     }
     std::error_code ec;
     fs::remove_all(dir, ec);
