@@ -28,7 +28,7 @@ constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/s
 
 const VerbSpec kSpec{
     "run",
-    "--image REF | --rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--max-runtime S] [--idle-timeout S]\n"
+    "--image REF | --rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--disk Q] [--max-runtime S] [--idle-timeout S]\n"
     "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]] [--userns]\n"
     "       [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
     "Run one command in a sandbox, attached to this terminal.",
@@ -44,6 +44,11 @@ const VerbSpec kSpec{
     "Limits: --memory (swap off), --cpu and --pids put the command in a cgroup beneath this\n"
     "process's own (quantities as Kubernetes writes them: --memory 64Mi, --cpu 500m). A limit\n"
     "this host cannot enforce is an error unless sandbox.allow_unenforced_limits is set.\n"
+    "--disk Q bounds what the command can write: /tmp, /dev/shm and (with --image) the\n"
+    "overlay's upper directory share one tmpfs of that size, so together they hold at most Q\n"
+    "and a write beyond fails with ENOSPC (default workers.default_disk, 256Mi; at most\n"
+    "workers.max_disk, 1Gi). The files are memory: with --memory below Q, a command that fills\n"
+    "its disk is OOM-killed before it sees ENOSPC.\n"
     "--max-runtime S ends the command S seconds after it started; --idle-timeout S ends it\n"
     "after S seconds without a byte on its stdout or stderr.\n\n"
     "With --userns (or sandbox.user_namespace) the sandbox's ids 0..N-1 are the host's\n"
@@ -59,6 +64,8 @@ const VerbSpec kSpec{
         {"--memory", "Q", "memory limit, e.g. 64Mi or 1G (swap off)"},
         {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2"},
         {"--pids", "N", "maximum number of processes and threads"},
+        {"--disk", "Q", "writable space of /tmp, /dev/shm and the image's upper together (default 256Mi, "
+                        "workers.default_disk; at most workers.max_disk)"},
         {"--max-runtime", "S", "end the command after S seconds"},
         {"--idle-timeout", "S", "end the command after S seconds without output"},
         {"--network", "MODE", "'none' (default: only loopback) or 'host'"},
@@ -151,6 +158,17 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
         request.limits.pids_max = value;
     }
     NPS_TRY_VOID(cgroup::validate_limits(request.limits));
+    request.sandbox.writable.bytes = config.workers.default_disk;
+    if (auto disk = args.value("--disk")) {
+        std::int64_t bytes = NPS_TRY(spawn::parse_memory_bytes(*disk));
+        if (bytes < static_cast<std::int64_t>(limits::kMinWorkerDiskBytes))
+            return internal_error("--disk must be at least " + std::to_string(limits::kMinWorkerDiskBytes) +
+                                  " bytes (1Mi), not '" + *disk + "'");
+        if (static_cast<std::uint64_t>(bytes) > config.workers.max_disk)
+            return internal_error("--disk " + *disk + " exceeds workers.max_disk (" +
+                                  std::to_string(config.workers.max_disk) + " bytes)");
+        request.sandbox.writable.bytes = static_cast<std::uint64_t>(bytes);
+    }
     request.max_runtime_seconds = NPS_TRY(seconds_option(args, "--max-runtime"));
     request.idle_timeout_seconds = NPS_TRY(seconds_option(args, "--idle-timeout"));
     if (auto user = args.value("--user")) {
@@ -175,6 +193,7 @@ Result<void> apply_image(const ParsedArgs& args, const image::WorkerRootfs& root
 {
     const image::ImageConfig& config = rootfs.config();
     request.sandbox.rootfs = rootfs.path();
+    request.sandbox.writable.host_dir = rootfs.space_dir();
     std::vector<std::string> argv = config.entrypoint;
     const auto& tail = args.positionals.empty() ? config.cmd : args.positionals;
     argv.insert(argv.end(), tail.begin(), tail.end());
@@ -198,6 +217,7 @@ Result<void> apply_image(const ParsedArgs& args, const image::WorkerRootfs& root
 }
 
 Result<std::optional<image::WorkerRootfs>> prepare_image(const ParsedArgs& args, const config::Config& config,
+                                                          std::uint64_t disk_bytes,
                                                           std::unique_ptr<image::ImageStore>& store)
 {
     auto ref = args.value("--image");
@@ -208,7 +228,10 @@ Result<std::optional<image::WorkerRootfs>> prepare_image(const ParsedArgs& args,
     remove_dead_leftovers(state_dir, nullptr);
     std::string worker = "run-" + std::to_string(::getpid());
     return std::optional<image::WorkerRootfs>{NPS_TRY(image::prepare_worker_rootfs(
-        *store, {.ref = *ref, .worker_dir = state_dir + "/workers/" + worker, .holder = "nps-runner " + worker}))};
+        *store, {.ref = *ref,
+                 .worker_dir = state_dir + "/workers/" + worker,
+                 .holder = "nps-runner " + worker,
+                 .disk_bytes = disk_bytes}))};
 }
 
 }  // namespace
@@ -233,7 +256,7 @@ int run(int argc, char** argv, int first)
     }
     // Released after the command ended: the overlay, then the image's pin.
     std::unique_ptr<image::ImageStore> store;
-    auto rootfs = prepare_image(args, *config, store);
+    auto rootfs = prepare_image(args, *config, request->sandbox.writable.bytes, store);
     if (!rootfs) {
         std::fprintf(stderr, "nps-runner run: %s\n", rootfs.error().describe().c_str());
         return kExitSandboxFailure;

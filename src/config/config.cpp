@@ -375,7 +375,7 @@ Result<void> apply_workers(const toml::table* table, const TableReader& t, Confi
 {
     NPS_TRY_VOID(t.check_keys({"max_concurrent", "default_idle_timeout_seconds", "default_max_runtime_seconds",
                                 "stop_grace_seconds", "log_max_bytes", "log_keep", "log_retention_hours",
-                                "spawn_pool"}));
+                                "spawn_pool", "default_disk", "max_disk"}));
     WorkerPolicy& w = c.workers;
     if (auto v = NPS_TRY(t.integer("max_concurrent", 1, static_cast<std::int64_t>(limits::kMaxConcurrentWorkers))))
         w.max_concurrent = static_cast<std::size_t>(*v);
@@ -393,6 +393,12 @@ Result<void> apply_workers(const toml::table* table, const TableReader& t, Confi
         w.log_retention_hours = static_cast<std::uint32_t>(*v);
     if (auto v = NPS_TRY(t.integer("spawn_pool", 0, static_cast<std::int64_t>(limits::kSpawnPoolMaxSize))))
         w.spawn_pool = static_cast<std::size_t>(*v);
+    if (auto v = NPS_TRY(byte_size(table, "max_disk", t, limits::kMinWorkerDiskBytes, limits::kMaxWorkerDiskBytes)))
+        w.max_disk = *v;
+    if (auto v = NPS_TRY(byte_size(table, "default_disk", t, limits::kMinWorkerDiskBytes, limits::kMaxWorkerDiskBytes)))
+        w.default_disk = *v;
+    if (w.default_disk > w.max_disk)
+        return t.fail("default_disk", "must not exceed max_disk (" + std::to_string(w.max_disk) + " bytes)");
     if (w.default_idle_timeout_seconds > 0 && w.default_max_runtime_seconds > 0 &&
         w.default_idle_timeout_seconds > w.default_max_runtime_seconds)
         return t.fail("default_idle_timeout_seconds", "must not exceed default_max_runtime_seconds");

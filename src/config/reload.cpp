@@ -93,6 +93,8 @@ const std::vector<Key>& keys()
         reloadable("workers.log_keep", NPS_FIELD(workers.log_keep)),
         reloadable("workers.log_retention_hours", NPS_FIELD(workers.log_retention_hours)),
         restart_only("workers.spawn_pool", NPS_FIELD(workers.spawn_pool)),
+        reloadable("workers.default_disk", NPS_FIELD(workers.default_disk)),
+        reloadable("workers.max_disk", NPS_FIELD(workers.max_disk)),
         // [spawn]
         restart_only("spawn.allow_destinations", NPS_FIELD(spawn_allow_destinations)),
         restart_only("spawn.ca_file", NPS_FIELD(spawn_ca_file)),

@@ -154,8 +154,9 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
 
     auto prepared = std::make_shared<std::optional<Result<std::unique_ptr<PreparedWorker>>>>();
     ctx_.jobs.submit(
-        [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name()] {
-            *prepared = prepare_worker(launch, agent, name);
+        [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name(),
+         disk = ctx_.config.workers.default_disk] {
+            *prepared = prepare_worker(launch, agent, name, disk);
         },
         [this, node = attempt.node_id, serial, prepared] {
             auto& result = **prepared;
@@ -182,6 +183,7 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
 
     supervisor::WorkerSpec worker;
     worker.sandbox.rootfs = prepared->rootfs->path();
+    worker.sandbox.writable.host_dir = prepared->rootfs->space_dir();
     worker.sandbox.argv = prepared->process.argv;
     worker.sandbox.env = prepared->process.env;
     worker.sandbox.cwd = prepared->process.cwd;

@@ -74,7 +74,7 @@ Result<void> ensure_image(const LaunchContext& context, image::ImageStore& image
 }
 
 Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
-                                                       const std::string& worker_name)
+                                                       const std::string& worker_name, std::uint64_t disk_bytes)
 {
     auto prepared = std::make_unique<PreparedWorker>();
     prepared->resolution = NPS_TRY(resolve_agent_spec(context, agent));
@@ -85,7 +85,10 @@ Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& cont
 
     prepared->worker_dir = context.config.state_dir + "/workers/" + worker_name;
     auto rootfs = image::prepare_worker_rootfs(
-        *images, {.ref = spec.image, .worker_dir = prepared->worker_dir, .holder = "worker " + worker_name});
+        *images, {.ref = spec.image,
+                  .worker_dir = prepared->worker_dir,
+                  .holder = "worker " + worker_name,
+                  .disk_bytes = disk_bytes});
     if (!rootfs)
         return unavailable("Failed to make the root filesystem of image '" + spec.image + "'", rootfs.error());
     prepared->rootfs.emplace(std::move(*rootfs));

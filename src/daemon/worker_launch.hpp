@@ -3,7 +3,8 @@
 // of a launch, run on a JobPool thread:
 //   agent NID → announce → SpawnSpec (spawn/resolver.hpp)
 //   → the image, pulled when the store lacks it
-//   → a pinned overlay rootfs in <state_dir>/workers/<name>/
+//   → a pinned overlay rootfs in <state_dir>/workers/<name>/, its upper in
+//     the worker's bounded writable space (a tmpfs on .../<name>/space)
 //   → argv, environment, working directory and ids (image/image_process.hpp).
 // Failures carry the code the node fails with (docs/executor.md):
 // NOP-SPAWN-SPEC-INVALID for anything about the agent or its SpawnSpec (not
@@ -59,8 +60,11 @@ Result<image::ImageStore*> thread_image_store(const std::string& state_dir);
 // The image named by the SpawnSpec, present in the store or pulled now.
 Result<void> ensure_image(const LaunchContext& context, image::ImageStore& images, const std::string& reference);
 
-// Everything above; `worker_name` names the worker directory.
+// Everything above; `worker_name` names the worker directory, `disk_bytes`
+// is the worker's disk limit (its overlay upper, /tmp and /dev/shm share a
+// tmpfs of that size: image/worker_space.hpp). The caller reads it from the
+// configuration on the loop thread, where a reload changes it.
 Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
-                                                       const std::string& worker_name);
+                                                       const std::string& worker_name, std::uint64_t disk_bytes);
 
 }  // namespace nps::daemon

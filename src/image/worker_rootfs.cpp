@@ -16,7 +16,8 @@ Result<WorkerRootfs> prepare_worker_rootfs(ImageStore& store, const WorkerRootfs
     }
     LayerCache cache = NPS_TRY(LayerCache::open({.layers_dir = store.layout().layers_dir()}));
     std::vector<std::string> lower_dirs = NPS_TRY(cache.ensure_chain(layers));
-    OverlayRootfs overlay = NPS_TRY(OverlayRootfs::mount({.lower_dirs = lower_dirs, .worker_dir = request.worker_dir}));
+    OverlayRootfs overlay = NPS_TRY(OverlayRootfs::mount(
+        {.lower_dirs = lower_dirs, .worker_dir = request.worker_dir, .disk_bytes = request.disk_bytes}));
     return WorkerRootfs{.pinned = std::move(pinned), .overlay = std::move(overlay)};
 }
 

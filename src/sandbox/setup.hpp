@@ -89,6 +89,10 @@ struct MountPlan {
     const char* dev;
     const char* tmp;
     bool read_only_root;
+    // The writable space (SandboxSpec::writable): a host directory holding
+    // "tmp" and "shm", or nullptr for a fresh tmpfs with these options.
+    const char* space_dir;
+    const char* space_options;
     // A scratch buffer of PATH_MAX bytes for joining paths in the child.
     char* scratch;
     std::size_t scratch_size;
@@ -153,13 +157,16 @@ struct CloneArgs {
     std::uint64_t cgroup;
 };
 
+// A fresh space (no host_dir) needs a size: tmpfs takes size=0 as "half of RAM".
+Result<void> validate_writable(const SandboxSpec& spec);
+
 // "Failed to <step> <object>" for a Failure the child reported; the object
 // is what the parent knows the step worked on.
 std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, Step step);
 
 // --- Child side ---
 
-// Private propagation, rootfs bind, /proc, /dev, /tmp, read-only root,
+// Private propagation, rootfs bind, /proc, /dev, /tmp and /dev/shm, read-only root,
 // pivot_root and detach of the old root. Ends with cwd "/".
 Failure setup_mounts(const MountPlan& plan);
 

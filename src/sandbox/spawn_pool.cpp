@@ -311,6 +311,7 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
         return internal_error("Failed to spawn a sandbox: no rootfs given");
     if (spec.user_namespace || spec.cgroup)
         return PoolAttempt{.missed = "user namespaces and caller-made cgroups need sandbox::spawn()"};
+    NPS_TRY_VOID(detail::validate_writable(spec));
     char resolved[PATH_MAX];
     if (!::realpath(spec.rootfs.c_str(), resolved))
         return system_error_errno("Failed to resolve the rootfs '" + spec.rootfs + "'");
@@ -349,7 +350,9 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
     *plan = ChildPlan{
         .mounts = {.rootfs = area.string(rootfs), .proc = area.string(rootfs + "/proc"),
                    .dev = area.string(rootfs + "/dev"), .tmp = area.string(rootfs + "/tmp"),
-                   .read_only_root = spec.root == RootAccess::read_only, .scratch = scratch,
+                   .read_only_root = spec.root == RootAccess::read_only,
+                   .space_dir = spec.writable.host_dir.empty() ? nullptr : area.string(spec.writable.host_dir),
+                   .space_options = area.string(space_tmpfs_options(spec.writable.bytes)), .scratch = scratch,
                    .scratch_size = PATH_MAX},
         .argv = area.strings(spec.argv),
         .envp = envp,

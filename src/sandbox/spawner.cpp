@@ -89,6 +89,16 @@ std::string quoted(const std::string& s)
 
 namespace detail {
 
+Result<void> validate_writable(const SandboxSpec& spec)
+{
+    const std::uint64_t bytes = spec.writable.bytes;
+    if (spec.writable.host_dir.empty() && (bytes < limits::kMinWorkerDiskBytes || bytes > limits::kMaxWorkerDiskBytes))
+        return internal_error("Failed to spawn a sandbox: its writable space of " + std::to_string(bytes) +
+                              " bytes lies outside " + std::to_string(limits::kMinWorkerDiskBytes) + ".." +
+                              std::to_string(limits::kMaxWorkerDiskBytes));
+    return {};
+}
+
 std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, Step step)
 {
     std::string object;
@@ -190,12 +200,14 @@ Result<Child> spawn(const SandboxSpec& spec)
         return internal_error("Failed to spawn a sandbox: no rootfs given");
     if (spec.user_namespace)
         NPS_TRY_VOID(validate_user_namespace(spec));
+    NPS_TRY_VOID(detail::validate_writable(spec));
     char resolved[PATH_MAX];
     if (!::realpath(spec.rootfs.c_str(), resolved))
         return system_error_errno("Failed to resolve the rootfs " + quoted(spec.rootfs));
     const std::string rootfs = resolved;
     std::string proc = rootfs + "/proc", dev = rootfs + "/dev", tmp = rootfs + "/tmp";
     std::vector<char> scratch(PATH_MAX);
+    const std::string space_options = space_tmpfs_options(spec.writable.bytes);
 
     std::vector<std::string> argv_strings = spec.argv, env_strings = spec.env;
     std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(env_strings);
@@ -231,7 +243,9 @@ Result<Child> spawn(const SandboxSpec& spec)
     DirectChild direct{
         .plan = {
             .mounts = {.rootfs = rootfs.c_str(), .proc = proc.c_str(), .dev = dev.c_str(), .tmp = tmp.c_str(),
-                       .read_only_root = spec.root == RootAccess::read_only, .scratch = scratch.data(),
+                       .read_only_root = spec.root == RootAccess::read_only,
+                       .space_dir = spec.writable.host_dir.empty() ? nullptr : spec.writable.host_dir.c_str(),
+                       .space_options = space_options.c_str(), .scratch = scratch.data(),
                        .scratch_size = scratch.size()},
             .argv = argv.data(),
             .envp = envp.data(),

@@ -49,6 +49,9 @@ struct WorkerPolicy {
     std::uint32_t log_keep = 1;                     // rotated files kept per stream
     std::uint32_t log_retention_hours = 168;        // finished workers' logs are deleted after; 0: kept forever
     std::size_t spawn_pool = 4;                     // parked sandbox children (docs/supervisor.md); 0: none
+    // A worker's disk: its overlay upper, /tmp and /dev/shm together (docs/sandbox.md "Disk").
+    std::uint64_t default_disk = limits::kDefaultWorkerDiskBytes;  // every worker's; `run` without --disk
+    std::uint64_t max_disk = limits::kDefaultMaxWorkerDiskBytes;   // ceiling of default_disk and `run --disk`
 };
 
 // [runner]: how `serve` claims and executes tasks (docs/executor.md).

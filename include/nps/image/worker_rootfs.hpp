@@ -4,8 +4,10 @@
 // cache, and an overlay of them with this worker's own upper directory.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
+#include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/rootfs.hpp"
@@ -16,6 +18,9 @@ struct WorkerRootfsRequest {
     std::string ref;         // image name or digest (ImageStore::resolve)
     std::string worker_dir;  // e.g. <state_dir>/workers/<worker>; must not hold upper/, work/, rootfs/
     std::string holder;      // who pins the image, for operators ("run 1234", "worker w-17")
+    // The worker's disk limit: its overlay upper, /tmp and /dev/shm share a
+    // tmpfs of this size (OverlayOptions::disk_bytes, worker_space.hpp).
+    std::uint64_t disk_bytes = limits::kDefaultWorkerDiskBytes;
 };
 
 // Owns, in this order of release: the overlay, then the pin.
@@ -24,6 +29,8 @@ struct WorkerRootfs {
     OverlayRootfs overlay;
 
     const std::string& path() const { return overlay.path(); }
+    // SandboxSpec::writable.host_dir for this rootfs.
+    std::string space_dir() const { return overlay.space_dir(); }
     const ImageConfig& config() const { return pinned.image.config; }
 };
 

@@ -14,6 +14,7 @@
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/sandbox/child.hpp"
 #include "nps/sandbox/seccomp.hpp"
+#include "nps/sandbox/writable_space.hpp"
 
 namespace nps::sandbox {
 
@@ -63,6 +64,9 @@ struct SandboxSpec {
     // conventional open-file limit; callers replace or extend the list.
     std::vector<Rlimit> rlimits = {{RLIMIT_CORE, 0, 0}, {RLIMIT_NOFILE, 1024, 4096}};
     RootAccess root = RootAccess::read_only;
+    // /tmp and /dev/shm: one bounded space (writable_space.hpp), by default
+    // a fresh tmpfs of limits::kDefaultWorkerDiskBytes.
+    WritableSpace writable;
     // The worker's cgroup (not owned): the child is cloned into its v2 group
     // (CLONE_INTO_CGROUP) and added to its v1 groups before it runs setup.
     cgroup::WorkerCgroup* cgroup = nullptr;
