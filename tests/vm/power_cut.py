@@ -56,6 +56,7 @@ SOURCE = HERE.parent.parent
 MODULES = ["overlay", "virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
            "virtio_blk", "crc16", "mbcache", "crc32c_generic", "jbd2", "ext4"]
 INBOX = "urn:nps:agent:pc.local:pipeline"
+PARKED_INBOX = "urn:nps:agent:pc.local:parked"
 AGENTS = {"urn:nps:agent:pc.local:emit": ["emit", '{"value":3}'],
           "urn:nps:agent:pc.local:double": ["double"],
           "urn:nps:agent:pc.local:report": ["report"]}
@@ -109,6 +110,15 @@ def task_frame(trial_seed, i):
     }
 
 
+def parked_frame(trial_seed, i):
+    """A task for the inbox nobody claims: stored, never run."""
+    return {
+        "task_id": f"pc-{trial_seed}-p{i:03d}",
+        "dag": {"nodes": [{"id": "only", "action": "nwp://pc.local/emit/invoke",
+                           "agent": "urn:nps:agent:pc.local:emit"}], "edges": []},
+    }
+
+
 def make_images(workdir):
     """The worker image (demo/make-image) and a second one with a 4 MiB
     layer more, for the import that the cut may interrupt."""
@@ -125,7 +135,7 @@ def make_images(workdir):
     return images / "worker" / "oci", oci
 
 
-def make_seed(seed_dir, worker_oci, extra_oci, trial_seed, tasks, verify_seconds):
+def make_seed(seed_dir, worker_oci, extra_oci, trial_seed, tasks, parked, verify_seconds):
     seed_dir = Path(seed_dir)
     shutil.copytree(worker_oci, seed_dir / "seed" / "worker")
     shutil.copytree(extra_oci, seed_dir / "seed" / "extra")
@@ -138,7 +148,13 @@ def make_seed(seed_dir, worker_oci, extra_oci, trial_seed, tasks, verify_seconds
         frame = task_frame(trial_seed, i)
         (seed_dir / "seed" / "tasks" / f"{i:03d}.json").write_text(json.dumps(frame))
         frames[frame["task_id"]] = frame
+    (seed_dir / "seed" / "parked").mkdir()
+    for i in range(parked):
+        frame = parked_frame(trial_seed, i)
+        (seed_dir / "seed" / "parked" / f"{i:03d}.json").write_text(json.dumps(frame))
+        frames[frame["task_id"]] = frame
     (seed_dir / "seed" / "inbox").write_text(INBOX + "\n")
+    (seed_dir / "seed" / "parked_inbox").write_text(PARKED_INBOX + "\n")
     (seed_dir / "seed" / "verify_seconds").write_text(f"{int(verify_seconds)}\n")
     return frames
 
@@ -206,11 +222,8 @@ class Vm:
         self.lines = []
         self.pending = b""
         self.start = time.monotonic()
-        # The guest's environment is its kernel command line; the negative
-        # control passes the store's test-only switch through it (init
-        # exports unknown name=value words to /init's environment).
         if negative:
-            self.cmd[-1] += " NPS_TEST_UNSAFE_SYNCHRONOUS_OFF=1"
+            self.cmd[-1] += " nps.negative_control=1"
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env=env)
         self.sel = selectors.DefaultSelector()
@@ -356,15 +369,32 @@ def parse_acks(path):
 
 # --- one trial --------------------------------------------------------------
 
-class Result:
+class Totals:
     def __init__(self):
-        self.lost = 0
+        self.lost = self.rerun = self.integrity = 0
+
+
+class Result:
+    """A trial's findings: lost deposits and re-run nodes counted once each
+    (a deposit missing after the cut is missing after recovery too)."""
+
+    def __init__(self):
+        self.lost_ids = set()
         self.rerun = 0
         self.integrity = 0
         self.problems = []
 
-    def add(self, kind, msg):
-        setattr(self, kind, getattr(self, kind) + 1)
+    @property
+    def lost(self):
+        return len(self.lost_ids)
+
+    def add(self, kind, msg, key=None):
+        if kind == "lost":
+            if key in self.lost_ids:
+                return
+            self.lost_ids.add(key)
+        else:
+            setattr(self, kind, getattr(self, kind) + 1)
         self.problems.append(msg)
 
 
@@ -387,7 +417,7 @@ def trial(args, n, trial_seed, initrd, images, workdir):
     tdir = Path(workdir) / f"trial-{trial_seed}"
     shutil.rmtree(tdir, ignore_errors=True)
     tdir.mkdir()
-    frames = make_seed(tdir / "seed", *images, trial_seed, args.tasks, args.verify_timeout - 60)
+    frames = make_seed(tdir / "seed", *images, trial_seed, args.tasks, args.parked, args.verify_timeout - 60)
     disk = tdir / "disk.img"
     make_disk(disk, tdir / "seed", args.disk_mib)
     res = Result()
@@ -398,6 +428,15 @@ def trial(args, n, trial_seed, initrd, images, workdir):
     vm = Vm(args, initrd, disk, "load", acks_path, args.negative_control)
     try:
         vm.wait_for(r"NPS-PC-LOAD-BEGIN", args.boot_timeout)
+        if args.cut_from == "deposit":
+            # The clock starts at the first acknowledged deposit.
+            deadline = time.monotonic() + args.boot_timeout
+            while "ACK deposit" not in acks_path.read_text(errors="replace"):
+                if time.monotonic() > deadline:
+                    raise TrialError(f"no deposit acknowledged within {args.boot_timeout:.0f} s of the load")
+                for line in vm.pump(0.5):
+                    if "NPS-PC-ERROR" in line:
+                        raise TrialError(f"guest: {line.strip()}")
         began = time.monotonic()
         while time.monotonic() - began < cut_after:
             for line in vm.pump(min(1.0, cut_after - (time.monotonic() - began))):
@@ -410,7 +449,9 @@ def trial(args, n, trial_seed, initrd, images, workdir):
     vm.cut()
     trial_log(tdir, "load", vm.lines)
     acks = parse_acks(acks_path)
-    deposited = "NPS-PC-DEPOSITED" in "\n".join(vm.lines)
+    console = "\n".join(vm.lines)
+    phase = "after the deposits" if "NPS-PC-DEPOSITED" in console else "DAG deposits" \
+        if "NPS-PC-PARKED" in console else "parked deposits" if "NPS-PC-SERVING" in console else "first import"
 
     # The disk as the cut left it.
     snap = tdir / "snapshot.img"
@@ -430,15 +471,17 @@ def trial(args, n, trial_seed, initrd, images, workdir):
         stored = db.frames()
         for task_id in acks["deposit"]:
             if task_id not in stored:
-                res.add("lost", f"after the cut: acknowledged deposit {task_id} is missing")
+                res.add("lost", f"after the cut: acknowledged deposit {task_id} is missing", task_id)
             elif json.loads(stored[task_id]) != frames[task_id]:
-                res.add("lost", f"after the cut: acknowledged deposit {task_id} has another frame")
+                res.add("lost", f"after the cut: acknowledged deposit {task_id} has another frame", task_id)
         check_images(db, state_snap, acks["import"], res, "after the cut")
         before_attempts, before_nodes = db.attempts(), db.terminal_nodes()
         db.close()
     elif acks["deposit"] or acks["import"]:
-        res.add("lost", "after the cut: no runner.db, though the guest acknowledged "
-                f"{len(acks['deposit'])} deposits and {len(acks['import'])} imports")
+        for task_id in acks["deposit"]:
+            res.add("lost", f"after the cut: no runner.db, though {task_id} was acknowledged", task_id)
+        if acks["import"]:
+            res.add("integrity", f"after the cut: no runner.db, though {len(acks['import'])} imports were acknowledged")
     snap.unlink()
 
     # Boot 2: recovery on the same disk.
@@ -467,7 +510,7 @@ def trial(args, n, trial_seed, initrd, images, workdir):
     stored = db.frames()
     for task_id in acks["deposit"]:
         if task_id not in stored:
-            res.add("lost", f"after recovery: acknowledged deposit {task_id} is missing")
+            res.add("lost", f"after recovery: acknowledged deposit {task_id} is missing", task_id)
     states = db.states()
     unfinished = sorted(t for t, s in states.items() if s not in TERMINAL_TASK)
     if unfinished or status.get("tasks-terminal") != "1":
@@ -488,8 +531,8 @@ def trial(args, n, trial_seed, initrd, images, workdir):
     for key in ("import", "gc", "list"):
         if status.get(key) != "0":
             res.add("integrity", f"after recovery: image {key} exited {status.get(key)}")
-    say(f"trial {n} (seed {trial_seed}): cut {cut_after:.1f} s into the load"
-        f"{' (after the last deposit)' if deposited else ''}; acknowledged {len(acks['deposit'])} deposits, "
+    res.phase = phase
+    say(f"trial {n} (seed {trial_seed}): cut {cut_after:.1f} s after the {args.cut_from} (during: {phase}); acknowledged {len(acks['deposit'])} deposits, "
         f"{len(acks['node'])} terminal nodes, {len(acks['import'])} imports; "
         f"lost {res.lost}, re-run {res.rerun}, integrity {res.integrity}")
     for p in res.problems:
@@ -544,8 +587,13 @@ def main():
     p.add_argument("--negative-control", action="store_true",
                    help="run the guest's store with synchronous=OFF (test-only switch): must lose deposits")
     p.add_argument("--tasks", type=int, default=8, help="TaskFrames deposited per trial (%(default)s)")
-    p.add_argument("--cut-min", type=float, default=2.0, help="earliest cut, s after the load began (%(default)s)")
-    p.add_argument("--cut-max", type=float, default=40.0, help="latest cut (%(default)s)")
+    p.add_argument("--parked", type=int, default=12,
+                   help="TaskFrames deposited first, into an inbox nobody claims (%(default)s)")
+    p.add_argument("--cut-from", choices=("begin", "deposit"),
+                   help="the cut's clock starts when the load begins (default) or at the first acknowledged "
+                        "deposit (default with --negative-control)")
+    p.add_argument("--cut-min", type=float, help="earliest cut, s after --cut-from (3; negative control: 5)")
+    p.add_argument("--cut-max", type=float, help="latest cut (70; negative control: 15)")
     p.add_argument("--vm-dir", default=os.environ.get("NPS_VM_DIR", DEFAULT_VM_DIR))
     p.add_argument("--kernel")
     p.add_argument("--qemu", default="qemu-system-x86_64")
@@ -558,10 +606,19 @@ def main():
     p.add_argument("--workdir", help="where trials make their disks (default: a new directory in /var/tmp)")
     p.add_argument("--keep", action="store_true", help="keep every trial's directory (disk, acks, console logs)")
     args = p.parse_args()
+    # The negative control cuts within the 30 s a dirty page may stay in the
+    # guest's page cache (vm.dirty_expire_centisecs), counted from the first
+    # deposit, so that an unsynced commit is still only in guest memory.
+    negative = args.negative_control
+    args.cut_from = args.cut_from or ("deposit" if negative else "begin")
+    args.cut_min = args.cut_min if args.cut_min is not None else (5.0 if negative else 3.0)
+    args.cut_max = args.cut_max if args.cut_max is not None else (15.0 if negative else 70.0)
+    if not 0 <= args.cut_min <= args.cut_max:
+        p.error("need 0 <= --cut-min <= --cut-max")
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="nps-power-cut-", dir="/var/tmp")
     Path(workdir).mkdir(parents=True, exist_ok=True)
-    totals = Result()
+    totals = Totals()
     trials_done = 0
     errors = 0
     status = 1
