@@ -537,7 +537,9 @@ def trial(args, n, trial_seed, initrd, images, workdir):
         f"lost {res.lost}, re-run {res.rerun}, integrity {res.integrity}")
     for p in res.problems:
         say(f"  {p}")
-    if not args.keep and not (res.lost or res.rerun or res.integrity):
+    # A finding is kept for a look, except the losses the negative control exists to cause.
+    finding = res.rerun or res.integrity or (res.lost and not args.negative_control)
+    if not args.keep and not finding:
         shutil.rmtree(tdir, ignore_errors=True)
     return res
 
@@ -587,13 +589,13 @@ def main():
     p.add_argument("--negative-control", action="store_true",
                    help="run the guest's store with synchronous=OFF (test-only switch): must lose deposits")
     p.add_argument("--tasks", type=int, default=8, help="TaskFrames deposited per trial (%(default)s)")
-    p.add_argument("--parked", type=int, default=12,
+    p.add_argument("--parked", type=int, default=16,
                    help="TaskFrames deposited first, into an inbox nobody claims (%(default)s)")
     p.add_argument("--cut-from", choices=("begin", "deposit"),
                    help="the cut's clock starts when the load begins (default) or at the first acknowledged "
                         "deposit (default with --negative-control)")
-    p.add_argument("--cut-min", type=float, help="earliest cut, s after --cut-from (3; negative control: 5)")
-    p.add_argument("--cut-max", type=float, help="latest cut (70; negative control: 15)")
+    p.add_argument("--cut-min", type=float, help="earliest cut, s after --cut-from (3; negative control: 4)")
+    p.add_argument("--cut-max", type=float, help="latest cut (70; negative control: 10)")
     p.add_argument("--vm-dir", default=os.environ.get("NPS_VM_DIR", DEFAULT_VM_DIR))
     p.add_argument("--kernel")
     p.add_argument("--qemu", default="qemu-system-x86_64")
@@ -611,8 +613,8 @@ def main():
     # deposit, so that an unsynced commit is still only in guest memory.
     negative = args.negative_control
     args.cut_from = args.cut_from or ("deposit" if negative else "begin")
-    args.cut_min = args.cut_min if args.cut_min is not None else (5.0 if negative else 3.0)
-    args.cut_max = args.cut_max if args.cut_max is not None else (15.0 if negative else 70.0)
+    args.cut_min = args.cut_min if args.cut_min is not None else (4.0 if negative else 3.0)
+    args.cut_max = args.cut_max if args.cut_max is not None else (10.0 if negative else 70.0)
     if not 0 <= args.cut_min <= args.cut_max:
         p.error("need 0 <= --cut-min <= --cut-max")
 
