@@ -14,6 +14,9 @@
 
 #include "nps/store/write_health.hpp"
 
+#include <cstdlib>
+#include <string_view>
+
 namespace nps::store {
 
 namespace {
@@ -62,6 +65,14 @@ std::string pragma(SQLite::Database& db, const std::string& statement)
     return stmt.getColumn(0).getString();
 }
 
+// NPS_TEST_UNSAFE_SYNCHRONOUS_OFF=1 in the environment: every connection
+// runs with synchronous=OFF, whatever OpenOptions says. Test-only.
+bool unsafe_no_sync_for_tests()
+{
+    const char* v = std::getenv("NPS_TEST_UNSAFE_SYNCHRONOUS_OFF");
+    return v != nullptr && std::string_view(v) == "1";
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clock& clock)
@@ -88,6 +99,11 @@ Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clo
         // FULL: the WAL is fsynced at every commit, so an acknowledged
         // transaction survives power loss (docs/durability.md).
         db->exec(options.synchronous == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+        // TEST ONLY (docs/durability.md, "Negative control"): the power-cut
+        // harness proves it can fail by running the daemon with no fsync at
+        // all. Never set it in production: a power loss then loses commits.
+        if (unsafe_no_sync_for_tests())
+            db->exec("PRAGMA synchronous=OFF");
         db->exec("PRAGMA foreign_keys=ON");
         // After a checkpoint, truncate a WAL that grew past 64 MiB (a burst)
         // instead of keeping the big file around forever.
