@@ -23,6 +23,11 @@ namespace nps::config {
 
 namespace {
 
+// Bounds of [workers] keys added for issue 14 (docs/configuration.md "Limits").
+constexpr std::int64_t kMaxWorkerPids = 4'194'304;              // the kernel's PID_MAX_LIMIT
+constexpr std::int64_t kMaxRuntimeSecondsCeiling = 2'147'483'647;  // a SpawnSpec's own maximum
+constexpr std::uint64_t kMaxWorkerLogsTotalBytes = std::uint64_t{1} << 50;
+
 // Reads one table, rejecting keys it does not know.
 class TableReader {
 public:
@@ -402,11 +407,11 @@ Result<void> apply_worker_limits(const toml::table* table, const TableReader& t,
         w.default_cpu_millicores = *v;
     if (auto v = NPS_TRY(cpu_quantity(table, "max_cpu", t)))
         w.max_cpu_millicores = *v;
-    if (auto v = NPS_TRY(t.integer("default_pids", 0, limits::kMaxWorkerPids)))
+    if (auto v = NPS_TRY(t.integer("default_pids", 0, kMaxWorkerPids)))
         w.default_pids = *v;
-    if (auto v = NPS_TRY(t.integer("max_pids", 0, limits::kMaxWorkerPids)))
+    if (auto v = NPS_TRY(t.integer("max_pids", 0, kMaxWorkerPids)))
         w.max_pids = *v;
-    if (auto v = NPS_TRY(t.integer("max_runtime_seconds_ceiling", 0, limits::kMaxRuntimeSecondsCeiling)))
+    if (auto v = NPS_TRY(t.integer("max_runtime_seconds_ceiling", 0, kMaxRuntimeSecondsCeiling)))
         w.max_runtime_seconds_ceiling = static_cast<std::uint32_t>(*v);
 
     // A default of 0 is "no limit", which no ceiling admits.
@@ -462,7 +467,7 @@ Result<void> apply_workers(const toml::table* table, const TableReader& t, Confi
         w.log_retention_hours = static_cast<std::uint32_t>(*v);
     if (auto v = NPS_TRY(t.integer("spawn_pool", 0, static_cast<std::int64_t>(limits::kSpawnPoolMaxSize))))
         w.spawn_pool = static_cast<std::size_t>(*v);
-    if (auto v = NPS_TRY(byte_size(table, "logs_max_bytes", t, 0, limits::kMaxWorkerLogsTotalBytes)))
+    if (auto v = NPS_TRY(byte_size(table, "logs_max_bytes", t, 0, kMaxWorkerLogsTotalBytes)))
         w.logs_max_bytes = *v;
     if (w.default_idle_timeout_seconds > 0 && w.default_max_runtime_seconds > 0 &&
         w.default_idle_timeout_seconds > w.default_max_runtime_seconds)
@@ -583,7 +588,7 @@ Result<void> apply_report(const TableReader& t, Config& c)
 std::int64_t WorkerPolicy::default_max_cpu_millicores()
 {
     const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-    return std::max<std::int64_t>(limits::kDefaultMaxWorkerCpuMillicores, cpus > 0 ? cpus * 1000 : 0);
+    return std::max<std::int64_t>(std::int64_t{4000}, cpus > 0 ? cpus * 1000 : 0);
 }
 
 std::string default_runner_nid()

@@ -81,19 +81,6 @@ inline constexpr std::int64_t kMinMemoryBytes = 1 << 20;           // below this
 // --- Workers and `run` (ours) ---
 inline constexpr std::uint32_t kMaxRunSeconds = 7 * 24 * 3600;     // --max-runtime, --idle-timeout
 
-// --- Worker limits: the shipped defaults and ceilings ([workers], docs/configuration.md "Limits") ---
-// Applied to a worker whose SpawnSpec sets none (and to `run` without flags).
-inline constexpr std::int64_t kDefaultWorkerMemoryBytes = std::int64_t{512} << 20;   // default_memory
-inline constexpr std::int64_t kDefaultWorkerCpuMillicores = 1000;                    // default_cpu
-inline constexpr std::int64_t kDefaultWorkerPids = 256;                              // default_pids
-// What a SpawnSpec may ask at most; more fails its node (NOP-SPAWN-SPEC-INVALID).
-inline constexpr std::int64_t kDefaultMaxWorkerMemoryBytes = std::int64_t{4} << 30;  // max_memory
-inline constexpr std::int64_t kDefaultMaxWorkerCpuMillicores = 4000;  // max_cpu (or the host's CPUs if more)
-inline constexpr std::int64_t kDefaultMaxWorkerPids = 4096;                          // max_pids
-inline constexpr std::uint32_t kDefaultMaxRuntimeSecondsCeiling = 24 * 3600;         // max_runtime_seconds_ceiling
-inline constexpr std::int64_t kMaxWorkerPids = 4'194'304;           // the kernel's PID_MAX_LIMIT
-inline constexpr std::uint32_t kMaxRuntimeSecondsCeiling = 2'147'483'647;  // a SpawnSpec's own maximum
-
 // --- Workers: supervision and the ndjson-v1 protocol (ours; docs/worker-protocol.md, docs/supervisor.md) ---
 // A stdout line that may be a frame (it starts with '{') is buffered up to
 // this size; a longer one is never parsed (NCP-FRAME-PAYLOAD-TOO-LARGE).
@@ -118,8 +105,6 @@ inline constexpr std::uint32_t kMaxWorkerLogKeep = 100;            // [workers] 
 inline constexpr std::int64_t kMaxWorkerLogRetentionHours = 24 * 366;  // [workers] log_retention_hours
 // Worker log directories one pruning round deletes at most (it runs on a pool thread).
 inline constexpr std::size_t kWorkerLogPruneBatch = 1000;
-inline constexpr std::uint64_t kDefaultWorkerLogsTotalBytes = 1ull << 30;  // [workers] logs_max_bytes (0: no cap)
-inline constexpr std::uint64_t kMaxWorkerLogsTotalBytes = 1ull << 50;
 inline constexpr std::size_t kWorkerOutcomeTailBytes = 4096;       // stderr tail carried by an outcome
 
 // --- Images (ours; docs/images.md) ---

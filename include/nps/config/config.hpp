@@ -44,17 +44,18 @@ struct WorkerPolicy {
     std::size_t spawn_pool = 4;                     // parked sandbox children (docs/supervisor.md); 0: none
     // Total of all workers' log directories: above it, finished workers'
     // logs go, oldest first; 0: no cap.
-    std::uint64_t logs_max_bytes = limits::kDefaultWorkerLogsTotalBytes;
+    std::uint64_t logs_max_bytes = std::uint64_t{1} << 30;
     // Limits of a worker whose SpawnSpec sets none (0: no limit of that
     // kind), and the ceilings of what a SpawnSpec may ask (0: no ceiling);
-    // each ceiling is at least its default (docs/configuration.md "Limits").
-    std::int64_t default_memory_bytes = limits::kDefaultWorkerMemoryBytes;
-    std::int64_t default_cpu_millicores = limits::kDefaultWorkerCpuMillicores;
-    std::int64_t default_pids = limits::kDefaultWorkerPids;
-    std::int64_t max_memory_bytes = limits::kDefaultMaxWorkerMemoryBytes;
+    // each ceiling is at least its default (docs/configuration.md "Limits"
+    // says why these values).
+    std::int64_t default_memory_bytes = std::int64_t{512} << 20;  // 512Mi
+    std::int64_t default_cpu_millicores = 1000;                 // 1 CPU
+    std::int64_t default_pids = 256;
+    std::int64_t max_memory_bytes = std::int64_t{4} << 30;      // 4Gi
     std::int64_t max_cpu_millicores = default_max_cpu_millicores();
-    std::int64_t max_pids = limits::kDefaultMaxWorkerPids;
-    std::uint32_t max_runtime_seconds_ceiling = limits::kDefaultMaxRuntimeSecondsCeiling;
+    std::int64_t max_pids = 4096;
+    std::uint32_t max_runtime_seconds_ceiling = 24 * 3600;
 
     // max_cpu's default: 4 CPUs, or all of this host's online CPUs if it has more.
     static std::int64_t default_max_cpu_millicores();

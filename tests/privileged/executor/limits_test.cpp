@@ -6,6 +6,7 @@
 // above the operator's ceilings fails its node before anything starts, one
 // within them gets what it asks, and finished workers' logs stay under
 // logs_max_bytes.
+#include <signal.h>
 #include <unistd.h>
 
 #include <doctest/doctest.h>
