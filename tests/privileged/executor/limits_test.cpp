@@ -84,6 +84,13 @@ void stop_task(ExecutorFixture& f, const std::string& task_id)
     auto reply = http("POST", f.runner().url() + "/v1/tasks/" + task_id + "/cancel");
     REQUIRE_MESSAGE(reply.status == 200, reply.raw);
     f.wait_terminal(task_id);
+    // The node is recorded before its worker is reaped: wait for its
+    // cgroups to go, so the next worker's are the only ones.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline &&
+           (!worker_processes_of(f.runner().pid()).empty() || !worker_cgroups_of(f.runner().pid()).empty()))
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(worker_cgroups_of(f.runner().pid()).empty());
 }
 
 // A worker within its limits works (the host and the runner are fine).
