@@ -42,8 +42,12 @@ const VerbSpec kSpec{
     "--rootfs DIR: a read-only bind of DIR, which must contain /proc, /dev and /tmp; the\n"
     "environment is PATH and HOME plus --env.\n\n"
     "Limits: --memory (swap off), --cpu and --pids put the command in a cgroup beneath this\n"
-    "process's own (quantities as Kubernetes writes them: --memory 64Mi, --cpu 500m). A limit\n"
-    "this host cannot enforce is an error unless sandbox.allow_unenforced_limits is set.\n"
+    "process's own (quantities as Kubernetes writes them: --memory 64Mi, --cpu 500m). Without a\n"
+    "flag the daemon's worker defaults apply: [workers] default_memory, default_cpu and\n"
+    "default_pids of --config (built in: 512Mi, 1 CPU, 256; a default of 0 leaves that limit\n"
+    "off). The flags are not bounded by the [workers] max_* ceilings, which govern SpawnSpecs:\n"
+    "run is the operator's own tool. A limit this host cannot enforce is an error unless\n"
+    "sandbox.allow_unenforced_limits is set.\n"
     "--disk Q bounds what the command can write: /tmp, /dev/shm and (with --image) the\n"
     "overlay's upper directory share one tmpfs of that size, so together they hold at most Q\n"
     "and a write beyond fails with ENOSPC (default workers.default_disk, 256Mi; at most\n"
@@ -61,9 +65,9 @@ const VerbSpec kSpec{
         {"--image", "REF", "run this image (name or digest) from the image store"},
         {"--rootfs", "DIR", "run in this root filesystem directory instead"},
         {"--state-dir", "DIR", "the image store's state directory (default: runner.state_dir, /var/lib/nps-runner)"},
-        {"--memory", "Q", "memory limit, e.g. 64Mi or 1G (swap off)"},
-        {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2"},
-        {"--pids", "N", "maximum number of processes and threads"},
+        {"--memory", "Q", "memory limit, e.g. 64Mi or 1G, swap off (default 512Mi, [workers] default_memory)"},
+        {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2 (default 1, [workers] default_cpu)"},
+        {"--pids", "N", "maximum number of processes and threads (default 256, [workers] default_pids)"},
         {"--disk", "Q", "writable space of /tmp, /dev/shm and the image's upper together (default 256Mi, "
                         "workers.default_disk; at most workers.max_disk)"},
         {"--max-runtime", "S", "end the command after S seconds"},
@@ -157,6 +161,14 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
             return internal_error("--pids takes a positive whole number, not '" + *pids + "'");
         request.limits.pids_max = value;
     }
+    // The daemon's worker defaults where no flag was given (0: none).
+    const config::WorkerPolicy& w = config.workers;
+    if (!request.limits.memory_bytes && w.default_memory_bytes > 0)
+        request.limits.memory_bytes = w.default_memory_bytes;
+    if (!request.limits.cpu_millicores && w.default_cpu_millicores > 0)
+        request.limits.cpu_millicores = w.default_cpu_millicores;
+    if (!request.limits.pids_max && w.default_pids > 0)
+        request.limits.pids_max = w.default_pids;
     NPS_TRY_VOID(cgroup::validate_limits(request.limits));
     request.sandbox.writable.bytes = config.workers.default_disk;
     if (auto disk = args.value("--disk")) {

@@ -32,6 +32,8 @@ struct ExecutionContext {
     ExecutorMetrics& metrics;
     // Told when a node or compensation state was recorded (the report outbox).
     std::function<void()> recorded;
+    // Told a worker's log directory once the worker is gone (the logs cap).
+    std::function<void(const std::string& log_dir)> worker_logs_closed;
 };
 
 }  // namespace nps::daemon

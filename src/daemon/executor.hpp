@@ -82,7 +82,11 @@ private:
     void claim_round();
     std::size_t configured_max_tasks() const;
     void arm_claim_timer();
+    void check_default_limits() const;
     void prune_logs();
+    void run_log_prune();
+    void worker_logs_closed(const std::string& log_dir);
+    void prune_logs_for_cap();
     void resume_own_leases();
     void execute(store::Lease lease);
     void retired(const std::string& task_id);
@@ -102,6 +106,14 @@ private:
     supervisor::EventLoop::TimerId claim_timer_ = 0;
     supervisor::EventLoop::TimerId grace_timer_ = 0;
     supervisor::EventLoop::TimerId prune_timer_ = 0;
+    // [workers] logs_max_bytes: the bytes of all worker logs as the last
+    // prune found them plus those of workers ended since; above the cap a
+    // prune runs (one at a time, at most one a second).
+    std::uint64_t log_bytes_ = 0;
+    bool log_prune_running_ = false;
+    bool log_prune_again_ = false;
+    supervisor::EventLoop::TimerId log_cap_timer_ = 0;
+    supervisor::EventLoop::TimePoint last_log_prune_{};
     bool claiming_ = false;
     bool stopping_ = false;
     std::function<void()> stopped_;

@@ -155,9 +155,7 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
     auto prepared = std::make_shared<std::optional<Result<std::unique_ptr<PreparedWorker>>>>();
     ctx_.jobs.submit(
         [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name(),
-         disk = ctx_.config.workers.default_disk] {
-            *prepared = prepare_worker(launch, agent, name, disk);
-        },
+         policy = ctx_.config.workers] { *prepared = prepare_worker(launch, agent, name, policy); },
         [this, node = attempt.node_id, serial, prepared] {
             auto& result = **prepared;
             if (!result) {
@@ -196,7 +194,7 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
         worker.sandbox.user_namespace = sandbox::UserNamespace{
             .host_uid = first, .host_gid = first, .count = static_cast<std::uint32_t>(config.userns_id_count)};
     }
-    worker.limits = {.memory_bytes = spec.memory_bytes, .cpu_millicores = spec.cpu_millicores};
+    worker.limits = prepared->limits;
     worker.enforcement = ctx_.enforcement;
     if (spec.idle_timeout_seconds)
         worker.idle_timeout = std::chrono::seconds(*spec.idle_timeout_seconds);
@@ -209,6 +207,8 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     auto id = ctx_.supervisor.start(
         std::move(worker), {.on_outcome = [this, node_id, serial](const supervisor::WorkerOutcome& outcome) {
             count_worker(node_id, serial, outcome);
+            if (ctx_.worker_logs_closed && !outcome.log_dir.empty())
+                ctx_.worker_logs_closed(outcome.log_dir);
             if (!abandoned_)
                 on_event(node_id + ":worker", worker_event_detail(outcome));
             finish_attempt(node_id, serial, from_worker(outcome));
@@ -297,9 +297,9 @@ void TaskExecution::preflight(const std::vector<std::pair<std::string, std::stri
     ++outstanding_;
     auto rejection = std::make_shared<std::optional<Error>>();
     ctx_.jobs.submit(
-        [rejection, probes, launch = ctx_.launch] {
+        [rejection, probes, launch = ctx_.launch, policy = ctx_.config.workers] {
             for (const auto& [agent, action] : probes) {
-                auto resolution = resolve_agent_spec(launch, agent);
+                auto resolution = resolve_agent_spec(launch, agent, policy);
                 Result<void> ready = resolution ? Result<void>() : Result<void>(resolution.error());
                 if (ready) {
                     auto images = thread_image_store(launch.config.state_dir);

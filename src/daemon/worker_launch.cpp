@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "nps/image/registry_settings.hpp"
+#include "nps/spawn/spawn_ceilings.hpp"
 
 namespace nps::daemon {
 
@@ -35,14 +36,27 @@ Result<void> PreparedWorker::release()
     return first;
 }
 
-Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent)
+Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent,
+                                             const config::WorkerPolicy& policy)
 {
     auto resolution = context.resolver.resolve_agent(agent);
     if (!resolution)
         return resolution.error().code.empty()
                    ? protocol_error(spawn::kSpawnSpecInvalid, resolution.error().describe())
                    : std::move(resolution).error();
+    if (auto within = spawn::check_spawn_ceilings(resolution->spec, spawn::spawn_ceilings(policy)); !within)
+        return protocol_error(spawn::kSpawnSpecInvalid, "Agent '" + agent + "': " + within.error().message);
     return resolution;
+}
+
+cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const config::WorkerPolicy& policy)
+{
+    auto or_default = [](const std::optional<std::int64_t>& asked, std::int64_t fallback) {
+        return asked ? asked : fallback > 0 ? std::optional<std::int64_t>(fallback) : std::nullopt;
+    };
+    return {.memory_bytes = or_default(spec.memory_bytes, policy.default_memory_bytes),
+            .cpu_millicores = or_default(spec.cpu_millicores, policy.default_cpu_millicores),
+            .pids_max = or_default(std::nullopt, policy.default_pids)};
 }
 
 Result<image::ImageStore*> thread_image_store(const std::string& state_dir)
@@ -74,11 +88,13 @@ Result<void> ensure_image(const LaunchContext& context, image::ImageStore& image
 }
 
 Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
-                                                       const std::string& worker_name, std::uint64_t disk_bytes)
+                                                       const std::string& worker_name,
+                                                       const config::WorkerPolicy& policy)
 {
     auto prepared = std::make_unique<PreparedWorker>();
-    prepared->resolution = NPS_TRY(resolve_agent_spec(context, agent));
+    prepared->resolution = NPS_TRY(resolve_agent_spec(context, agent, policy));
     const spawn::SpawnSpec& spec = prepared->resolution.spec;
+    prepared->limits = worker_limits(spec, policy);
 
     image::ImageStore* images = NPS_TRY(thread_image_store(context.config.state_dir));
     NPS_TRY_VOID(ensure_image(context, *images, spec.image));
@@ -88,7 +104,7 @@ Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& cont
         *images, {.ref = spec.image,
                   .worker_dir = prepared->worker_dir,
                   .holder = "worker " + worker_name,
-                  .disk_bytes = disk_bytes});
+                  .disk_bytes = policy.default_disk});
     if (!rootfs)
         return unavailable("Failed to make the root filesystem of image '" + spec.image + "'", rootfs.error());
     prepared->rootfs.emplace(std::move(*rootfs));

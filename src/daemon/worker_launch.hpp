@@ -8,8 +8,9 @@
 //   → argv, environment, working directory and ids (image/image_process.hpp).
 // Failures carry the code the node fails with (docs/executor.md):
 // NOP-SPAWN-SPEC-INVALID for anything about the agent or its SpawnSpec (not
-// retryable), NOP-RESOURCE-INSUFFICIENT when the image is neither present
-// nor pullable or the rootfs cannot be made (retryable).
+// retryable) — a limit above the operator's ceilings included —,
+// NOP-RESOURCE-INSUFFICIENT when the image is neither present nor pullable
+// or the rootfs cannot be made (retryable).
 #pragma once
 
 #include <memory>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "nps/base/result.hpp"
+#include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/config/config.hpp"
 #include "nps/image/image_process.hpp"
 #include "nps/image/image_store.hpp"
@@ -30,6 +32,7 @@ inline constexpr const char* kImageUnavailable = "NOP-RESOURCE-INSUFFICIENT";
 
 struct PreparedWorker {
     spawn::Resolution resolution;
+    cgroup::CgroupLimits limits;  // worker_limits() of the SpawnSpec
     std::optional<image::WorkerRootfs> rootfs;
     std::string worker_dir;
     image::ImageProcess process;
@@ -50,8 +53,17 @@ struct LaunchContext {
     spawn::SpawnSpecResolver& resolver;
 };
 
-// Resolves `agent` to its SpawnSpec only (preflight and dispatch share it).
-Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent);
+// Resolves `agent` to its SpawnSpec only (preflight and dispatch share it),
+// refused when it asks more than `policy`'s ceilings (spawn_ceilings.hpp).
+// `policy` is a copy taken on the loop thread: a reload changes the running
+// configuration there.
+Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent,
+                                             const config::WorkerPolicy& policy);
+
+// The cgroup limits of a worker of `spec`: the SpawnSpec's memory and CPU,
+// else `policy`'s defaults; pids always the default (a SpawnSpec has no
+// pids field). A default of 0 leaves that limit off.
+cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const config::WorkerPolicy& policy);
 
 // This thread's connection to the image store of `state_dir`, opened on first
 // use (the pool's threads keep theirs; an ImageStore is not shared).
@@ -60,11 +72,13 @@ Result<image::ImageStore*> thread_image_store(const std::string& state_dir);
 // The image named by the SpawnSpec, present in the store or pulled now.
 Result<void> ensure_image(const LaunchContext& context, image::ImageStore& images, const std::string& reference);
 
-// Everything above; `worker_name` names the worker directory, `disk_bytes`
-// is the worker's disk limit (its overlay upper, /tmp and /dev/shm share a
-// tmpfs of that size: image/worker_space.hpp). The caller reads it from the
-// configuration on the loop thread, where a reload changes it.
+// Everything above; `worker_name` names the worker directory. `policy` is a
+// copy of the [workers] settings taken on the loop thread, where a reload
+// changes them: its defaults and ceilings bound the SpawnSpec's limits, and
+// `default_disk` is the worker's disk (its overlay upper, /tmp and /dev/shm
+// share a tmpfs of that size: image/worker_space.hpp).
 Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
-                                                       const std::string& worker_name, std::uint64_t disk_bytes);
+                                                       const std::string& worker_name,
+                                                       const config::WorkerPolicy& policy);
 
 }  // namespace nps::daemon

@@ -52,6 +52,23 @@ struct WorkerPolicy {
     // A worker's disk: its overlay upper, /tmp and /dev/shm together (docs/sandbox.md "Disk").
     std::uint64_t default_disk = limits::kDefaultWorkerDiskBytes;  // every worker's; `run` without --disk
     std::uint64_t max_disk = limits::kDefaultMaxWorkerDiskBytes;   // ceiling of default_disk and `run --disk`
+    // Total of all workers' log directories: above it, finished workers'
+    // logs go, oldest first; 0: no cap.
+    std::uint64_t logs_max_bytes = std::uint64_t{1} << 30;
+    // Limits of a worker whose SpawnSpec sets none (0: no limit of that
+    // kind), and the ceilings of what a SpawnSpec may ask (0: no ceiling);
+    // each ceiling is at least its default (docs/configuration.md "Limits"
+    // says why these values).
+    std::int64_t default_memory_bytes = std::int64_t{512} << 20;  // 512Mi
+    std::int64_t default_cpu_millicores = 1000;                 // 1 CPU
+    std::int64_t default_pids = 256;
+    std::int64_t max_memory_bytes = std::int64_t{4} << 30;      // 4Gi
+    std::int64_t max_cpu_millicores = default_max_cpu_millicores();
+    std::int64_t max_pids = 4096;
+    std::uint32_t max_runtime_seconds_ceiling = 24 * 3600;
+
+    // max_cpu's default: 4 CPUs, or all of this host's online CPUs if it has more.
+    static std::int64_t default_max_cpu_millicores();
 };
 
 // [runner]: how `serve` claims and executes tasks (docs/executor.md).
