@@ -99,9 +99,33 @@ Failure setup_dev(const MountPlan& plan)
         return fail(Step::mount_devpts);
     if (!join(plan, plan.dev, "shm") || ::mkdir(plan.scratch, 01777) < 0)
         return fail(Step::populate_dev);
-    if (::mount("shm", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m") < 0)
+    char options[64];
+    ::snprintf(options, sizeof options, "mode=1777,size=64m%s", plan.tmpfs_owner);
+    if (::mount("shm", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) < 0)
         return fail(Step::mount_shm);
     return {};
+}
+
+// With a user namespace: the rootfs bound as an idmapped mount, so on-disk
+// owner 0 is the sandbox's root (and 1000 its 1000), not the host's.
+Failure bind_idmapped(const MountPlan& plan)
+{
+    int tree = static_cast<int>(
+        ::open_tree(AT_FDCWD, plan.rootfs, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (tree < 0)
+        return fail(Step::bind_rootfs);
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_IDMAP;
+    attr.userns_fd = static_cast<std::uint64_t>(plan.idmap_fd);
+    if (::mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+        int err = errno;
+        ::close(tree);
+        return fail(Step::idmap_rootfs, err);
+    }
+    int rc = ::move_mount(tree, "", AT_FDCWD, plan.rootfs, MOVE_MOUNT_F_EMPTY_PATH);
+    int err = errno;
+    ::close(tree);
+    return rc < 0 ? fail(Step::bind_rootfs, err) : Failure{};
 }
 
 }  // namespace
@@ -112,13 +136,19 @@ Failure setup_mounts(const MountPlan& plan)
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0)
         return fail(Step::make_private);
     // pivot_root needs the new root to be a mount point.
-    if (::mount(plan.rootfs, plan.rootfs, nullptr, MS_BIND | MS_REC, nullptr) < 0)
+    if (plan.idmap_fd < 0 && ::mount(plan.rootfs, plan.rootfs, nullptr, MS_BIND | MS_REC, nullptr) < 0)
         return fail(Step::bind_rootfs);
+    if (plan.idmap_fd >= 0) {
+        if (Failure f = bind_idmapped(plan); f.step != Step::none)
+            return f;
+    }
     if (Failure f = setup_proc(plan); f.step != Step::none)
         return f;
     if (Failure f = setup_dev(plan); f.step != Step::none)
         return f;
-    if (::mount("tmpfs", plan.tmp, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+    char tmp_options[64];
+    ::snprintf(tmp_options, sizeof tmp_options, "mode=1777%s", plan.tmpfs_owner);
+    if (::mount("tmpfs", plan.tmp, "tmpfs", MS_NOSUID | MS_NODEV, tmp_options) < 0)
         return fail(Step::mount_tmp);
     // Only the root mount itself turns read-only; /proc, /dev and /tmp keep
     // their own flags.
