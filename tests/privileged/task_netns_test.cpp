@@ -76,11 +76,11 @@ std::size_t open_fds()
     return n;
 }
 
-// 5555 = 0x15B3 in /proc/net/tcp; busybox nc listens on TCP.
+// 5555 = 0x15B3 in /proc/net/tcp{,6}; busybox nc listens on TCP (IPv6, dual-stack).
 constexpr const char* kListener =
-    "nc -l -p 5555 </dev/null >/dev/null & until grep -q ':15B3 ' /proc/net/tcp; do :; done; echo listening; read x";
+    "nc -l -p 5555 </dev/null >/dev/null & until cat /proc/net/tcp /proc/net/tcp6 | grep -q ':15B3 '; do :; done; echo listening; read x";
 constexpr const char* kProbe =
-    "echo seen=$(grep -c ':15B3 ' /proc/net/tcp); echo | nc 127.0.0.1 5555 >/dev/null 2>&1; echo connect=$?";
+    "echo seen=$(cat /proc/net/tcp /proc/net/tcp6 | grep -c ':15B3 '); echo | nc 127.0.0.1 5555 >/dev/null 2>&1; echo connect=$?";
 
 }  // namespace
 
