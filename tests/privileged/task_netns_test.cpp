@@ -110,7 +110,9 @@ TEST_CASE("two tasks' namespaces: no shared listener, no shared /proc/net; one t
         // The control: a second worker of task A sees and reaches the listener.
         Running same = start(kProbe, task_a->fd(), user);
         const std::string shared = finish(same);
-        CHECK(shared.find("seen=1") != std::string::npos);
+        // (the first round's connection may linger as TIME_WAIT: one or more lines)
+        CHECK(shared.find("seen=") != std::string::npos);
+        CHECK(shared.find("seen=0") == std::string::npos);
         CHECK(shared.find("connect=0") != std::string::npos);
         finish(listener);
     }
