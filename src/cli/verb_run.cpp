@@ -17,6 +17,7 @@
 #include "nps/image/image_store.hpp"
 #include "nps/image/image_user.hpp"
 #include "nps/image/worker_rootfs.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/spawn/quantity.hpp"
 #include "run_session.hpp"
 
@@ -29,8 +30,8 @@ constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/s
 const VerbSpec kSpec{
     "run",
     "--image REF | --rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--disk Q] [--max-runtime S] [--idle-timeout S]\n"
-    "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]] [--userns]\n"
-    "       [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
+    "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]]\n"
+    "       [--userns | --no-userns] [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
     "Run one command in a sandbox, attached to this terminal.",
     "The command runs as pid 1 of new pid, mount, uts, ipc and cgroup namespaces, behind\n"
     "pivot_root with a fresh /proc, a minimal /dev and a tmpfs /tmp, with no capabilities,\n"
@@ -55,8 +56,11 @@ const VerbSpec kSpec{
     "its disk is OOM-killed before it sees ENOSPC.\n"
     "--max-runtime S ends the command S seconds after it started; --idle-timeout S ends it\n"
     "after S seconds without a byte on its stdout or stderr.\n\n"
-    "With --userns (or sandbox.user_namespace) the sandbox's ids 0..N-1 are the host's\n"
-    "sandbox.userns_first_host_id onwards, so even its root is an unprivileged host user.\n\n"
+    "User namespace (sandbox.user_namespace, default auto: on where the kernel allows it;\n"
+    "--userns forces it, --no-userns turns it off): the sandbox's ids 0..N-1 are a host id\n"
+    "range of its own (a free slot from sandbox.userns_first_host_id, N = userns_id_count),\n"
+    "so even its root is an unprivileged host user; the rootfs is idmapped, so its files keep\n"
+    "their owners inside.\n\n"
     "Exit status: the command's, or 128+N when signal N killed it (an OOM kill is 137 and is\n"
     "reported); 124 when a time limit ended it; 125 when the sandbox could not be set up or\n"
     "the command could not be executed. SIGINT, SIGTERM and SIGHUP kill the sandbox.\n\n"
@@ -76,7 +80,8 @@ const VerbSpec kSpec{
         {"--env", "K=V", "add or override an environment variable", true},
         {"--hostname", "NAME", "hostname inside the sandbox (default nps-sandbox)"},
         {"--user", "UID[:GID]", "run as this uid and gid (default 0:0, without any capability)"},
-        {"--userns", nullptr, "in a user namespace (ids from sandbox.userns_first_host_id; also on when configured)"},
+        {"--userns", nullptr, "in a user namespace, or fail (default: sandbox.user_namespace, auto)"},
+        {"--no-userns", nullptr, "without a user namespace"},
         {"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml; missing default is fine)"},
     },
     0,
@@ -188,12 +193,8 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
         request.sandbox.uid = ids.uid;
         request.sandbox.gid = ids.gid;
     }
-    if (args.flag("--userns") || config.user_namespace) {
-        auto first = static_cast<std::uint32_t>(config.userns_first_host_id);
-        request.sandbox.user_namespace =
-            sandbox::UserNamespace{.host_uid = first, .host_gid = first,
-                                   .count = static_cast<std::uint32_t>(config.userns_id_count)};
-    }
+    if (args.flag("--userns") && args.flag("--no-userns"))
+        return internal_error("give --userns or --no-userns, not both");
     if (config.allow_unenforced_limits)
         request.enforcement = cgroup::Enforcement::allow_unenforced;
     return request;
@@ -246,6 +247,34 @@ Result<std::optional<image::WorkerRootfs>> prepare_image(const ParsedArgs& args,
                  .disk_bytes = disk_bytes}))};
 }
 
+// The user namespace `run` uses: the mode (flags over sandbox.user_namespace)
+// resolved as the daemon resolves it, and a slot of its own.
+struct RunUserns {
+    std::unique_ptr<sandbox::UsernsSlots> slots;
+    std::optional<sandbox::UsernsLease> lease;
+};
+
+Result<void> apply_userns(const ParsedArgs& args, const config::Config& config, RunUserns& userns,
+                          RunRequest& request)
+{
+    sandbox::UsernsMode mode = sandbox::UsernsMode::automatic;
+    if (args.flag("--userns") || config.user_namespace == config::UserNamespaceMode::on)
+        mode = sandbox::UsernsMode::on;
+    if (args.flag("--no-userns") || (!args.flag("--userns") && config.user_namespace == config::UserNamespaceMode::off))
+        mode = sandbox::UsernsMode::off;
+    auto decision = NPS_TRY(sandbox::decide_user_namespace(
+        mode,
+        sandbox::userns_slots_options(static_cast<std::uint32_t>(config.userns_first_host_id),
+                                      static_cast<std::uint32_t>(config.userns_id_count), sandbox::kUsernsLockDir),
+        sandbox::kUsernsLockDir, args.value("--image") ? sandbox::RootfsKind::overlay : sandbox::RootfsKind::directory));
+    if (!decision.enabled)
+        return {};
+    userns.slots = std::move(decision.slots);
+    userns.lease.emplace(NPS_TRY(userns.slots->acquire()));
+    request.sandbox.user_namespace = userns.lease->spec();
+    return {};
+}
+
 }  // namespace
 
 int run(int argc, char** argv, int first)
@@ -278,6 +307,11 @@ int run(int argc, char** argv, int first)
             std::fprintf(stderr, "nps-runner run: %s\n", applied.error().describe().c_str());
             return kExitSandboxFailure;
         }
+    }
+    RunUserns userns;  // the slot is held until the command has ended
+    if (auto applied = apply_userns(args, *config, userns, *request); !applied) {
+        std::fprintf(stderr, "nps-runner run: %s\n", applied.error().describe().c_str());
+        return kExitSandboxFailure;
     }
     std::shared_ptr<const sandbox::SeccompProgram> seccomp;
     if (!config->seccomp_allow.empty()) {

@@ -239,6 +239,20 @@ Result<void> apply_store(const TableReader& t, Config& c)
     return {};
 }
 
+}  // namespace
+
+const char* to_string(UserNamespaceMode mode)
+{
+    switch (mode) {
+    case UserNamespaceMode::on: return "on";
+    case UserNamespaceMode::off: return "off";
+    case UserNamespaceMode::automatic: break;
+    }
+    return "auto";
+}
+
+namespace {
+
 Result<std::optional<bool>> boolean(const toml::table* table, const std::string& key, const TableReader& t)
 {
     const toml::node* node = table ? table->get(key) : nullptr;
@@ -253,8 +267,16 @@ Result<void> apply_sandbox(const toml::table* table, const TableReader& t, Confi
 {
     NPS_TRY_VOID(t.check_keys({"allow_host_network", "allow_unenforced_limits", "seccomp_allow", "user_namespace",
                                 "userns_first_host_id", "userns_id_count"}));
-    if (auto v = NPS_TRY(boolean(table, "user_namespace", t)))
-        c.user_namespace = *v;
+    if (const toml::node* node = table ? table->get("user_namespace") : nullptr) {
+        if (auto v = node->value_exact<bool>())
+            c.user_namespace = *v ? UserNamespaceMode::on : UserNamespaceMode::off;
+        else if (auto text = node->value_exact<std::string>(); text && *text == "auto")
+            c.user_namespace = UserNamespaceMode::automatic;
+        else if (text && (*text == "on" || *text == "off"))
+            c.user_namespace = *text == "on" ? UserNamespaceMode::on : UserNamespaceMode::off;
+        else
+            return t.fail("user_namespace", "must be \"auto\", \"on\" or \"off\" (or true / false)");
+    }
     if (auto v = NPS_TRY(t.integer("userns_first_host_id", 1, 4'000'000'000)))
         c.userns_first_host_id = *v;
     if (auto v = NPS_TRY(t.integer("userns_id_count", 1, 1'000'000'000)))

@@ -6,8 +6,11 @@
 #include <memory>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "nps/base/limits.hpp"
 #include "nps/base/log.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/daemon/recovery.hpp"
 #include "nps/spawn/quantity.hpp"
@@ -23,7 +26,29 @@ constexpr int kLogPruneIntervalMs = 10 * 60 * 1000;
 // Prunes for [workers] logs_max_bytes, started by workers' ends, at most this often.
 constexpr int kLogCapPruneMinIntervalMs = 1000;
 
+std::string json_string(const std::string& text)
+{
+    return nlohmann::json(text).dump();
+}
+
 }  // namespace
+
+sandbox::UsernsMode userns_mode(config::UserNamespaceMode mode)
+{
+    switch (mode) {
+    case config::UserNamespaceMode::on: return sandbox::UsernsMode::on;
+    case config::UserNamespaceMode::off: return sandbox::UsernsMode::off;
+    case config::UserNamespaceMode::automatic: break;
+    }
+    return sandbox::UsernsMode::automatic;
+}
+
+sandbox::UsernsSlotsOptions userns_range(const config::Config& config)
+{
+    return sandbox::userns_slots_options(static_cast<std::uint32_t>(config.userns_first_host_id),
+                                         static_cast<std::uint32_t>(config.userns_id_count),
+                                         sandbox::kUsernsLockDir);
+}
 
 Executor::Executor(const ExecutorParts& parts) : parts_(parts) {}
 
@@ -58,13 +83,21 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(options)));
     e->jobs_ = NPS_TRY(JobPool::create(parts.loop, kLaunchThreads, "nps-launch"));
 
-    // One loopback-only network namespace for every worker (the SpawnSpec
-    // has no network field: workers reach nothing but themselves).
-    auto netns = sandbox::LoopbackNetns::create();
+    // A loopback-only network namespace per task (the SpawnSpec has no
+    // network field: workers reach nothing but their own task's), made
+    // ahead of the tasks.
+    auto netns = sandbox::NetnsPool::start(limits::kNetnsPoolSize);
     if (!netns)
-        return Error{netns.error().code, "Failed to prepare the workers' network namespace: " + netns.error().message,
+        return Error{netns.error().code, "Failed to prepare the workers' network namespaces: " + netns.error().message,
                      netns.error().sys_errno};
-    e->netns_.emplace(std::move(*netns));
+    e->netns_pool_ = std::move(*netns);
+    // The user namespace: probed once, here (sandbox.user_namespace).
+    auto userns = sandbox::decide_user_namespace(userns_mode(config.user_namespace), userns_range(config),
+                                                 sandbox::kUsernsLockDir, sandbox::RootfsKind::overlay);
+    if (!userns)
+        return userns.error();
+    e->userns_ = std::move(userns->slots);
+    e->userns_reason_ = userns->reason;
     if (!config.seccomp_allow.empty())
         e->seccomp_ = NPS_TRY(sandbox::SeccompProgram::compile(config.seccomp_allow));
 
@@ -76,7 +109,8 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
         .supervisor = *e->supervisor_,
         .jobs = *e->jobs_,
         .launch = {.config = config, .resolver = *e->resolver_},
-        .netns_fd = e->netns_->fd(),
+        .netns_pool = e->netns_pool_.get(),
+        .userns = e->userns_.get(),
         .seccomp = e->seccomp_.get(),
         .enforcement = config.allow_unenforced_limits ? cgroup::Enforcement::allow_unenforced
                                                       : cgroup::Enforcement::strict,
@@ -112,11 +146,16 @@ std::string Executor::status_json() const
            ",\"max_tasks\":" + std::to_string(max_tasks_) +
            ",\"max_workers\":" + std::to_string(parts_.config.workers.max_concurrent) +
            ",\"spawn_pool\":{\"size\":" + std::to_string(spawns.pool_size) +
-           ",\"ready\":" + std::to_string(spawns.pool_ready) + "}}";
+           ",\"ready\":" + std::to_string(spawns.pool_ready) + "}" +
+           ",\"user_namespace\":{\"enabled\":" + (userns_ ? "true" : "false") + ",\"configured\":\"" +
+           config::to_string(parts_.config.user_namespace) + "\",\"reason\":" + json_string(userns_reason_) + "}" +
+           ",\"network\":{\"per_task\":true,\"pool_ready\":" + std::to_string(netns_pool_->ready()) + "}}";
 }
 
 void Executor::start()
 {
+    log::notice(std::string("sandbox: user namespace ") + (userns_ ? "on" : "off") + " (" + userns_reason_ +
+                "); a loopback-only network namespace per task");
     auto report = remove_stale_workers(parts_.config.state_dir, parts_.cgroups);
     if (report.worker_dirs || report.cgroups || report.killed)
         log::notice("recovery: removed " + std::to_string(report.worker_dirs) + " worker dir(s) and " +

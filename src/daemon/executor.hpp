@@ -29,11 +29,16 @@
 #include "job_pool.hpp"
 #include "nps/api/store_pool.hpp"
 #include "nps/cgroup/delegation.hpp"
-#include "nps/sandbox/loopback_netns.hpp"
+#include "nps/sandbox/netns_pool.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/spawn/resolver.hpp"
 #include "task_execution.hpp"
 
 namespace nps::daemon {
+
+// sandbox.user_namespace and the id range it works with (shared with `run`).
+sandbox::UsernsMode userns_mode(config::UserNamespaceMode mode);
+sandbox::UsernsSlotsOptions userns_range(const config::Config& config);
 
 struct ExecutorParts {
     const config::Config& config;
@@ -72,7 +77,8 @@ public:
     {
         return metrics_.render() + supervisor::render_spawn_metrics(supervisor_->spawn_stats());
     }
-    // Any thread: {"tasks_running", "workers_running", "max_tasks", "max_workers"} for /healthz.
+    // Any thread: {"tasks_running", "workers_running", "max_tasks", "max_workers", "spawn_pool",
+    // "user_namespace": {"enabled", "configured", "reason"}, "network": {"per_task", "pool_ready"}} for /healthz.
     std::string status_json() const;
     const supervisor::Supervisor& supervisor() const { return *supervisor_; }
 
@@ -94,10 +100,14 @@ private:
 
     ExecutorParts parts_;
     ExecutorMetrics metrics_;
+    // Before the supervisor and the jobs: leases and namespaces they hold
+    // point here.
+    std::unique_ptr<sandbox::NetnsPool> netns_pool_;
+    std::unique_ptr<sandbox::UsernsSlots> userns_;
+    std::string userns_reason_;  // the mode in force and why (/healthz, the start-up log)
     std::unique_ptr<spawn::SpawnSpecResolver> resolver_;
     std::unique_ptr<supervisor::Supervisor> supervisor_;
     std::unique_ptr<JobPool> jobs_;
-    std::optional<sandbox::LoopbackNetns> netns_;
     std::shared_ptr<const sandbox::SeccompProgram> seccomp_;
     std::unique_ptr<ExecutionContext> context_;
     std::map<std::string, std::unique_ptr<TaskExecution>> executions_;

@@ -177,7 +177,6 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     }
     Slot& slot = *it->second;
     const spawn::SpawnSpec& spec = prepared->resolution.spec;
-    const config::Config& config = ctx_.config;
 
     supervisor::WorkerSpec worker;
     worker.sandbox.rootfs = prepared->rootfs->path();
@@ -187,12 +186,35 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     worker.sandbox.cwd = prepared->process.cwd;
     worker.sandbox.uid = prepared->process.ids.uid;
     worker.sandbox.gid = prepared->process.ids.gid;
-    worker.sandbox.netns_fd = ctx_.netns_fd;
     worker.sandbox.seccomp = ctx_.seccomp;
-    if (config.user_namespace) {
-        auto first = static_cast<std::uint32_t>(config.userns_first_host_id);
-        worker.sandbox.user_namespace = sandbox::UserNamespace{
-            .host_uid = first, .host_gid = first, .count = static_cast<std::uint32_t>(config.userns_id_count)};
+    // The task's own loopback-only network namespace, taken at its first
+    // worker and given up when the execution retires (after its last worker).
+    if (!netns_) {
+        auto netns = ctx_.netns_pool->take();
+        if (!netns) {
+            finish_attempt(node_id, serial,
+                           failure(protocol_error("NOP-RESOURCE-INSUFFICIENT",
+                                                  "Failed to make the network namespace of task '" + task_id() +
+                                                      "': " + netns.error().describe()),
+                                   true));
+            return;
+        }
+        netns_.emplace(std::move(*netns));
+    }
+    worker.sandbox.netns_fd = netns_->fd();
+    // A host id range of its own while it runs (held with the rootfs).
+    if (ctx_.userns) {
+        auto lease = ctx_.userns->acquire();
+        if (!lease) {
+            finish_attempt(node_id, serial,
+                           failure(protocol_error("NOP-RESOURCE-INSUFFICIENT", "Failed to give the worker of node '" +
+                                                                                   node_id + "' a user namespace: " +
+                                                                                   lease.error().describe()),
+                                   true));
+            return;
+        }
+        worker.sandbox.user_namespace = lease->spec();
+        prepared->userns.emplace(std::move(*lease));
     }
     worker.limits = prepared->limits;
     worker.enforcement = ctx_.enforcement;

@@ -33,6 +33,7 @@ Result<void> PreparedWorker::release()
         if (!worker_dir.empty() && ::rmdir(worker_dir.c_str()) < 0 && errno != ENOENT && first)
             first = system_error_errno("Failed to remove worker directory '" + worker_dir + "'");
     }
+    userns.reset();
     return first;
 }
 

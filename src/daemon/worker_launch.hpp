@@ -24,6 +24,7 @@
 #include "nps/image/image_process.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/worker_rootfs.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/spawn/resolver.hpp"
 
 namespace nps::daemon {
@@ -36,6 +37,9 @@ struct PreparedWorker {
     std::optional<image::WorkerRootfs> rootfs;
     std::string worker_dir;
     image::ImageProcess process;
+    // The worker's user namespace slot (with sandbox.user_namespace), held
+    // until the worker's processes are gone.
+    std::optional<sandbox::UsernsLease> userns;
 
     PreparedWorker() = default;
     PreparedWorker(const PreparedWorker&) = delete;

@@ -139,6 +139,28 @@ Failure setup_space(const MountPlan& plan)
     return {};
 }
 
+// With a user namespace: the rootfs bound as an idmapped mount, so on-disk
+// owner 0 is the sandbox's root (and 1000 its 1000), not the host's.
+Failure bind_idmapped(const MountPlan& plan)
+{
+    int tree = static_cast<int>(
+        ::open_tree(AT_FDCWD, plan.rootfs, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (tree < 0)
+        return fail(Step::bind_rootfs);
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_IDMAP;
+    attr.userns_fd = static_cast<std::uint64_t>(plan.idmap_fd);
+    if (::mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0) {
+        int err = errno;
+        ::close(tree);
+        return fail(Step::idmap_rootfs, err);
+    }
+    int rc = ::move_mount(tree, "", AT_FDCWD, plan.rootfs, MOVE_MOUNT_F_EMPTY_PATH);
+    int err = errno;
+    ::close(tree);
+    return rc < 0 ? fail(Step::bind_rootfs, err) : Failure{};
+}
+
 }  // namespace
 
 Failure setup_mounts(const MountPlan& plan)
@@ -147,8 +169,12 @@ Failure setup_mounts(const MountPlan& plan)
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0)
         return fail(Step::make_private);
     // pivot_root needs the new root to be a mount point.
-    if (::mount(plan.rootfs, plan.rootfs, nullptr, MS_BIND | MS_REC, nullptr) < 0)
+    if (plan.idmap_fd < 0 && ::mount(plan.rootfs, plan.rootfs, nullptr, MS_BIND | MS_REC, nullptr) < 0)
         return fail(Step::bind_rootfs);
+    if (plan.idmap_fd >= 0) {
+        if (Failure f = bind_idmapped(plan); f.step != Step::none)
+            return f;
+    }
     if (Failure f = setup_proc(plan); f.step != Step::none)
         return f;
     if (Failure f = setup_dev(plan); f.step != Step::none)

@@ -259,7 +259,7 @@ Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
         return static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(EventLoop::now() - began).count());
     };
-    if (pool_ && !sandbox.user_namespace) {
+    if (pool_) {
         // A miss (none parked, a plan too large, a parked child gone) falls
         // back below; a failure of the worker's own spec is its outcome.
         sandbox::PoolAttempt attempt = NPS_TRY(pool_->spawn(sandbox, w.spec.limits, w.spec.enforcement));

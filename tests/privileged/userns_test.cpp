@@ -26,10 +26,10 @@ std::string host_user_ns()
 
 }  // namespace
 
-TEST_CASE("run --userns: root inside is host id 100000, in a user namespace of its own")
+TEST_CASE("run --userns: root inside is a slot of the host ids from 0x70000000, in a user namespace of its own")
 {
     auto r = run_sh("id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map; readlink /proc/self/ns/user; "
-                    "grep CapEff /proc/self/status; stat -c %u /; touch /tmp/ok && echo tmp-writable",
+                    "grep CapEff /proc/self/status; stat -c %u /; stat -c %u /tmp; touch /tmp/ok && echo tmp-writable",
                     {"--userns"});
     REQUIRE_MESSAGE(r.exit_status == 0, r.err);
     std::istringstream out(r.out);
@@ -40,12 +40,19 @@ TEST_CASE("run --userns: root inside is host id 100000, in a user namespace of i
     unsigned inside = 1, outside = 0, count = 0;
     out >> inside >> outside >> count;
     CHECK(inside == 0);
-    CHECK(outside == 100000);
+    // Changed on purpose (issue 14): the default range moved from 100000
+    // (where /etc/subuid hands out ranges) to 0x70000000, one 65536-id slot
+    // per concurrent sandbox.
+    CHECK(outside >= 1879048192u);
+    CHECK((outside - 1879048192u) % 65536 == 0);
     CHECK(count == 65536);
     CHECK(contains(r.out, "user:["));
     CHECK(!contains(r.out, host_user_ns()));
     CHECK(contains(r.out, "CapEff:\t0000000000000000"));
-    CHECK(contains(r.out, "65534\n"));  // the host's root owns the rootfs: unmapped inside
+    // Changed on purpose (issue 14): the rootfs is idmapped, so the host's
+    // root's files are root's inside (they showed as 65534, unmapped); /tmp is
+    // the sandbox root's.
+    CHECK(contains(r.out, "0000000000\n0\n0\n"));
     CHECK(contains(r.out, "tmp-writable"));
 }
 
@@ -72,4 +79,20 @@ TEST_CASE("a user namespace mapping onto the host's root or too small is refused
     CHECK(small.exit_status == 125);
     CHECK(contains(small.err, "lie outside its user namespace's 10 mapped ids"));
     CHECK(!contains(small.out, "ran"));
+}
+
+TEST_CASE("run: the user namespace is the default where the kernel allows it, --no-userns turns it off")
+{
+    auto r = run_sh("cat /proc/self/uid_map");
+    REQUIRE_MESSAGE(r.exit_status == 0, r.err);
+    std::istringstream out(r.out);
+    unsigned inside = 1, outside = 0, count = 0;
+    out >> inside >> outside >> count;
+    CHECK(inside == 0);
+    CHECK(outside >= 1879048192u);
+    CHECK(count == 65536);
+
+    auto off = run_sh("cat /proc/self/uid_map", {"--no-userns"});
+    REQUIRE_MESSAGE(off.exit_status == 0, off.err);
+    CHECK(contains(off.out, "4294967295"));  // the host's identity map
 }

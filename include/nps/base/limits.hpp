@@ -219,4 +219,12 @@ inline constexpr std::uint64_t kMaxWorkerDiskBytes = 1ull << 40;        // any d
 inline constexpr std::uint64_t kWorkerDiskBytesPerInode = 4096;
 inline constexpr std::uint64_t kMinWorkerDiskInodes = 1024;
 
+// --- Sandbox namespaces (ours; docs/sandbox.md "users", "network") ---
+// Worker slots, each with a host id range of its own (sandbox.userns_id_count
+// ids from sandbox.userns_first_host_id + slot * count): at most this many
+// user-namespaced workers (of the daemon and of `run`) at once.
+inline constexpr std::uint32_t kUsernsMaxSlots = 1024;
+// Loopback-only network namespaces the daemon keeps made ahead of tasks.
+inline constexpr std::size_t kNetnsPoolSize = 4;
+
 }  // namespace nps::limits

@@ -20,6 +20,11 @@
 
 namespace nps::config {
 
+enum class UserNamespaceMode { automatic, on, off };
+
+// "auto", "on", "off".
+const char* to_string(UserNamespaceMode mode);
+
 inline constexpr const char* kDefaultConfigPath = "/etc/nps-runner/config.toml";
 inline constexpr const char* kDefaultStateDir = "/var/lib/nps-runner";
 inline constexpr const char* kDefaultListen = "127.0.0.1:17437";  // the NOP port
@@ -121,9 +126,14 @@ struct Config {
     bool allow_host_network = false;        // may workers use the host's network
     bool allow_unenforced_limits = false;   // run with a limit the host cannot enforce (warned)
     std::vector<std::string> seccomp_allow; // system calls allowed beyond the default filter
-    bool user_namespace = false;            // run workers in a user namespace
-    std::int64_t userns_first_host_id = 100'000;  // host uid/gid of the sandbox's root
-    std::int64_t userns_id_count = 65'536;        // ids mapped
+    // Workers (and `run`) in a user namespace: auto (on where the kernel
+    // allows it, probed at start), on ("true"), off ("false").
+    UserNamespaceMode user_namespace = UserNamespaceMode::automatic;
+    // Worker slot i maps ids 0..count-1 onto first + i*count.. (docs/sandbox.md):
+    // 0x70000000, above systemd's container and dynamic ranges and any /etc/subuid
+    // range an installer hands out (checked at start).
+    std::int64_t userns_first_host_id = 0x7000'0000;
+    std::int64_t userns_id_count = 65'536;        // ids mapped per slot
 
     // [images] (docs/images.md): thresholds above which `image gc` evicts
     // unpacked layers of images not in use. 0 / 100 disable.

@@ -37,10 +37,21 @@ struct Rlimit {
 // An optional user namespace: ids 0..count-1 inside are host ids
 // host_uid..host_uid+count-1 (gids likewise), so the sandbox's root is an
 // unprivileged host user. host_uid and host_gid must not be 0.
+//
+// The child joins it last (after its mounts, hostname, network namespace
+// and rlimits, made as the host's root), so every namespace but this one is
+// owned by the host's user namespace: the sandbox can join a network
+// namespace the host made, and the rootfs is bound before rights are lost.
+// The rootfs is bound as an idmapped mount (MOUNT_ATTR_IDMAP) through this
+// namespace, so its files keep their owners inside; /tmp and /dev/shm are
+// owned by the sandbox's root.
 struct UserNamespace {
     uid_t host_uid;
     gid_t host_gid;
     std::uint32_t count;
+    // A namespace with exactly these maps (a UserNamespaceFd, userns.hpp),
+    // not consumed; -1: spawn() makes one for this sandbox (SpawnPool needs one).
+    int fd = -1;
 };
 
 // Everything a sandbox needs. The rootfs must contain the directories
@@ -52,9 +63,9 @@ struct SandboxSpec {
     std::string cwd = "/";               // inside the sandbox
     std::string hostname = "nps-sandbox";
     Network network = Network::none;
-    // With Network::none: >= 0 joins this namespace (a LoopbackNetns) instead
-    // of creating one. Not consumed. Ignored with a user namespace, whose
-    // root may not join a namespace the host's user namespace owns.
+    // With Network::none: >= 0 joins this namespace (a LoopbackNetns, e.g.
+    // the task's) instead of creating one. Not consumed; also with a user
+    // namespace (joined after it).
     int netns_fd = -1;
     // With a value, a new user namespace; uid and gid below are ids inside it.
     std::optional<UserNamespace> user_namespace;
