@@ -7,7 +7,7 @@ namespace nps::proto::detail {
 
 namespace {
 
-constexpr std::size_t kFirstWideDigitCount = 20;  // 19 digits always fit in int64
+constexpr std::size_t kFirstWideDigitCount = 20;  // 19 digits always fit in uint64
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -67,7 +67,11 @@ std::optional<std::string> widen_big_integers(std::string_view text)
             pos = skip_string(text, pos);
         } else if (c == '-' || is_digit(c)) {
             const NumberToken token = scan_number(text, pos);
-            if (token.plain_integer && token.int_digits >= kFirstWideDigitCount) {
+            // 19 digits fit in uint64 but not always in int64: a negative
+            // one below INT64_MIN must be widened too.
+            const bool below_int64 = c == '-' && token.int_digits == kFirstWideDigitCount - 1 &&
+                                     text.substr(pos + 1, token.int_digits) > "9223372036854775808";
+            if (token.plain_integer && (token.int_digits >= kFirstWideDigitCount || below_int64)) {
                 if (!out)
                     out.emplace().reserve(text.size() + 16);
                 out->append(text.substr(copied, token.end - copied));
@@ -82,6 +86,33 @@ std::optional<std::string> widen_big_integers(std::string_view text)
     if (out)
         out->append(text.substr(copied));
     return out;
+}
+
+void append_json_string(std::string& out, std::string_view s)
+{
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += '"';
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (c < 0x20) {
+                out += "\\u00";
+                out += kHex[c >> 4];
+                out += kHex[c & 0xF];
+            } else {
+                out += ch;
+            }
+        }
+    }
+    out += '"';
 }
 
 }  // namespace nps::proto::detail

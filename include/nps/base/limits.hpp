@@ -23,6 +23,25 @@ inline constexpr std::size_t kMaxUrlChars = 2048;              // action, callba
 inline constexpr std::size_t kMaxJsonDepth = 32;               // nesting of any accepted JSON (ours)
 inline constexpr std::size_t kMaxRetryOnCodes = 64;            // retry_policy.retry_on entries (ours)
 
+// --- NCP frames (NPS-1 §3, §8; docs/ncp-frames.md) ---
+inline constexpr std::uint32_t kNcpMaxDefaultPayloadBytes = 65'535;   // §3.1: the 2-byte length of the 4-byte header
+// A frame we accept, whatever its header can express (EXT=1 allows 4 GiB):
+// one HTTP body (kMaxBodyBytes) less the 8-byte extended header.
+inline constexpr std::size_t kMaxNcpFramePayloadBytes = (1 << 20) - 8;
+// Tier-2 MsgPack → JSON (ours): nesting, one string or map key, entries of
+// one array or map, and the JSON text produced (escapes can grow it ~6×).
+inline constexpr std::size_t kMaxMsgpackDepth = 32;                   // as kMaxJsonDepth
+inline constexpr std::size_t kMaxMsgpackStringBytes = 256 * 1024;     // as kMaxNodeResultBytes
+inline constexpr std::size_t kMaxMsgpackContainerEntries = 65'536;
+inline constexpr std::size_t kMaxMsgpackJsonBytes = 4 << 20;
+
+// --- NDP registry model and NIP signatures (NPS-4 §7.3-§7.5; NPS-3 §5.1) ---
+inline constexpr std::int64_t kNdpReplayWindowSeconds = 300;          // §7.3: org-private, public-federated
+inline constexpr std::uint32_t kNdpDefaultHeartbeatIntervalMs = 60'000;  // §3.1, signed when absent (§7.4)
+inline constexpr std::size_t kMaxNdpRegistryEntries = 100'000;        // NIDs one registry model tracks (ours)
+inline constexpr std::size_t kMaxNdpRolesOrProtocols = 64;            // node_roles, bridge_*protocols entries (ours)
+inline constexpr std::size_t kMaxNdpTrustedKeys = 1024;               // trusted announce keys (ours)
+
 // --- Leases (NPS-5 §8.1 / CR-0007 §4.1) ---
 inline constexpr std::uint32_t kMinLeaseSeconds = 10;
 inline constexpr std::uint32_t kMaxLeaseSeconds = 600;

@@ -182,3 +182,11 @@ TEST_CASE("JCS: scalars and whitespace")
     CHECK(canon("[ ]") == "[]");
     CHECK(canon("{\"a\" : [ 1 , { } ] }") == "{\"a\":[1,{}]}");
 }
+
+TEST_CASE("JCS: 19-digit negative integers below INT64_MIN are read as doubles")
+{
+    // simdjson refuses them as integers; JCS prints such doubles without exponent.
+    CHECK(canon("-9802077313163067000") == "-9802077313163067000");
+    CHECK(canon("[-9223372036854775808]") == "[-9223372036854776000]");
+    CHECK(canon("[-9223372036854775809]") == "[-9223372036854776000]");
+}

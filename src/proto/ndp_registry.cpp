@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: Apache-2.0
+// NDP registry consistency model (see nps/proto/ndp_registry.hpp).
+#include "nps/proto/ndp_registry.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "jcs_dom.hpp"
+#include "json_fields.hpp"
+#include "message_text.hpp"
+#include "nps/base/time_format.hpp"
+#include "nps/proto/announce.hpp"
+#include "nps/proto/task_frame.hpp"
+
+namespace nps::proto::ndp {
+
+namespace {
+
+using namespace detail;
+
+constexpr std::string_view kProfile = "NDP-ANNOUNCE-PROFILE-VIOLATION";
+
+Result<std::int64_t> read_time(element value, std::string_view path)
+{
+    const std::string_view text = NPS_TRY(read_string(value, kProfile, path));
+    const auto ms = parse_rfc3339_ms(text);
+    if (!ms)
+        return field_error(kProfile, path, "not an RFC 3339 time: " + detail::quoted(text));
+    return *ms;
+}
+
+// An array of non-empty strings (bridge protocols), or of known roles.
+Result<std::vector<std::string>> read_string_list(element value, std::string_view path)
+{
+    const array arr = NPS_TRY(read_array(value, kProfile, path));
+    std::vector<std::string> out;
+    std::size_t index = 0;
+    for (element item : arr) {
+        const std::string item_path = index_path(path, index++);
+        if (out.size() >= limits::kMaxNdpRolesOrProtocols)
+            return field_error(kProfile, path, "more than " + std::to_string(limits::kMaxNdpRolesOrProtocols) +
+                                                   " entries");
+        const std::string_view s = NPS_TRY(read_string(item, kProfile, item_path));
+        if (s.empty())
+            return field_error(kProfile, item_path, "must not be empty");
+        out.emplace_back(s);
+    }
+    return out;
+}
+
+Result<void> check_roles(const std::vector<std::string>& roles)
+{
+    static constexpr std::string_view kKnown[] = {"memory", "action", "complex", "anchor", "bridge"};
+    for (const auto& role : roles) {
+        if (role == "gateway")
+            return protocol_error("NDP-ANNOUNCE-ROLE-REMOVED",
+                                  "node_roles: 'gateway' was removed (NPS-CR-0001); use 'anchor' or 'bridge'");
+        if (std::find(std::begin(kKnown), std::end(kKnown), role) == std::end(kKnown))
+            return protocol_error("NDP-ANNOUNCE-ROLE-UNKNOWN", "node_roles: unknown role " + detail::quoted(role));
+    }
+    return {};
+}
+
+bool has(const std::vector<std::string>& list, std::string_view value)
+{
+    return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// §3.1 wire types into an entry (signed_body and frame_json filled by the caller).
+Result<RegistryEntry> read_entry(element root, RegistryProfile profile)
+{
+    const object obj = NPS_TRY(read_object(root, kProfile, "announce"));
+    RegistryEntry e;
+    const element nid = NPS_TRY(required_member(obj, "nid", kProfile, "nid"));
+    e.nid = std::string(NPS_TRY(read_string(nid, kProfile, "nid")));
+    if (!is_valid_nid(e.nid))
+        return field_error(kProfile, "nid", "not a NID (urn:nps:…): " + detail::quoted(e.nid));
+    e.ttl_seconds = static_cast<std::uint32_t>(NPS_TRY(read_uint(NPS_TRY(required_member(obj, "ttl", kProfile, "ttl")),
+                                                                 kProfile, "ttl", 0,
+                                                                 std::numeric_limits<std::uint32_t>::max())));
+    e.timestamp_ms = NPS_TRY(read_time(NPS_TRY(required_member(obj, "timestamp", kProfile, "timestamp")), "timestamp"));
+    if (auto v = optional_member(obj, "graph_seq"))
+        e.graph_seq = NPS_TRY(read_uint(*v, kProfile, "graph_seq", 0, std::numeric_limits<std::uint64_t>::max()));
+    else if (profile != RegistryProfile::local_dev)
+        return field_error(kProfile, "graph_seq", "required outside the local-dev profile");
+    if (auto v = optional_member(obj, "last_seen"))
+        e.last_seen_ms = NPS_TRY(read_time(*v, "last_seen"));
+    if (auto v = optional_member(obj, "health")) {
+        e.health = std::string(NPS_TRY(read_string(*v, kProfile, "health")));
+        if (e.health != "healthy" && e.health != "degraded" && e.health != "draining")
+            return field_error(kProfile, "health", "not healthy, degraded or draining: " + detail::quoted(e.health));
+    }
+    if (auto v = optional_member(obj, "heartbeat_interval_ms"))
+        NPS_TRY(read_uint(*v, kProfile, "heartbeat_interval_ms", 0, std::numeric_limits<std::uint32_t>::max()));
+    if (auto v = optional_member(obj, "node_roles")) {
+        e.node_roles = NPS_TRY(read_string_list(*v, "node_roles"));
+        NPS_TRY_VOID(check_roles(e.node_roles));
+    }
+    if (auto v = optional_member(obj, "cluster_anchor"))
+        e.cluster_anchor = std::string(NPS_TRY(read_string(*v, kProfile, "cluster_anchor")));
+    if (auto v = optional_member(obj, "cluster_epoch"))
+        e.cluster_epoch = NPS_TRY(read_uint(*v, kProfile, "cluster_epoch", 0, std::numeric_limits<std::uint64_t>::max()));
+    if (auto v = optional_member(obj, "bridge_protocols"))
+        e.bridge_protocols = NPS_TRY(read_string_list(*v, "bridge_protocols"));
+    if (auto v = optional_member(obj, "bridge_inbound_protocols"))
+        e.bridge_inbound_protocols = NPS_TRY(read_string_list(*v, "bridge_inbound_protocols"));
+    if (has(e.node_roles, "bridge") && e.bridge_protocols.empty() && e.bridge_inbound_protocols.empty())
+        return field_error(kProfile, "node_roles", "a bridge must declare bridge_protocols or bridge_inbound_protocols");
+    if (auto v = optional_member(obj, "capabilities")) {
+        const array caps = NPS_TRY(read_array(*v, kProfile, "capabilities"));
+        std::size_t index = 0;
+        for (element item : caps)
+            NPS_TRY(read_string(item, kProfile, index_path("capabilities", index++)));
+    }
+    return e;
+}
+
+Admission rejected(Error error) { return {.decision = Decision::rejected, .error = std::move(error)}; }
+
+}  // namespace
+
+std::optional<RegistryProfile> registry_profile_from_name(std::string_view name)
+{
+    if (name == "local-dev")
+        return RegistryProfile::local_dev;
+    if (name == "org-private")
+        return RegistryProfile::org_private;
+    if (name == "public-federated")
+        return RegistryProfile::public_federated;
+    return std::nullopt;
+}
+
+std::string_view decision_name(Decision decision)
+{
+    switch (decision) {
+    case Decision::accepted: return "accepted";
+    case Decision::duplicate: return "duplicate";
+    case Decision::refreshed: return "refreshed";
+    case Decision::removed: return "removed";
+    case Decision::rejected: return "rejected";
+    }
+    return "rejected";
+}
+
+RegistryModel::RegistryModel(RegistryOptions options) : options_(options) {}
+
+Admission RegistryModel::admit(std::string_view frame_json, const Result<void>& signature,
+                               std::optional<std::int64_t> received_at_ms)
+{
+    const std::int64_t at = received_at_ms.value_or(options_.clock->now_ms());
+
+    // 0. wire types.
+    simdjson::dom::parser parser;
+    auto root = parse_json(parser, frame_json, "announce");
+    if (!root)
+        return rejected(std::move(root).error());
+    auto parsed = read_entry(*root, options_.profile);
+    if (!parsed)
+        return rejected(std::move(parsed).error());
+    RegistryEntry entry = std::move(parsed).value();
+
+    // 1. signature and NID binding.
+    if (!signature)
+        return rejected(signature.error());
+
+    // 2. replay window.
+    if (options_.profile != RegistryProfile::local_dev) {
+        const std::int64_t skew = entry.timestamp_ms > at ? entry.timestamp_ms - at : at - entry.timestamp_ms;
+        if (skew > limits::kNdpReplayWindowSeconds * 1000)
+            return rejected(protocol_error("NDP-ANNOUNCE-SIGNATURE-INVALID",
+                                           "announce of '" + entry.nid + "': timestamp outside the replay window of " +
+                                               std::to_string(limits::kNdpReplayWindowSeconds) + " s"));
+    }
+
+    // 3. sequence and covered content.
+    auto body = announce_signed_body(frame_json);
+    auto wire = announce_wire_form(frame_json);
+    if (!body)
+        return rejected(std::move(body).error());
+    if (!wire)
+        return rejected(std::move(wire).error());
+    bool refresh = false;
+    const auto fence = fences_.find(entry.nid);
+    if (fence != fences_.end()) {
+        if (entry.graph_seq < fence->second.graph_seq)
+            return rejected(protocol_error("NDP-GRAPH-SEQ-ROLLBACK",
+                                           "announce of '" + entry.nid + "': graph_seq " +
+                                               std::to_string(entry.graph_seq) + " is below the accepted " +
+                                               std::to_string(fence->second.graph_seq)));
+        if (entry.graph_seq == fence->second.graph_seq) {
+            if (*wire == fence->second.wire_form)
+                return {.decision = Decision::duplicate, .error = std::nullopt};
+            if (*body != fence->second.signed_body)
+                return rejected(protocol_error("NDP-ANNOUNCE-CONFLICT",
+                                               "announce of '" + entry.nid + "': graph_seq " +
+                                                   std::to_string(entry.graph_seq) +
+                                                   " was accepted with other signed content"));
+            refresh = true;
+        }
+    } else if (fences_.size() >= options_.max_entries) {
+        return rejected(protocol_error("NDP-REGISTRY-UNAVAILABLE", "registry holds " +
+                                                                       std::to_string(options_.max_entries) +
+                                                                       " NIDs, its limit"));
+    }
+
+    // 4. offline.
+    if (entry.ttl_seconds == 0) {
+        fences_[entry.nid] = Fence{.graph_seq = entry.graph_seq, .signed_body = *body, .wire_form = *wire};
+        entries_.erase(entry.nid);
+        return {.decision = Decision::removed, .error = std::nullopt};
+    }
+
+    // 5. stale on arrival.
+    if (!entry.live_at(at))
+        return rejected(protocol_error("NDP-ANNOUNCE-STALE", "announce of '" + entry.nid +
+                                                                 "' was fresh only until " +
+                                                                 format_rfc3339_ms(entry.fresh_until_ms())));
+
+    // 6. store.
+    fences_[entry.nid] = Fence{.graph_seq = entry.graph_seq, .signed_body = *body, .wire_form = *wire};
+    entry.signed_body = std::move(*body);
+    entry.frame_json = std::string(frame_json);
+    const std::string nid = entry.nid;
+    entries_[nid] = std::move(entry);
+    return {.decision = refresh ? Decision::refreshed : Decision::accepted, .error = std::nullopt};
+}
+
+std::vector<std::string> RegistryModel::live_nids() const
+{
+    const std::int64_t now = options_.clock->now_ms();
+    std::vector<std::string> out;
+    for (const auto& [nid, entry] : entries_)
+        if (entry.live_at(now))
+            out.push_back(nid);
+    return out;
+}
+
+std::map<std::string, std::uint64_t> RegistryModel::highest_sequences() const
+{
+    std::map<std::string, std::uint64_t> out;
+    for (const auto& [nid, fence] : fences_)
+        out.emplace(nid, fence.graph_seq);
+    return out;
+}
+
+Result<RegistryEntry> RegistryModel::resolve(std::string_view nid) const
+{
+    const auto it = entries_.find(nid);
+    if (it == entries_.end())
+        return protocol_error("NDP-RESOLVE-NOT-FOUND", "no live announce for '" + std::string(nid) + "'");
+    if (!it->second.live_at(options_.clock->now_ms()))
+        return protocol_error("NDP-RESOLVE-STALE", "the announce of '" + std::string(nid) + "' expired at " +
+                                                       format_rfc3339_ms(it->second.fresh_until_ms()));
+    return it->second;
+}
+
+Result<RegistryEntry> RegistryModel::resolve_cluster(std::string_view cluster_anchor) const
+{
+    const std::int64_t now = options_.clock->now_ms();
+    const RegistryEntry* best = nullptr;
+    bool tie = false;
+    for (const auto& [nid, entry] : entries_) {
+        if (entry.cluster_anchor != cluster_anchor || !entry.live_at(now))
+            continue;
+        if (best == nullptr || entry.cluster_epoch > best->cluster_epoch) {
+            best = &entry;
+            tie = false;
+        } else if (entry.cluster_epoch == best->cluster_epoch) {
+            tie = true;
+        }
+    }
+    if (best == nullptr)
+        return protocol_error("NDP-RESOLVE-NOT-FOUND", "no live anchor of cluster '" + std::string(cluster_anchor) + "'");
+    if (tie)
+        return protocol_error("NDP-CLUSTER-SPLIT", "cluster '" + std::string(cluster_anchor) +
+                                                       "' has several live anchors at epoch " +
+                                                       std::to_string(best->cluster_epoch));
+    return *best;
+}
+
+std::vector<std::string> RegistryModel::bridges(BridgeDirection direction, std::string_view protocol) const
+{
+    const std::int64_t now = options_.clock->now_ms();
+    std::vector<std::string> out;
+    for (const auto& [nid, entry] : entries_) {
+        if (!entry.live_at(now) || !has(entry.node_roles, "bridge"))
+            continue;
+        const auto& list = direction == BridgeDirection::inbound ? entry.bridge_inbound_protocols
+                                                                 : entry.bridge_protocols;
+        if (has(list, protocol))
+            out.push_back(nid);
+    }
+    return out;  // entries_ is ordered by NID
+}
+
+}  // namespace nps::proto::ndp
