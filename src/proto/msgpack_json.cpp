@@ -175,7 +175,10 @@ public:
     Result<void> value(simdjson::dom::element e, std::size_t depth)
     {
         using simdjson::dom::element_type;
-        if (depth > limits::kMaxJsonDepth)
+        // Containers are the nesting, as in msgpack_to_json: a scalar inside
+        // kMaxJsonDepth containers is still within the limit.
+        const bool container = e.type() == element_type::OBJECT || e.type() == element_type::ARRAY;
+        if (container && depth > limits::kMaxJsonDepth)
             return protocol_error(std::string(kMalformed),
                                   "json payload: nesting deeper than " + std::to_string(limits::kMaxJsonDepth));
         switch (e.type()) {

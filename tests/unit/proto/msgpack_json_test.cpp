@@ -102,3 +102,19 @@ TEST_CASE("JSON → MsgPack → JSON keeps the value")
     auto deep = json_to_msgpack(std::string(40, '[') + std::string(40, ']'));
     REQUIRE_FALSE(deep.has_value());
 }
+
+TEST_CASE("JSON → MsgPack: a scalar at the depth limit packs, as MsgPack → JSON accepted it")
+{
+    // 32 nested arrays (the limit of both directions) around one integer:
+    // a fuzz finding, where packing counted the scalar as a level.
+    std::string mp(1, static_cast<char>(0x94));
+    mp += std::string(31, static_cast<char>(0x91));
+    mp += bytes({0x74, 0x04, 0x80, 0x00});
+    const std::string json = json_of(mp);
+    auto packed = json_to_msgpack(json);
+    REQUIRE_MESSAGE(packed.has_value(), (packed ? "" : packed.error().message));
+    CHECK(json_of(*packed) == json);
+    // One container more is refused both ways.
+    CHECK_FALSE(msgpack_to_json(std::string(1, static_cast<char>(0x91)) + mp).has_value());
+    CHECK_FALSE(json_to_msgpack("[" + json + "]").has_value());
+}
