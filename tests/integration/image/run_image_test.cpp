@@ -192,19 +192,30 @@ TEST_CASE("run --image killed with SIGKILL: the next run removes its overlay, up
     RunImageFixture f;
     pid_t dead = start_sleeping_run(f.state);
     pid_t live = start_sleeping_run(f.state);
+    // A failed REQUIRE must not leave a `run` sleeping with our stdout open.
+    struct KillOnExit {
+        pid_t pids[2];
+        ~KillOnExit()
+        {
+            for (pid_t pid : pids) {
+                if (::kill(pid, SIGKILL) == 0)
+                    ::waitpid(pid, nullptr, 0);
+            }
+        }
+    } kill_on_exit{{dead, live}};
     REQUIRE(wait_until_running(f.state, dead));
     REQUIRE(wait_until_running(f.state, live));
     const std::string dead_dir = f.state + "/workers/run-" + std::to_string(dead);
     const std::string live_dir = f.state + "/workers/run-" + std::to_string(live);
     const auto dead_cgroups = cgroups_named("run-" + std::to_string(dead));
-    REQUIRE(fs::exists(dead_dir + "/upper"));
+    REQUIRE(fs::exists(dead_dir + "/space/upper"));
 
     ::kill(dead, SIGKILL);
     int status = 0;
     REQUIRE(::waitpid(dead, &status, 0) == dead);
     // Nothing of it went away by itself.
     CHECK(!mounts_under(dead_dir).empty());
-    CHECK(fs::exists(dead_dir + "/upper"));
+    CHECK(fs::exists(dead_dir + "/space/upper"));
 
     auto next = f.run({"--memory", "64Mi"}, {"-c", "true"});
     CHECK_MESSAGE(next.exit_status == 0, next.err);
@@ -215,7 +226,7 @@ TEST_CASE("run --image killed with SIGKILL: the next run removes its overlay, up
         CHECK_MESSAGE(!fs::exists(group), group);
     // The live run's are untouched, and it still runs.
     CHECK(!mounts_under(live_dir + "/rootfs").empty());
-    CHECK(fs::exists(live_dir + "/upper"));
+    CHECK(fs::exists(live_dir + "/space/upper"));
     CHECK(!cgroups_named("run-" + std::to_string(live)).empty());
     CHECK(::waitpid(live, &status, WNOHANG) == 0);
 
