@@ -25,6 +25,14 @@
 //      plan. The refill that parks the next child (cgroup mkdir, clone3,
 //      v1 placement) runs after the reap and is timed apart, as cleanup.
 //   e~ (e) after 50 ms idle (not timed).
+//   f  (e) with issue 14's defaults, as a daemon worker has them: a user
+//      namespace slot (the rootfs an image::OverlayRootfs of the rootfs as an
+//      idmapped layer, its upper, /tmp and /dev/shm in a 256Mi WorkerSpace
+//      tmpfs owned by the slot's root), a network namespace of its own from
+//      a NetnsPool (one task per spawn), limits 512Mi / 1 CPU / 256 pids.
+//      Where the kernel cannot idmap the layers, f runs without the user
+//      namespace and the header says so.
+//   f~ (f) after 50 ms idle (not timed).
 //
 // The variants run interleaved, one of each per round in a rotating order,
 // so load changes on the shared machine touch them alike.
@@ -49,10 +57,13 @@
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
+#include "nps/image/rootfs.hpp"
 #include "nps/sandbox/loopback_netns.hpp"
+#include "nps/sandbox/netns_pool.hpp"
 #include "nps/sandbox/seccomp.hpp"
 #include "nps/sandbox/spawn_pool.hpp"
 #include "nps/sandbox/spawner.hpp"
+#include "nps/sandbox/userns.hpp"
 
 namespace bench_spawn {
 
@@ -139,9 +150,18 @@ struct SandboxRun {
     nps::sandbox::Network network = nps::sandbox::Network::none;
     int netns_fd = -1;                        // the shared LoopbackNetns; -1: a private one
     nps::sandbox::SpawnPool* pool = nullptr;  // set: spawn from it (cgroup_base for the limits)
+    // Issue 14's defaults (variant f): overlay_dir then holds OverlayRootfs
+    // worker directories; a netns per spawn from this pool; the user
+    // namespace when `userns` is set; `limits` instead of kLimits.
+    nps::sandbox::NetnsPool* netns_pool = nullptr;
+    const nps::sandbox::UserNamespace* userns = nullptr;
+    const nps::cgroup::CgroupLimits* limits = nullptr;
 };
 
 const nps::cgroup::CgroupLimits kLimits{.memory_bytes = 256ll << 20, .cpu_millicores = 1000, .pids_max = 64};
+// [workers] default_memory, default_cpu, default_pids (issue 14).
+const nps::cgroup::CgroupLimits kDefaultLimits{.memory_bytes = 512ll << 20, .cpu_millicores = 1000, .pids_max = 256};
+constexpr std::uint64_t kDefaultDiskBytes = 256ull << 20;  // [workers] default_disk
 
 constexpr int kIdleMs = 50;  // before each d~ iteration
 
@@ -165,8 +185,39 @@ Phases sandboxed(const std::string& rootfs, const SandboxRun& run, int iteration
         p[kCgroupCreate] = t1 - t;
         t = t1;
     }
+    const nps::cgroup::CgroupLimits& limits = run.limits ? *run.limits : kLimits;
     std::string dir, merged;
-    if (!run.overlay_dir.empty()) {
+    std::optional<nps::image::OverlayRootfs> worker_rootfs;
+    std::optional<nps::sandbox::LoopbackNetns> task_netns;
+    if (run.netns_pool) {
+        auto taken = run.netns_pool->take();
+        if (!taken)
+            die(taken.error().describe());
+        task_netns.emplace(std::move(*taken));
+        spec.netns_fd = task_netns->fd();
+    }
+    if (run.netns_pool && !run.overlay_dir.empty()) {
+        nps::image::OverlayOptions overlay{.lower_dirs = {rootfs},
+                                           .worker_dir = run.overlay_dir + "/w" + std::to_string(iteration),
+                                           .disk_bytes = kDefaultDiskBytes};
+        if (run.userns) {
+            overlay.idmap_userns_fd = run.userns->fd;
+            overlay.space_owner_uid = run.userns->host_uid;
+            overlay.space_owner_gid = run.userns->host_gid;
+            spec.user_namespace = *run.userns;
+            spec.user_namespace->rootfs_idmapped = true;
+        }
+        auto mounted = nps::image::OverlayRootfs::mount(overlay);
+        if (!mounted)
+            die(mounted.error().describe());
+        worker_rootfs.emplace(std::move(*mounted));
+        spec.rootfs = worker_rootfs->path();
+        spec.writable.host_dir = worker_rootfs->space_dir();
+        spec.root = nps::sandbox::RootAccess::writable;
+        double t1 = now_ms();
+        p[kOverlayMount] = t1 - t;
+        t = t1;
+    } else if (!run.overlay_dir.empty()) {
         dir = run.overlay_dir + "/o" + std::to_string(iteration);
         merged = dir + "/merged";
         for (const std::string& d : {dir, dir + "/upper", dir + "/work", merged})
@@ -184,7 +235,7 @@ Phases sandboxed(const std::string& rootfs, const SandboxRun& run, int iteration
 
     nps::Result<nps::sandbox::Child> child = nps::internal_error("not spawned");
     if (run.pool) {
-        auto pooled = run.pool->spawn(spec, kLimits);
+        auto pooled = run.pool->spawn(spec, limits);
         if (!pooled)
             die(pooled.error().describe());
         child = std::move(pooled->child);
@@ -204,6 +255,16 @@ Phases sandboxed(const std::string& rootfs, const SandboxRun& run, int iteration
     if (status->shell_status() != 0)
         die("/bin/true in the sandbox ended with status " + std::to_string(status->shell_status()));
 
+    if (worker_rootfs) {
+        const std::string worker_dir = run.overlay_dir + "/w" + std::to_string(iteration);
+        if (auto released = worker_rootfs->release(); !released)
+            die(released.error().describe());
+        std::filesystem::remove_all(worker_dir);
+        task_netns.reset();
+        double t3 = now_ms();
+        p[kUmount] = t3 - t2;
+        t2 = t3;
+    }
     if (!merged.empty()) {
         if (::umount2(merged.c_str(), 0) < 0)
             die_errno("Failed to unmount '" + merged + "'");
@@ -303,13 +364,50 @@ void run_in_process(const Options& options, const std::string& rootfs, const std
                         [&](int i) { return sandboxed(rootfs, pooled, i); }});
     variants.push_back({"e~", "(e) after 50 ms idle (sparse spawns)",
                         [&](int i) { return sandboxed(rootfs, pooled, i); }});
-    const std::vector<std::size_t> idle_variants = {variants.size() - 3, variants.size() - 1};
-    const std::vector<std::size_t> target_variants = {variants.size() - 4, variants.size() - 3,
-                                                      variants.size() - 2, variants.size() - 1};
+    // (f): issue 14's defaults. The probe decides the user namespace as the
+    // daemon's does (an overlay of idmapped layers, made where they live).
+    auto netns_pool = nps::sandbox::NetnsPool::start(4);
+    if (!netns_pool)
+        die(netns_pool.error().describe());
+    const auto range = nps::sandbox::userns_slots_options(0x7000'0000, 65'536, nps::sandbox::kUsernsLockDir);
+    const std::string no_userns =
+        nps::sandbox::user_namespace_unavailable_reason(range, scratch, nps::sandbox::RootfsKind::overlay);
+    std::unique_ptr<nps::sandbox::UsernsSlots> slots;
+    std::optional<nps::sandbox::UsernsLease> lease;
+    std::optional<nps::sandbox::UserNamespace> userns;
+    if (no_userns.empty()) {
+        auto made = nps::sandbox::UsernsSlots::create(range);
+        if (!made)
+            die(made.error().describe());
+        slots = std::move(*made);
+        auto leased = slots->acquire();
+        if (!leased)
+            die(leased.error().describe());
+        lease.emplace(std::move(*leased));
+        userns = lease->spec();
+    }
+    SandboxRun defaults = pooled;
+    defaults.netns_pool = netns_pool->get();
+    defaults.userns = userns ? &*userns : nullptr;
+    defaults.limits = &kDefaultLimits;
+    variants.push_back({"f", "(e) + issue 14 defaults: userns, task netns",
+                        [&](int i) { return sandboxed(rootfs, defaults, i); }});
+    variants.push_back({"f~", "(f) after 50 ms idle (sparse spawns)",
+                        [&](int i) { return sandboxed(rootfs, defaults, i); }});
+    const std::size_t n_all = variants.size();
+    const std::vector<std::size_t> idle_variants = {n_all - 5, n_all - 3, n_all - 1};
+    const std::vector<std::size_t> target_variants = {n_all - 6, n_all - 5, n_all - 4,
+                                                      n_all - 3, n_all - 2, n_all - 1};
 
     std::printf("\nin-process spawn+reap of /bin/true: %d rounds after %d warm-up, variants interleaved; "
                 "cgroup mode %s (limits: memory 256Mi, cpu 1000m, pids 64)\n",
                 options.iterations, options.warmup, std::string(nps::cgroup::to_string(base->mode)).c_str());
+    if (userns)
+        std::printf("(f): user namespace slot 0 (host ids %u..), idmapped layer overlay, 256Mi space, "
+                    "a netns per spawn, limits 512Mi / 1000m / 256 pids\n",
+                    static_cast<unsigned>(userns->host_uid));
+    else
+        std::printf("(f): NO user namespace here (%s); the rest as the daemon's defaults\n", no_userns.c_str());
     std::fflush(stdout);
     int serial = 0;
     const int n = static_cast<int>(variants.size());

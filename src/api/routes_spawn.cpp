@@ -11,6 +11,7 @@
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
+#include "nps/spawn/spawn_ceilings.hpp"
 
 namespace nps::api {
 
@@ -85,12 +86,16 @@ void Api::resolve_spawn_spec(const net::HttpRequest& request, const Reply& reply
             *outcome = Result<spawn::Resolution>(internal_error(std::string("Internal error: ") + e.what()));
         }
     };
-    auto done = [reply, outcome] {
+    auto done = [this, reply, outcome] {
         if (!*outcome)
             return reply(internal_error("SpawnSpec resolution did not run"));
         auto& resolution = **outcome;
         if (!resolution)
             return reply(resolution.error());
+        // As a launch would refuse it (on the loop: a reload changes the ceilings here).
+        if (auto within = spawn::check_spawn_ceilings(resolution->spec, spawn::spawn_ceilings(config_.workers));
+            !within)
+            return reply(within.error());
         reply(json_response(200, resolution_json(*resolution)));
     };
     if (hooks_.offload) {

@@ -22,13 +22,30 @@ bool host_has_swap()
     return std::count(swaps->begin(), swaps->end(), '\n') > 1;
 }
 
-Error unenforceable(std::string_view what, std::string_view why)
-{
-    return internal_error("Cannot enforce the " + std::string(what) + " limit: " + std::string(why) +
-                          " (Enforcement::allow_unenforced runs without it)");
-}
-
 }  // namespace
+
+Error unenforceable_limit(std::string_view what, std::string_view why)
+{
+    const std::string limit(what);
+    std::string fix;
+    if (limit == "swap")
+        fix = "enable swap accounting (swapaccount=1 on the kernel command line) or turn swap off";
+    else if (limit == "limits")
+        fix = "mount cgroups (cgroup2 on /sys/fs/cgroup) and delegate the memory, cpu and pids controllers to the "
+              "runner's cgroup (systemd: Delegate=yes)";
+    else
+        fix = "enable the " + limit + " controller (cgroup_enable=" + limit +
+              " on the kernel command line, e.g. /boot/cmdline.txt on a Raspberry Pi) and delegate it to the "
+              "runner's cgroup (systemd: Delegate=yes)";
+    std::string opt_out = "set [sandbox] allow_unenforced_limits = true";
+    if (limit == "memory" || limit == "cpu" || limit == "pids")
+        opt_out += ", or workers.default_" + limit + " = 0 if no SpawnSpec asks for one";
+    const bool all = limit == "limits";
+    return internal_error((all ? std::string("Cannot enforce resource limits: ")
+                               : "Cannot enforce the " + limit + " limit: ") +
+                          std::string(why) + (all ? ". To enforce them, " : ". To enforce it, ") + fix +
+                          (all ? "; to run without them, " : "; to run without it, ") + opt_out);
+}
 
 Result<void> validate_limits(const CgroupLimits& limits)
 {
@@ -53,7 +70,7 @@ Result<void> WorkerCgroup::apply_limits(const CgroupBase& base, const WorkerCgro
     const CgroupLimits& limits = options.limits;
     auto skip = [&](std::string_view what, std::string_view why) -> Result<void> {
         if (options.enforcement == Enforcement::strict)
-            return unenforceable(what, why);
+            return unenforceable_limit(what, why);
         unenforced_.emplace_back(what);
         return {};
     };

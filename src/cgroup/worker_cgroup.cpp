@@ -106,8 +106,7 @@ Result<WorkerCgroup> WorkerCgroup::create(const CgroupBase& base, const WorkerCg
         const auto& l = options.limits;
         bool any = l.memory_bytes || l.cpu_millicores || l.pids_max;
         if (any && options.enforcement == Enforcement::strict)
-            return internal_error("Cannot enforce resource limits: this host has no usable cgroups "
-                                  "(Enforcement::allow_unenforced runs without them)");
+            return unenforceable_limit("limits", "this host has no usable cgroups");
     }
 
     WorkerCgroup g;  // its destructor removes whatever was created if we fail below
@@ -142,8 +141,7 @@ Result<void> WorkerCgroup::set_limits(const CgroupBase& base, const CgroupLimits
     NPS_TRY_VOID(validate_limits(limits));
     bool any = limits.memory_bytes || limits.cpu_millicores || limits.pids_max;
     if (base.mode == CgroupMode::none && any && enforcement == Enforcement::strict)
-        return internal_error("Cannot enforce resource limits: this host has no usable cgroups "
-                              "(Enforcement::allow_unenforced runs without them)");
+        return unenforceable_limit("limits", "this host has no usable cgroups");
     return apply_limits(base, {.limits = limits, .enforcement = enforcement});
 }
 

@@ -17,6 +17,7 @@
 #include "nps/image/image_store.hpp"
 #include "nps/image/image_user.hpp"
 #include "nps/image/worker_rootfs.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/spawn/quantity.hpp"
 #include "run_session.hpp"
 
@@ -28,9 +29,9 @@ constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/s
 
 const VerbSpec kSpec{
     "run",
-    "--image REF | --rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--max-runtime S] [--idle-timeout S]\n"
-    "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]] [--userns]\n"
-    "       [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
+    "--image REF | --rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--disk Q] [--max-runtime S] [--idle-timeout S]\n"
+    "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]]\n"
+    "       [--userns | --no-userns] [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
     "Run one command in a sandbox, attached to this terminal.",
     "The command runs as pid 1 of new pid, mount, uts, ipc and cgroup namespaces, behind\n"
     "pivot_root with a fresh /proc, a minimal /dev and a tmpfs /tmp, with no capabilities,\n"
@@ -42,12 +43,24 @@ const VerbSpec kSpec{
     "--rootfs DIR: a read-only bind of DIR, which must contain /proc, /dev and /tmp; the\n"
     "environment is PATH and HOME plus --env.\n\n"
     "Limits: --memory (swap off), --cpu and --pids put the command in a cgroup beneath this\n"
-    "process's own (quantities as Kubernetes writes them: --memory 64Mi, --cpu 500m). A limit\n"
-    "this host cannot enforce is an error unless sandbox.allow_unenforced_limits is set.\n"
+    "process's own (quantities as Kubernetes writes them: --memory 64Mi, --cpu 500m). Without a\n"
+    "flag the daemon's worker defaults apply: [workers] default_memory, default_cpu and\n"
+    "default_pids of --config (built in: 512Mi, 1 CPU, 256; a default of 0 leaves that limit\n"
+    "off). The flags are not bounded by the [workers] max_* ceilings, which govern SpawnSpecs:\n"
+    "run is the operator's own tool. A limit this host cannot enforce is an error unless\n"
+    "sandbox.allow_unenforced_limits is set.\n"
+    "--disk Q bounds what the command can write: /tmp, /dev/shm and (with --image) the\n"
+    "overlay's upper directory share one tmpfs of that size, so together they hold at most Q\n"
+    "and a write beyond fails with ENOSPC (default workers.default_disk, 256Mi; at most\n"
+    "workers.max_disk, 1Gi). The files are memory: with --memory below Q, a command that fills\n"
+    "its disk is OOM-killed before it sees ENOSPC.\n"
     "--max-runtime S ends the command S seconds after it started; --idle-timeout S ends it\n"
     "after S seconds without a byte on its stdout or stderr.\n\n"
-    "With --userns (or sandbox.user_namespace) the sandbox's ids 0..N-1 are the host's\n"
-    "sandbox.userns_first_host_id onwards, so even its root is an unprivileged host user.\n\n"
+    "User namespace (sandbox.user_namespace, default auto: on where the kernel allows it;\n"
+    "--userns forces it, --no-userns turns it off): the sandbox's ids 0..N-1 are a host id\n"
+    "range of its own (a free slot from sandbox.userns_first_host_id, N = userns_id_count),\n"
+    "so even its root is an unprivileged host user; the rootfs is idmapped, so its files keep\n"
+    "their owners inside.\n\n"
     "Exit status: the command's, or 128+N when signal N killed it (an OOM kill is 137 and is\n"
     "reported); 124 when a time limit ended it; 125 when the sandbox could not be set up or\n"
     "the command could not be executed. SIGINT, SIGTERM and SIGHUP kill the sandbox.\n\n"
@@ -56,16 +69,19 @@ const VerbSpec kSpec{
         {"--image", "REF", "run this image (name or digest) from the image store"},
         {"--rootfs", "DIR", "run in this root filesystem directory instead"},
         {"--state-dir", "DIR", "the image store's state directory (default: runner.state_dir, /var/lib/nps-runner)"},
-        {"--memory", "Q", "memory limit, e.g. 64Mi or 1G (swap off)"},
-        {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2"},
-        {"--pids", "N", "maximum number of processes and threads"},
+        {"--memory", "Q", "memory limit, e.g. 64Mi or 1G, swap off (default 512Mi, [workers] default_memory)"},
+        {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2 (default 1, [workers] default_cpu)"},
+        {"--pids", "N", "maximum number of processes and threads (default 256, [workers] default_pids)"},
+        {"--disk", "Q", "writable space of /tmp, /dev/shm and the image's upper together (default 256Mi, "
+                        "workers.default_disk; at most workers.max_disk)"},
         {"--max-runtime", "S", "end the command after S seconds"},
         {"--idle-timeout", "S", "end the command after S seconds without output"},
         {"--network", "MODE", "'none' (default: only loopback) or 'host'"},
         {"--env", "K=V", "add or override an environment variable", true},
         {"--hostname", "NAME", "hostname inside the sandbox (default nps-sandbox)"},
         {"--user", "UID[:GID]", "run as this uid and gid (default 0:0, without any capability)"},
-        {"--userns", nullptr, "in a user namespace (ids from sandbox.userns_first_host_id; also on when configured)"},
+        {"--userns", nullptr, "in a user namespace, or fail (default: sandbox.user_namespace, auto)"},
+        {"--no-userns", nullptr, "without a user namespace"},
         {"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml; missing default is fine)"},
     },
     0,
@@ -150,7 +166,26 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
             return internal_error("--pids takes a positive whole number, not '" + *pids + "'");
         request.limits.pids_max = value;
     }
+    // The daemon's worker defaults where no flag was given (0: none).
+    const config::WorkerPolicy& w = config.workers;
+    if (!request.limits.memory_bytes && w.default_memory_bytes > 0)
+        request.limits.memory_bytes = w.default_memory_bytes;
+    if (!request.limits.cpu_millicores && w.default_cpu_millicores > 0)
+        request.limits.cpu_millicores = w.default_cpu_millicores;
+    if (!request.limits.pids_max && w.default_pids > 0)
+        request.limits.pids_max = w.default_pids;
     NPS_TRY_VOID(cgroup::validate_limits(request.limits));
+    request.sandbox.writable.bytes = config.workers.default_disk;
+    if (auto disk = args.value("--disk")) {
+        std::int64_t bytes = NPS_TRY(spawn::parse_memory_bytes(*disk));
+        if (bytes < static_cast<std::int64_t>(limits::kMinWorkerDiskBytes))
+            return internal_error("--disk must be at least " + std::to_string(limits::kMinWorkerDiskBytes) +
+                                  " bytes (1Mi), not '" + *disk + "'");
+        if (static_cast<std::uint64_t>(bytes) > config.workers.max_disk)
+            return internal_error("--disk " + *disk + " exceeds workers.max_disk (" +
+                                  std::to_string(config.workers.max_disk) + " bytes)");
+        request.sandbox.writable.bytes = static_cast<std::uint64_t>(bytes);
+    }
     request.max_runtime_seconds = NPS_TRY(seconds_option(args, "--max-runtime"));
     request.idle_timeout_seconds = NPS_TRY(seconds_option(args, "--idle-timeout"));
     if (auto user = args.value("--user")) {
@@ -158,12 +193,8 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
         request.sandbox.uid = ids.uid;
         request.sandbox.gid = ids.gid;
     }
-    if (args.flag("--userns") || config.user_namespace) {
-        auto first = static_cast<std::uint32_t>(config.userns_first_host_id);
-        request.sandbox.user_namespace =
-            sandbox::UserNamespace{.host_uid = first, .host_gid = first,
-                                   .count = static_cast<std::uint32_t>(config.userns_id_count)};
-    }
+    if (args.flag("--userns") && args.flag("--no-userns"))
+        return internal_error("give --userns or --no-userns, not both");
     if (config.allow_unenforced_limits)
         request.enforcement = cgroup::Enforcement::allow_unenforced;
     return request;
@@ -175,6 +206,7 @@ Result<void> apply_image(const ParsedArgs& args, const image::WorkerRootfs& root
 {
     const image::ImageConfig& config = rootfs.config();
     request.sandbox.rootfs = rootfs.path();
+    request.sandbox.writable.host_dir = rootfs.space_dir();
     std::vector<std::string> argv = config.entrypoint;
     const auto& tail = args.positionals.empty() ? config.cmd : args.positionals;
     argv.insert(argv.end(), tail.begin(), tail.end());
@@ -197,18 +229,67 @@ Result<void> apply_image(const ParsedArgs& args, const image::WorkerRootfs& root
     return {};
 }
 
+std::string run_state_dir(const ParsedArgs& args, const config::Config& config)
+{
+    return args.value("--state-dir").value_or(config.state_dir);
+}
+
+// With the sandbox's user namespace `userns` (when it has one), the image's
+// layers are idmapped into it.
 Result<std::optional<image::WorkerRootfs>> prepare_image(const ParsedArgs& args, const config::Config& config,
+                                                          std::uint64_t disk_bytes,
+                                                          const std::optional<sandbox::UserNamespace>& userns,
                                                           std::unique_ptr<image::ImageStore>& store)
 {
     auto ref = args.value("--image");
     if (!ref)
         return std::optional<image::WorkerRootfs>{};
-    std::string state_dir = args.value("--state-dir").value_or(config.state_dir);
+    const std::string state_dir = run_state_dir(args, config);
     store = NPS_TRY(image::ImageStore::open({.state_dir = state_dir}));
     remove_dead_leftovers(state_dir, nullptr);
     std::string worker = "run-" + std::to_string(::getpid());
-    return std::optional<image::WorkerRootfs>{NPS_TRY(image::prepare_worker_rootfs(
-        *store, {.ref = *ref, .worker_dir = state_dir + "/workers/" + worker, .holder = "nps-runner " + worker}))};
+    image::WorkerRootfsRequest request{.ref = *ref,
+                                       .worker_dir = state_dir + "/workers/" + worker,
+                                       .holder = "nps-runner " + worker,
+                                       .disk_bytes = disk_bytes};
+    if (userns) {
+        request.userns_fd = userns->fd;
+        request.userns_root_uid = userns->host_uid;
+        request.userns_root_gid = userns->host_gid;
+    }
+    return std::optional<image::WorkerRootfs>{NPS_TRY(image::prepare_worker_rootfs(*store, request))};
+}
+
+// The user namespace `run` uses: the mode (flags over sandbox.user_namespace)
+// resolved as the daemon resolves it, and a slot of its own.
+struct RunUserns {
+    std::unique_ptr<sandbox::UsernsSlots> slots;
+    std::optional<sandbox::UsernsLease> lease;
+};
+
+Result<void> apply_userns(const ParsedArgs& args, const config::Config& config, RunUserns& userns,
+                          RunRequest& request)
+{
+    sandbox::UsernsMode mode = sandbox::UsernsMode::automatic;
+    if (args.flag("--userns") || config.user_namespace == config::UserNamespaceMode::on)
+        mode = sandbox::UsernsMode::on;
+    if (args.flag("--no-userns") || (!args.flag("--userns") && config.user_namespace == config::UserNamespaceMode::off))
+        mode = sandbox::UsernsMode::off;
+    // An image's layers are idmapped where they live, in the state directory.
+    const bool image = args.value("--image").has_value();
+    auto decision = NPS_TRY(sandbox::decide_user_namespace(
+        mode,
+        sandbox::userns_slots_options(static_cast<std::uint32_t>(config.userns_first_host_id),
+                                      static_cast<std::uint32_t>(config.userns_id_count), sandbox::kUsernsLockDir),
+        image ? run_state_dir(args, config) + "/workers" : std::string(sandbox::kUsernsLockDir),
+        image ? sandbox::RootfsKind::overlay : sandbox::RootfsKind::directory));
+    if (!decision.enabled)
+        return {};
+    userns.slots = std::move(decision.slots);
+    userns.lease.emplace(NPS_TRY(userns.slots->acquire()));
+    request.sandbox.user_namespace = userns.lease->spec();
+    request.sandbox.user_namespace->rootfs_idmapped = image;
+    return {};
 }
 
 }  // namespace
@@ -231,9 +312,14 @@ int run(int argc, char** argv, int first)
         std::fprintf(stderr, "nps-runner run: %s\n", request.error().describe().c_str());
         return kExitUsage;
     }
+    RunUserns userns;  // the slot is held until the command has ended
+    if (auto applied = apply_userns(args, *config, userns, *request); !applied) {
+        std::fprintf(stderr, "nps-runner run: %s\n", applied.error().describe().c_str());
+        return kExitSandboxFailure;
+    }
     // Released after the command ended: the overlay, then the image's pin.
     std::unique_ptr<image::ImageStore> store;
-    auto rootfs = prepare_image(args, *config, store);
+    auto rootfs = prepare_image(args, *config, request->sandbox.writable.bytes, request->sandbox.user_namespace, store);
     if (!rootfs) {
         std::fprintf(stderr, "nps-runner run: %s\n", rootfs.error().describe().c_str());
         return kExitSandboxFailure;

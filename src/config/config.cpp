@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -20,6 +22,11 @@
 namespace nps::config {
 
 namespace {
+
+// Bounds of [workers] keys added for issue 14 (docs/configuration.md "Limits").
+constexpr std::int64_t kMaxWorkerPids = 4'194'304;              // the kernel's PID_MAX_LIMIT
+constexpr std::int64_t kMaxRuntimeSecondsCeiling = 2'147'483'647;  // a SpawnSpec's own maximum
+constexpr std::uint64_t kMaxWorkerLogsTotalBytes = std::uint64_t{1} << 50;
 
 // Reads one table, rejecting keys it does not know.
 class TableReader {
@@ -232,6 +239,20 @@ Result<void> apply_store(const TableReader& t, Config& c)
     return {};
 }
 
+}  // namespace
+
+const char* to_string(UserNamespaceMode mode)
+{
+    switch (mode) {
+    case UserNamespaceMode::on: return "on";
+    case UserNamespaceMode::off: return "off";
+    case UserNamespaceMode::automatic: break;
+    }
+    return "auto";
+}
+
+namespace {
+
 Result<std::optional<bool>> boolean(const toml::table* table, const std::string& key, const TableReader& t)
 {
     const toml::node* node = table ? table->get(key) : nullptr;
@@ -246,8 +267,16 @@ Result<void> apply_sandbox(const toml::table* table, const TableReader& t, Confi
 {
     NPS_TRY_VOID(t.check_keys({"allow_host_network", "allow_unenforced_limits", "seccomp_allow", "user_namespace",
                                 "userns_first_host_id", "userns_id_count"}));
-    if (auto v = NPS_TRY(boolean(table, "user_namespace", t)))
-        c.user_namespace = *v;
+    if (const toml::node* node = table ? table->get("user_namespace") : nullptr) {
+        if (auto v = node->value_exact<bool>())
+            c.user_namespace = *v ? UserNamespaceMode::on : UserNamespaceMode::off;
+        else if (auto text = node->value_exact<std::string>(); text && *text == "auto")
+            c.user_namespace = UserNamespaceMode::automatic;
+        else if (text && (*text == "on" || *text == "off"))
+            c.user_namespace = *text == "on" ? UserNamespaceMode::on : UserNamespaceMode::off;
+        else
+            return t.fail("user_namespace", "must be \"auto\", \"on\" or \"off\" (or true / false)");
+    }
     if (auto v = NPS_TRY(t.integer("userns_first_host_id", 1, 4'000'000'000)))
         c.userns_first_host_id = *v;
     if (auto v = NPS_TRY(t.integer("userns_id_count", 1, 1'000'000'000)))
@@ -371,11 +400,91 @@ Result<std::optional<std::uint64_t>> byte_size(const toml::table* table, const s
     return std::optional<std::uint64_t>{static_cast<std::uint64_t>(value)};
 }
 
+// A CPU quantity: an integer (cores) or a string like "500m"; 0: none.
+Result<std::optional<std::int64_t>> cpu_quantity(const toml::table* table, const std::string& key,
+                                                 const TableReader& t)
+{
+    const toml::node* node = table ? table->get(key) : nullptr;
+    if (!node)
+        return std::optional<std::int64_t>{};
+    std::int64_t millicores = 0;
+    if (auto v = node->value_exact<std::int64_t>()) {
+        if (*v < 0 || *v > limits::kMaxCpuMillicores / 1000)
+            return t.fail(key, "must be between 0 and " + std::to_string(limits::kMaxCpuMillicores / 1000) + " CPUs");
+        millicores = *v * 1000;
+    } else if (auto text = node->value_exact<std::string>()) {
+        auto parsed = spawn::parse_cpu_millicores(*text);
+        if (!parsed)
+            return t.fail(key, "'" + *text + "' is not a CPU quantity like \"500m\" or \"2\"");
+        millicores = *parsed;
+    } else {
+        return t.fail(key, "expected a CPU quantity (an integer, or a string like \"500m\")");
+    }
+    if (millicores != 0 && (millicores < limits::kMinCpuMillicores || millicores > limits::kMaxCpuMillicores))
+        return t.fail(key, "must be 0 (no limit) or between " + spawn::format_cpu_quantity(limits::kMinCpuMillicores) +
+                               " and " + spawn::format_cpu_quantity(limits::kMaxCpuMillicores));
+    return std::optional<std::int64_t>{millicores};
+}
+
+// [workers] limits: the defaults a SpawnSpec without limits gets, the
+// ceilings it may ask up to, each ceiling at least its default.
+Result<void> apply_worker_limits(const toml::table* table, const TableReader& t, WorkerPolicy& w)
+{
+    for (auto [key, target] : {std::pair{"default_memory", &w.default_memory_bytes},
+                               std::pair{"max_memory", &w.max_memory_bytes}}) {
+        if (auto v = NPS_TRY(byte_size(table, key, t, 0, static_cast<std::uint64_t>(INT64_MAX)))) {
+            if (*v != 0 && *v < static_cast<std::uint64_t>(limits::kMinMemoryBytes))
+                return t.fail(key, "must be 0 (no limit) or at least 1Mi");
+            *target = static_cast<std::int64_t>(*v);
+        }
+    }
+    if (auto v = NPS_TRY(cpu_quantity(table, "default_cpu", t)))
+        w.default_cpu_millicores = *v;
+    if (auto v = NPS_TRY(cpu_quantity(table, "max_cpu", t)))
+        w.max_cpu_millicores = *v;
+    if (auto v = NPS_TRY(t.integer("default_pids", 0, kMaxWorkerPids)))
+        w.default_pids = *v;
+    if (auto v = NPS_TRY(t.integer("max_pids", 0, kMaxWorkerPids)))
+        w.max_pids = *v;
+    if (auto v = NPS_TRY(t.integer("max_runtime_seconds_ceiling", 0, kMaxRuntimeSecondsCeiling)))
+        w.max_runtime_seconds_ceiling = static_cast<std::uint32_t>(*v);
+
+    // A default of 0 is "no limit", which no ceiling admits.
+    using Show = std::string (*)(std::int64_t);
+    struct Pair {
+        const char* default_key;
+        std::int64_t default_value;
+        const char* max_key;
+        std::int64_t max_value;
+        Show show;
+    };
+    const Show plain = [](std::int64_t v) { return std::to_string(v); };
+    const Pair pairs[] = {
+        {"default_memory", w.default_memory_bytes, "max_memory", w.max_memory_bytes, spawn::format_memory_quantity},
+        {"default_cpu", w.default_cpu_millicores, "max_cpu", w.max_cpu_millicores, spawn::format_cpu_quantity},
+        {"default_pids", w.default_pids, "max_pids", w.max_pids, plain},
+        {"default_max_runtime_seconds", w.default_max_runtime_seconds, "max_runtime_seconds_ceiling",
+         w.max_runtime_seconds_ceiling, plain},
+    };
+    for (const Pair& p : pairs) {
+        if (p.max_value == 0 || (p.default_value != 0 && p.default_value <= p.max_value))
+            continue;
+        const std::string shown = p.default_value == 0 ? "0 (no limit)" : p.show(p.default_value);
+        return t.fail(p.max_key, p.show(p.max_value) + " is below workers." + p.default_key + " = " + shown +
+                                     ": a ceiling must be at least its default (set workers." + p.max_key +
+                                     " = 0 for no ceiling)");
+    }
+    // default_idle_timeout_seconds ≤ default_max_runtime_seconds (checked
+    // before) ≤ the runtime ceiling, so the idle default is within it too.
+    return {};
+}
+
 Result<void> apply_workers(const toml::table* table, const TableReader& t, Config& c)
 {
     NPS_TRY_VOID(t.check_keys({"max_concurrent", "default_idle_timeout_seconds", "default_max_runtime_seconds",
                                 "stop_grace_seconds", "log_max_bytes", "log_keep", "log_retention_hours",
-                                "spawn_pool"}));
+                                "spawn_pool", "logs_max_bytes", "default_memory", "default_cpu", "default_pids",
+                                "max_memory", "max_cpu", "max_pids", "max_runtime_seconds_ceiling", "default_disk", "max_disk"}));
     WorkerPolicy& w = c.workers;
     if (auto v = NPS_TRY(t.integer("max_concurrent", 1, static_cast<std::int64_t>(limits::kMaxConcurrentWorkers))))
         w.max_concurrent = static_cast<std::size_t>(*v);
@@ -393,10 +502,18 @@ Result<void> apply_workers(const toml::table* table, const TableReader& t, Confi
         w.log_retention_hours = static_cast<std::uint32_t>(*v);
     if (auto v = NPS_TRY(t.integer("spawn_pool", 0, static_cast<std::int64_t>(limits::kSpawnPoolMaxSize))))
         w.spawn_pool = static_cast<std::size_t>(*v);
+    if (auto v = NPS_TRY(byte_size(table, "max_disk", t, limits::kMinWorkerDiskBytes, limits::kMaxWorkerDiskBytes)))
+        w.max_disk = *v;
+    if (auto v = NPS_TRY(byte_size(table, "default_disk", t, limits::kMinWorkerDiskBytes, limits::kMaxWorkerDiskBytes)))
+        w.default_disk = *v;
+    if (w.default_disk > w.max_disk)
+        return t.fail("default_disk", "must not exceed max_disk (" + std::to_string(w.max_disk) + " bytes)");
+    if (auto v = NPS_TRY(byte_size(table, "logs_max_bytes", t, 0, kMaxWorkerLogsTotalBytes)))
+        w.logs_max_bytes = *v;
     if (w.default_idle_timeout_seconds > 0 && w.default_max_runtime_seconds > 0 &&
         w.default_idle_timeout_seconds > w.default_max_runtime_seconds)
         return t.fail("default_idle_timeout_seconds", "must not exceed default_max_runtime_seconds");
-    return {};
+    return apply_worker_limits(table, t, w);
 }
 
 // An operator-configured service: http or https, a host, no user-info
@@ -508,6 +625,12 @@ Result<void> apply_report(const TableReader& t, Config& c)
 }
 
 }  // namespace
+
+std::int64_t WorkerPolicy::default_max_cpu_millicores()
+{
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    return std::max<std::int64_t>(std::int64_t{4000}, cpus > 0 ? cpus * 1000 : 0);
+}
 
 std::string default_runner_nid()
 {

@@ -10,7 +10,9 @@
 #include "nps/base/clock.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/config/config.hpp"
+#include "nps/sandbox/netns_pool.hpp"
 #include "nps/sandbox/seccomp.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/store/store.hpp"
 #include "nps/supervisor/event_loop.hpp"
 #include "nps/supervisor/supervisor.hpp"
@@ -26,12 +28,15 @@ struct ExecutionContext {
     supervisor::Supervisor& supervisor;
     JobPool& jobs;
     LaunchContext launch;
-    int netns_fd = -1;                              // the shared loopback-only netns
+    sandbox::NetnsPool* netns_pool = nullptr;      // each task takes a loopback-only netns of its own
+    sandbox::UsernsSlots* userns = nullptr;        // nullptr: no user namespace (mode off)
     const sandbox::SeccompProgram* seccomp = nullptr;  // nullptr: the default filter
     cgroup::Enforcement enforcement = cgroup::Enforcement::strict;
     ExecutorMetrics& metrics;
     // Told when a node or compensation state was recorded (the report outbox).
     std::function<void()> recorded;
+    // Told a worker's log directory once the worker is gone (the logs cap).
+    std::function<void(const std::string& log_dir)> worker_logs_closed;
 };
 
 }  // namespace nps::daemon

@@ -6,10 +6,14 @@
 #include <memory>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "nps/base/limits.hpp"
 #include "nps/base/log.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/daemon/recovery.hpp"
+#include "nps/spawn/quantity.hpp"
 
 namespace nps::daemon {
 
@@ -19,8 +23,32 @@ namespace {
 constexpr std::size_t kLaunchThreads = 2;
 // How often finished workers' logs are checked against their retention.
 constexpr int kLogPruneIntervalMs = 10 * 60 * 1000;
+// Prunes for [workers] logs_max_bytes, started by workers' ends, at most this often.
+constexpr int kLogCapPruneMinIntervalMs = 1000;
+
+std::string json_string(const std::string& text)
+{
+    return nlohmann::json(text).dump();
+}
 
 }  // namespace
+
+sandbox::UsernsMode userns_mode(config::UserNamespaceMode mode)
+{
+    switch (mode) {
+    case config::UserNamespaceMode::on: return sandbox::UsernsMode::on;
+    case config::UserNamespaceMode::off: return sandbox::UsernsMode::off;
+    case config::UserNamespaceMode::automatic: break;
+    }
+    return sandbox::UsernsMode::automatic;
+}
+
+sandbox::UsernsSlotsOptions userns_range(const config::Config& config)
+{
+    return sandbox::userns_slots_options(static_cast<std::uint32_t>(config.userns_first_host_id),
+                                         static_cast<std::uint32_t>(config.userns_id_count),
+                                         sandbox::kUsernsLockDir);
+}
 
 Executor::Executor(const ExecutorParts& parts) : parts_(parts) {}
 
@@ -29,6 +57,7 @@ Executor::~Executor()
     parts_.loop.cancel_timer(claim_timer_);
     parts_.loop.cancel_timer(grace_timer_);
     parts_.loop.cancel_timer(prune_timer_);
+    parts_.loop.cancel_timer(log_cap_timer_);
     // Executions first (they hold workers and jobs), then the supervisor
     // kills what is left, then the pool joins its threads.
     executions_.clear();
@@ -54,13 +83,22 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(options)));
     e->jobs_ = NPS_TRY(JobPool::create(parts.loop, kLaunchThreads, "nps-launch"));
 
-    // One loopback-only network namespace for every worker (the SpawnSpec
-    // has no network field: workers reach nothing but themselves).
-    auto netns = sandbox::LoopbackNetns::create();
+    // A loopback-only network namespace per task (the SpawnSpec has no
+    // network field: workers reach nothing but their own task's), made
+    // ahead of the tasks.
+    auto netns = sandbox::NetnsPool::start(limits::kNetnsPoolSize);
     if (!netns)
-        return Error{netns.error().code, "Failed to prepare the workers' network namespace: " + netns.error().message,
+        return Error{netns.error().code, "Failed to prepare the workers' network namespaces: " + netns.error().message,
                      netns.error().sys_errno};
-    e->netns_.emplace(std::move(*netns));
+    e->netns_pool_ = std::move(*netns);
+    // The user namespace: probed once, here (sandbox.user_namespace), where
+    // the image layers and the workers' directories are.
+    auto userns = sandbox::decide_user_namespace(userns_mode(config.user_namespace), userns_range(config),
+                                                 config.state_dir + "/workers", sandbox::RootfsKind::overlay);
+    if (!userns)
+        return userns.error();
+    e->userns_ = std::move(userns->slots);
+    e->userns_reason_ = userns->reason;
     if (!config.seccomp_allow.empty())
         e->seccomp_ = NPS_TRY(sandbox::SeccompProgram::compile(config.seccomp_allow));
 
@@ -72,12 +110,14 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
         .supervisor = *e->supervisor_,
         .jobs = *e->jobs_,
         .launch = {.config = config, .resolver = *e->resolver_},
-        .netns_fd = e->netns_->fd(),
+        .netns_pool = e->netns_pool_.get(),
+        .userns = e->userns_.get(),
         .seccomp = e->seccomp_.get(),
         .enforcement = config.allow_unenforced_limits ? cgroup::Enforcement::allow_unenforced
                                                       : cgroup::Enforcement::strict,
         .metrics = e->metrics_,
         .recorded = parts.recorded,
+        .worker_logs_closed = [raw = e.get()](const std::string& dir) { raw->worker_logs_closed(dir); },
     });
     e->max_tasks_ = e->configured_max_tasks();
     return e;
@@ -95,6 +135,7 @@ void Executor::policy_changed()
     max_tasks_ = configured_max_tasks();
     auto policy = supervisor::supervisor_options(parts_.config);
     supervisor_->update_policy(policy);
+    prune_logs_for_cap();  // a lowered workers.logs_max_bytes holds at once
     claim_round();
 }
 
@@ -106,11 +147,16 @@ std::string Executor::status_json() const
            ",\"max_tasks\":" + std::to_string(max_tasks_) +
            ",\"max_workers\":" + std::to_string(parts_.config.workers.max_concurrent) +
            ",\"spawn_pool\":{\"size\":" + std::to_string(spawns.pool_size) +
-           ",\"ready\":" + std::to_string(spawns.pool_ready) + "}}";
+           ",\"ready\":" + std::to_string(spawns.pool_ready) + "}" +
+           ",\"user_namespace\":{\"enabled\":" + (userns_ ? "true" : "false") + ",\"configured\":\"" +
+           config::to_string(parts_.config.user_namespace) + "\",\"reason\":" + json_string(userns_reason_) + "}" +
+           ",\"network\":{\"per_task\":true,\"pool_ready\":" + std::to_string(netns_pool_->ready()) + "}}";
 }
 
 void Executor::start()
 {
+    log::notice(std::string("sandbox: user namespace ") + (userns_ ? "on" : "off") + " (" + userns_reason_ +
+                "); a loopback-only network namespace per task");
     auto report = remove_stale_workers(parts_.config.state_dir, parts_.cgroups);
     if (report.worker_dirs || report.cgroups || report.killed)
         log::notice("recovery: removed " + std::to_string(report.worker_dirs) + " worker dir(s) and " +
@@ -118,6 +164,7 @@ void Executor::start()
                     std::to_string(report.killed) + " leftover process(es)");
     for (const auto& problem : report.problems)
         log::warning("recovery: " + problem);
+    check_default_limits();
     prune_logs();
     if (parts_.config.inboxes.empty()) {
         log::info("executor: no inbox to claim from (give --inbox NID or runner.inboxes); serving the API only");
@@ -167,32 +214,118 @@ void Executor::arm_claim_timer()
                                                });
 }
 
-// Finished workers' logs older than [workers] log_retention_hours go, on a
-// pool thread (a large logs/ takes a while to walk); running workers' logs
-// stay whatever their age.
+// Said once at start rather than only in each worker's failure: a default
+// limit this host cannot enforce fails every worker that does not set its own
+// (unless sandbox.allow_unenforced_limits).
+void Executor::check_default_limits() const
+{
+    const config::WorkerPolicy& w = parts_.config.workers;
+    const bool allowed = parts_.config.allow_unenforced_limits;
+    for (auto [controller, value] : {std::pair{"memory", w.default_memory_bytes}, std::pair{"cpu", w.default_cpu_millicores},
+                                     std::pair{"pids", w.default_pids}}) {
+        if (value == 0 || (parts_.cgroups && !parts_.cgroups->enforced_by(controller).empty()))
+            continue;
+        const std::string why = parts_.cgroups ? std::string("no ") + controller + " cgroup controller is available"
+                                               : std::string("this runner has no usable cgroups");
+        if (allowed)
+            log::warning("workers: the default " + std::string(controller) + " limit (workers.default_" + controller +
+                         ") is not enforced: " + why + "; workers run without it (sandbox.allow_unenforced_limits)");
+        else
+            log::error("workers: " + cgroup::unenforceable_limit(parts_.cgroups ? controller : "limits", why).message +
+                       " — until then every worker fails to start");
+    }
+}
+
+// Finished workers' logs older than [workers] log_retention_hours go, and
+// while all logs together exceed [workers] logs_max_bytes the least recently
+// written finished ones go too; on a pool thread (a large logs/ takes a
+// while to walk); running workers' logs stay whatever their age and size.
 void Executor::prune_logs()
 {
     prune_timer_ = parts_.loop.add_timer_after(std::chrono::milliseconds(kLogPruneIntervalMs), [this] {
         prune_timer_ = 0;
         prune_logs();
     });
-    const std::uint32_t hours = parts_.config.workers.log_retention_hours;
-    if (hours == 0 || stopping_)
+    run_log_prune();
+}
+
+void Executor::worker_logs_closed(const std::string& log_dir)
+{
+    const std::uint64_t cap = parts_.config.workers.logs_max_bytes;
+    if (cap == 0 || stopping_)
         return;
+    // A few stat calls: the directory holds 2 × (log_keep + 1) files at most.
+    log_bytes_ += supervisor::worker_log_bytes(log_dir);
+    prune_logs_for_cap();
+}
+
+void Executor::prune_logs_for_cap()
+{
+    const std::uint64_t cap = parts_.config.workers.logs_max_bytes;
+    if (cap == 0 || log_bytes_ <= cap || log_cap_timer_ != 0 || stopping_)
+        return;
+    const auto next = last_log_prune_ + std::chrono::milliseconds(kLogCapPruneMinIntervalMs);
+    if (supervisor::EventLoop::now() >= next) {
+        run_log_prune();
+        return;
+    }
+    log_cap_timer_ = parts_.loop.add_timer(next, [this] {
+        log_cap_timer_ = 0;
+        if (log_bytes_ > parts_.config.workers.logs_max_bytes)
+            run_log_prune();
+    });
+}
+
+void Executor::run_log_prune()
+{
+    const std::uint32_t hours = parts_.config.workers.log_retention_hours;
+    const std::uint64_t cap = parts_.config.workers.logs_max_bytes;
+    if ((hours == 0 && cap == 0) || stopping_)
+        return;
+    if (log_prune_running_) {
+        log_prune_again_ = true;
+        return;
+    }
+    log_prune_running_ = true;
+    last_log_prune_ = supervisor::EventLoop::now();
+    const auto now = std::chrono::system_clock::now();
+    supervisor::LogPruneOptions options{
+        .cutoff = hours == 0 ? std::chrono::system_clock::time_point::min() : now - std::chrono::hours(hours),
+        .max_total_bytes = cap,
+        // File times come from the kernel's coarse clock: a margin, so a
+        // worker started just after the snapshot below is never taken for
+        // a finished one.
+        .running_as_of = now - std::chrono::seconds(1),
+        .max_removals = limits::kWorkerLogPruneBatch,
+    };
     auto names = supervisor_->running_names();
     auto running = std::make_shared<const std::set<std::string>>(names.begin(), names.end());
     auto report = std::make_shared<supervisor::LogPruneReport>();
-    const auto cutoff = std::chrono::system_clock::now() - std::chrono::hours(hours);
     jobs_->submit(
-        [root = supervisor_->options().log_root, cutoff, running, report] {
-            *report = supervisor::prune_worker_logs(root, cutoff, *running, limits::kWorkerLogPruneBatch);
+        [root = supervisor_->options().log_root, options, running, report] {
+            *report = supervisor::prune_worker_logs(root, *running, options);
         },
-        [report, hours] {
-            if (report->removed > 0)
-                log::info("logs: pruned " + std::to_string(report->removed) + " finished worker log director" +
-                          (report->removed == 1 ? "y" : "ies") + " older than " + std::to_string(hours) + " h");
+        [this, report, hours, cap] {
+            log_prune_running_ = false;
+            log_bytes_ = report->kept_bytes;
+            const std::size_t for_age = report->removed - report->removed_for_cap;
+            if (for_age > 0)
+                log::info("logs: pruned " + std::to_string(for_age) + " finished worker log director" +
+                          (for_age == 1 ? "y" : "ies") + " older than " + std::to_string(hours) + " h");
+            if (report->removed_for_cap > 0)
+                log::info("logs: pruned " + std::to_string(report->removed_for_cap) +
+                          " finished worker log director" + (report->removed_for_cap == 1 ? "y" : "ies") +
+                          ", oldest first, to keep all worker logs under workers.logs_max_bytes = " +
+                          spawn::format_memory_quantity(static_cast<std::int64_t>(cap)) + " (" +
+                          std::to_string(report->kept_bytes) + " bytes left)");
             for (const auto& problem : report->problems)
                 log::warning("logs: " + problem);
+            // Again when asked meanwhile, or when logs too recent to tell
+            // from a starting worker's kept it above the cap.
+            if (log_prune_again_ || report->spared_recent) {
+                log_prune_again_ = false;
+                prune_logs_for_cap();
+            }
         });
 }
 

@@ -29,11 +29,16 @@
 #include "job_pool.hpp"
 #include "nps/api/store_pool.hpp"
 #include "nps/cgroup/delegation.hpp"
-#include "nps/sandbox/loopback_netns.hpp"
+#include "nps/sandbox/netns_pool.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/spawn/resolver.hpp"
 #include "task_execution.hpp"
 
 namespace nps::daemon {
+
+// sandbox.user_namespace and the id range it works with (shared with `run`).
+sandbox::UsernsMode userns_mode(config::UserNamespaceMode mode);
+sandbox::UsernsSlotsOptions userns_range(const config::Config& config);
 
 struct ExecutorParts {
     const config::Config& config;
@@ -72,7 +77,8 @@ public:
     {
         return metrics_.render() + supervisor::render_spawn_metrics(supervisor_->spawn_stats());
     }
-    // Any thread: {"tasks_running", "workers_running", "max_tasks", "max_workers"} for /healthz.
+    // Any thread: {"tasks_running", "workers_running", "max_tasks", "max_workers", "spawn_pool",
+    // "user_namespace": {"enabled", "configured", "reason"}, "network": {"per_task", "pool_ready"}} for /healthz.
     std::string status_json() const;
     const supervisor::Supervisor& supervisor() const { return *supervisor_; }
 
@@ -82,7 +88,11 @@ private:
     void claim_round();
     std::size_t configured_max_tasks() const;
     void arm_claim_timer();
+    void check_default_limits() const;
     void prune_logs();
+    void run_log_prune();
+    void worker_logs_closed(const std::string& log_dir);
+    void prune_logs_for_cap();
     void resume_own_leases();
     void execute(store::Lease lease);
     void retired(const std::string& task_id);
@@ -90,10 +100,14 @@ private:
 
     ExecutorParts parts_;
     ExecutorMetrics metrics_;
+    // Before the supervisor and the jobs: leases and namespaces they hold
+    // point here.
+    std::unique_ptr<sandbox::NetnsPool> netns_pool_;
+    std::unique_ptr<sandbox::UsernsSlots> userns_;
+    std::string userns_reason_;  // the mode in force and why (/healthz, the start-up log)
     std::unique_ptr<spawn::SpawnSpecResolver> resolver_;
     std::unique_ptr<supervisor::Supervisor> supervisor_;
     std::unique_ptr<JobPool> jobs_;
-    std::optional<sandbox::LoopbackNetns> netns_;
     std::shared_ptr<const sandbox::SeccompProgram> seccomp_;
     std::unique_ptr<ExecutionContext> context_;
     std::map<std::string, std::unique_ptr<TaskExecution>> executions_;
@@ -102,6 +116,14 @@ private:
     supervisor::EventLoop::TimerId claim_timer_ = 0;
     supervisor::EventLoop::TimerId grace_timer_ = 0;
     supervisor::EventLoop::TimerId prune_timer_ = 0;
+    // [workers] logs_max_bytes: the bytes of all worker logs as the last
+    // prune found them plus those of workers ended since; above the cap a
+    // prune runs (one at a time, at most one a second).
+    std::uint64_t log_bytes_ = 0;
+    bool log_prune_running_ = false;
+    bool log_prune_again_ = false;
+    supervisor::EventLoop::TimerId log_cap_timer_ = 0;
+    supervisor::EventLoop::TimePoint last_log_prune_{};
     bool claiming_ = false;
     bool stopping_ = false;
     std::function<void()> stopped_;

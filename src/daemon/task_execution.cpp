@@ -154,8 +154,9 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
 
     auto prepared = std::make_shared<std::optional<Result<std::unique_ptr<PreparedWorker>>>>();
     ctx_.jobs.submit(
-        [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name()] {
-            *prepared = prepare_worker(launch, agent, name);
+        [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name(),
+         policy = ctx_.config.workers, userns = ctx_.userns] {
+            *prepared = prepare_worker(launch, agent, name, policy, userns);
         },
         [this, node = attempt.node_id, serial, prepared] {
             auto& result = **prepared;
@@ -178,23 +179,38 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     }
     Slot& slot = *it->second;
     const spawn::SpawnSpec& spec = prepared->resolution.spec;
-    const config::Config& config = ctx_.config;
 
     supervisor::WorkerSpec worker;
     worker.sandbox.rootfs = prepared->rootfs->path();
+    worker.sandbox.writable.host_dir = prepared->rootfs->space_dir();
     worker.sandbox.argv = prepared->process.argv;
     worker.sandbox.env = prepared->process.env;
     worker.sandbox.cwd = prepared->process.cwd;
     worker.sandbox.uid = prepared->process.ids.uid;
     worker.sandbox.gid = prepared->process.ids.gid;
-    worker.sandbox.netns_fd = ctx_.netns_fd;
     worker.sandbox.seccomp = ctx_.seccomp;
-    if (config.user_namespace) {
-        auto first = static_cast<std::uint32_t>(config.userns_first_host_id);
-        worker.sandbox.user_namespace = sandbox::UserNamespace{
-            .host_uid = first, .host_gid = first, .count = static_cast<std::uint32_t>(config.userns_id_count)};
+    // The task's own loopback-only network namespace, taken at its first
+    // worker and given up when the execution retires (after its last worker).
+    if (!netns_) {
+        auto netns = ctx_.netns_pool->take();
+        if (!netns) {
+            finish_attempt(node_id, serial,
+                           failure(protocol_error("NOP-RESOURCE-INSUFFICIENT",
+                                                  "Failed to make the network namespace of task '" + task_id() +
+                                                      "': " + netns.error().describe()),
+                                   true));
+            return;
+        }
+        netns_.emplace(std::move(*netns));
     }
-    worker.limits = {.memory_bytes = spec.memory_bytes, .cpu_millicores = spec.cpu_millicores};
+    worker.sandbox.netns_fd = netns_->fd();
+    // The host id range of its own it holds while it runs (its rootfs was
+    // made for it: idmapped layers).
+    if (prepared->userns) {
+        worker.sandbox.user_namespace = prepared->userns->spec();
+        worker.sandbox.user_namespace->rootfs_idmapped = true;
+    }
+    worker.limits = prepared->limits;
     worker.enforcement = ctx_.enforcement;
     if (spec.idle_timeout_seconds)
         worker.idle_timeout = std::chrono::seconds(*spec.idle_timeout_seconds);
@@ -207,6 +223,8 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     auto id = ctx_.supervisor.start(
         std::move(worker), {.on_outcome = [this, node_id, serial](const supervisor::WorkerOutcome& outcome) {
             count_worker(node_id, serial, outcome);
+            if (ctx_.worker_logs_closed && !outcome.log_dir.empty())
+                ctx_.worker_logs_closed(outcome.log_dir);
             if (!abandoned_)
                 on_event(node_id + ":worker", worker_event_detail(outcome));
             finish_attempt(node_id, serial, from_worker(outcome));
@@ -295,9 +313,9 @@ void TaskExecution::preflight(const std::vector<std::pair<std::string, std::stri
     ++outstanding_;
     auto rejection = std::make_shared<std::optional<Error>>();
     ctx_.jobs.submit(
-        [rejection, probes, launch = ctx_.launch] {
+        [rejection, probes, launch = ctx_.launch, policy = ctx_.config.workers] {
             for (const auto& [agent, action] : probes) {
-                auto resolution = resolve_agent_spec(launch, agent);
+                auto resolution = resolve_agent_spec(launch, agent, policy);
                 Result<void> ready = resolution ? Result<void>() : Result<void>(resolution.error());
                 if (ready) {
                     auto images = thread_image_store(launch.config.state_dir);

@@ -100,6 +100,8 @@ private:
     bool abandoned_ = false;  // nothing more is written
     bool retiring_ = false;
     bool release_on_retire_ = false;
+    // The task's network namespace (its workers share it); closed with the execution.
+    std::optional<sandbox::LoopbackNetns> netns_;
 };
 
 }  // namespace nps::daemon

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "nps/image/registry_settings.hpp"
+#include "nps/spawn/spawn_ceilings.hpp"
 
 namespace nps::daemon {
 
@@ -32,17 +33,31 @@ Result<void> PreparedWorker::release()
         if (!worker_dir.empty() && ::rmdir(worker_dir.c_str()) < 0 && errno != ENOENT && first)
             first = system_error_errno("Failed to remove worker directory '" + worker_dir + "'");
     }
+    userns.reset();
     return first;
 }
 
-Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent)
+Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent,
+                                             const config::WorkerPolicy& policy)
 {
     auto resolution = context.resolver.resolve_agent(agent);
     if (!resolution)
         return resolution.error().code.empty()
                    ? protocol_error(spawn::kSpawnSpecInvalid, resolution.error().describe())
                    : std::move(resolution).error();
+    if (auto within = spawn::check_spawn_ceilings(resolution->spec, spawn::spawn_ceilings(policy)); !within)
+        return protocol_error(spawn::kSpawnSpecInvalid, "Agent '" + agent + "': " + within.error().message);
     return resolution;
+}
+
+cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const config::WorkerPolicy& policy)
+{
+    auto or_default = [](const std::optional<std::int64_t>& asked, std::int64_t fallback) {
+        return asked ? asked : fallback > 0 ? std::optional<std::int64_t>(fallback) : std::nullopt;
+    };
+    return {.memory_bytes = or_default(spec.memory_bytes, policy.default_memory_bytes),
+            .cpu_millicores = or_default(spec.cpu_millicores, policy.default_cpu_millicores),
+            .pids_max = or_default(std::nullopt, policy.default_pids)};
 }
 
 Result<image::ImageStore*> thread_image_store(const std::string& state_dir)
@@ -74,18 +89,34 @@ Result<void> ensure_image(const LaunchContext& context, image::ImageStore& image
 }
 
 Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
-                                                       const std::string& worker_name)
+                                                       const std::string& worker_name,
+                                                       const config::WorkerPolicy& policy,
+                                                       sandbox::UsernsSlots* userns)
 {
     auto prepared = std::make_unique<PreparedWorker>();
-    prepared->resolution = NPS_TRY(resolve_agent_spec(context, agent));
+    prepared->resolution = NPS_TRY(resolve_agent_spec(context, agent, policy));
     const spawn::SpawnSpec& spec = prepared->resolution.spec;
+    prepared->limits = worker_limits(spec, policy);
 
     image::ImageStore* images = NPS_TRY(thread_image_store(context.config.state_dir));
     NPS_TRY_VOID(ensure_image(context, *images, spec.image));
 
-    prepared->worker_dir = context.config.state_dir + "/workers/" + worker_name;
-    auto rootfs = image::prepare_worker_rootfs(
-        *images, {.ref = spec.image, .worker_dir = prepared->worker_dir, .holder = "worker " + worker_name});
+    image::WorkerRootfsRequest request{.ref = spec.image,
+                                       .worker_dir = context.config.state_dir + "/workers/" + worker_name,
+                                       .holder = "worker " + worker_name,
+                                       .disk_bytes = policy.default_disk};
+    if (userns) {
+        auto lease = userns->acquire();
+        if (!lease)
+            return unavailable("Failed to give the worker a user namespace", lease.error());
+        prepared->userns.emplace(std::move(*lease));
+        const sandbox::UserNamespace ns = prepared->userns->spec();
+        request.userns_fd = ns.fd;
+        request.userns_root_uid = ns.host_uid;
+        request.userns_root_gid = ns.host_gid;
+    }
+    prepared->worker_dir = request.worker_dir;
+    auto rootfs = image::prepare_worker_rootfs(*images, request);
     if (!rootfs)
         return unavailable("Failed to make the root filesystem of image '" + spec.image + "'", rootfs.error());
     prepared->rootfs.emplace(std::move(*rootfs));

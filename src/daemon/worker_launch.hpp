@@ -3,12 +3,14 @@
 // of a launch, run on a JobPool thread:
 //   agent NID → announce → SpawnSpec (spawn/resolver.hpp)
 //   → the image, pulled when the store lacks it
-//   → a pinned overlay rootfs in <state_dir>/workers/<name>/
+//   → a pinned overlay rootfs in <state_dir>/workers/<name>/, its upper in
+//     the worker's bounded writable space (a tmpfs on .../<name>/space)
 //   → argv, environment, working directory and ids (image/image_process.hpp).
 // Failures carry the code the node fails with (docs/executor.md):
 // NOP-SPAWN-SPEC-INVALID for anything about the agent or its SpawnSpec (not
-// retryable), NOP-RESOURCE-INSUFFICIENT when the image is neither present
-// nor pullable or the rootfs cannot be made (retryable).
+// retryable) — a limit above the operator's ceilings included —,
+// NOP-RESOURCE-INSUFFICIENT when the image is neither present nor pullable
+// or the rootfs cannot be made (retryable).
 #pragma once
 
 #include <memory>
@@ -17,10 +19,12 @@
 #include <vector>
 
 #include "nps/base/result.hpp"
+#include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/config/config.hpp"
 #include "nps/image/image_process.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/worker_rootfs.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/spawn/resolver.hpp"
 
 namespace nps::daemon {
@@ -29,9 +33,13 @@ inline constexpr const char* kImageUnavailable = "NOP-RESOURCE-INSUFFICIENT";
 
 struct PreparedWorker {
     spawn::Resolution resolution;
+    cgroup::CgroupLimits limits;  // worker_limits() of the SpawnSpec
     std::optional<image::WorkerRootfs> rootfs;
     std::string worker_dir;
     image::ImageProcess process;
+    // The worker's user namespace slot (with sandbox.user_namespace), held
+    // until the worker's processes are gone.
+    std::optional<sandbox::UsernsLease> userns;
 
     PreparedWorker() = default;
     PreparedWorker(const PreparedWorker&) = delete;
@@ -49,8 +57,17 @@ struct LaunchContext {
     spawn::SpawnSpecResolver& resolver;
 };
 
-// Resolves `agent` to its SpawnSpec only (preflight and dispatch share it).
-Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent);
+// Resolves `agent` to its SpawnSpec only (preflight and dispatch share it),
+// refused when it asks more than `policy`'s ceilings (spawn_ceilings.hpp).
+// `policy` is a copy taken on the loop thread: a reload changes the running
+// configuration there.
+Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent,
+                                             const config::WorkerPolicy& policy);
+
+// The cgroup limits of a worker of `spec`: the SpawnSpec's memory and CPU,
+// else `policy`'s defaults; pids always the default (a SpawnSpec has no
+// pids field). A default of 0 leaves that limit off.
+cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const config::WorkerPolicy& policy);
 
 // This thread's connection to the image store of `state_dir`, opened on first
 // use (the pool's threads keep theirs; an ImageStore is not shared).
@@ -59,8 +76,18 @@ Result<image::ImageStore*> thread_image_store(const std::string& state_dir);
 // The image named by the SpawnSpec, present in the store or pulled now.
 Result<void> ensure_image(const LaunchContext& context, image::ImageStore& images, const std::string& reference);
 
-// Everything above; `worker_name` names the worker directory.
+// Everything above; `worker_name` names the worker directory. `policy` is a
+// copy of the [workers] settings taken on the loop thread, where a reload
+// changes them: its defaults and ceilings bound the SpawnSpec's limits, and
+// `default_disk` is the worker's disk (its overlay upper, /tmp and /dev/shm
+// share a tmpfs of that size: image/worker_space.hpp). With `userns` (the
+// executor's slots, when workers run in user namespaces) the worker gets a
+// slot of its own (PreparedWorker::userns) and its rootfs is made from
+// layers idmapped into that slot's namespace; no free slot is
+// NOP-RESOURCE-INSUFFICIENT.
 Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
-                                                       const std::string& worker_name);
+                                                       const std::string& worker_name,
+                                                       const config::WorkerPolicy& policy,
+                                                       sandbox::UsernsSlots* userns);
 
 }  // namespace nps::daemon

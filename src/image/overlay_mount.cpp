@@ -62,7 +62,11 @@ enum class LowerBy {
     path,  // FSCONFIG_SET_STRING (kernel >= 6.8)
 };
 
-enum class Outcome { mounted, unsupported };
+// legacy_context: overlay has no fs_context of its own (kernels before 6.5,
+// e.g. Debian 12's 6.1): fsconfig() refuses FSCONFIG_SET_FD with EOPNOTSUPP
+// and would pass a "lowerdir+" string through to mount(2)'s option parser,
+// which refuses it only at FSCONFIG_CMD_CREATE. Only mount(2) can work then.
+enum class Outcome { mounted, unsupported, legacy_context };
 
 // The new mount API, one "lowerdir+" per layer. `unsupported` when the
 // kernel refuses the first "lowerdir+" in this form (or has no fsopen());
@@ -82,6 +86,11 @@ Result<Outcome> mount_with_fsconfig(const OverlayMount& m, LowerBy by, int upper
                                   : ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "lowerdir+", fd_path(lower.get()).c_str(), 0);
         if (r < 0) {
             int err = errno;
+            if (i == 0 && err == EOPNOTSUPP) {
+                if (refusal != nullptr && refusal->empty())
+                    *refusal = "the kernel's overlay takes only mount(2) options (before 6.5)";
+                return Outcome::legacy_context;
+            }
             if (i == 0 && err == EINVAL) {
                 if (refusal != nullptr && refusal->empty())
                     *refusal = kernel_messages(fs.get());
@@ -138,7 +147,7 @@ Result<void> mount_overlay(const OverlayMount& m)
     std::string refusal;
     auto only = [&](LowerBy by) -> Result<void> {
         Outcome outcome = NPS_TRY(mount_with_fsconfig(m, by, upper.get(), work.get(), &refusal));
-        if (outcome == Outcome::unsupported)
+        if (outcome != Outcome::mounted)
             return system_error("Failed to mount overlay on '" + m.target + "' (\"lowerdir+\" refused: " +
                                     refusal + ")",
                                 EINVAL);
@@ -154,6 +163,8 @@ Result<void> mount_overlay(const OverlayMount& m)
         Outcome outcome = NPS_TRY(mount_with_fsconfig(m, by, upper.get(), work.get(), &refusal));
         if (outcome == Outcome::mounted)
             return {};
+        if (outcome == Outcome::legacy_context)
+            break;
     }
     Result<void> legacy = mount_legacy(m, upper.get(), work.get());
     if (!legacy && !refusal.empty()) {

@@ -12,6 +12,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/base/unique_fd.hpp"
+#include "idmapped_layers.hpp"
 #include "overlay_mount.hpp"
 #include "remove_tree.hpp"
 
@@ -93,21 +94,39 @@ Result<OverlayRootfs> OverlayRootfs::mount(const OverlayOptions& options)
     OverlayRootfs fs;
     fs.retention_ = options.retention;
     fs.active_ = true;
-    NPS_TRY_VOID(make_dir(options.worker_dir + "/upper", 0755));
-    fs.upper_ = options.worker_dir + "/upper";
-    NPS_TRY_VOID(make_dir(options.worker_dir + "/work", 0700));
-    fs.work_ = options.worker_dir + "/work";
+    if (options.disk_bytes) {
+        if (options.retention == UpperRetention::keep)
+            return internal_error("Failed to mount a rootfs in '" + options.worker_dir +
+                                  "': an upper directory in a bounded writable space cannot be kept");
+        fs.space_.emplace(NPS_TRY(WorkerSpace::mount({.dir = options.worker_dir + "/space",
+                                                       .bytes = *options.disk_bytes,
+                                                       .owner_uid = options.space_owner_uid,
+                                                       .owner_gid = options.space_owner_gid})));
+        // Both go with the space's tmpfs: nothing to remove one by one.
+        fs.upper_ = fs.space_->upper_dir();
+        fs.work_ = fs.space_->work_dir();
+    } else {
+        NPS_TRY_VOID(make_dir(options.worker_dir + "/upper", 0755));
+        fs.upper_ = options.worker_dir + "/upper";
+        NPS_TRY_VOID(make_dir(options.worker_dir + "/work", 0700));
+        fs.work_ = options.worker_dir + "/work";
+    }
     NPS_TRY_VOID(make_dir(options.worker_dir + "/rootfs", 0755));
     fs.rootfs_ = options.worker_dir + "/rootfs";
 
+    std::optional<detail::IdmappedLayers> idmapped;
+    if (options.idmap_userns_fd >= 0)
+        idmapped.emplace(NPS_TRY(
+            detail::IdmappedLayers::attach(options.lower_dirs, options.worker_dir + "/layers", options.idmap_userns_fd)));
     NPS_TRY_VOID(detail::mount_overlay({
-        .lower_dirs = options.lower_dirs,
+        .lower_dirs = idmapped ? idmapped->paths() : options.lower_dirs,
         .upper_dir = fs.upper_,
         .work_dir = fs.work_,
         .target = fs.rootfs_,
         .api = options.mount_api,
     }));
     fs.mounted_ = true;
+    idmapped.reset();  // the overlay holds its own clones of the layers
     NPS_TRY_VOID(ensure_mount_points(fs.rootfs_));
     return fs;
 }
@@ -116,6 +135,7 @@ OverlayRootfs::OverlayRootfs(OverlayRootfs&& other) noexcept
     : upper_(std::move(other.upper_)),
       work_(std::move(other.work_)),
       rootfs_(std::move(other.rootfs_)),
+      space_(std::exchange(other.space_, std::nullopt)),
       retention_(other.retention_),
       mounted_(std::exchange(other.mounted_, false)),
       active_(std::exchange(other.active_, false))
@@ -129,6 +149,7 @@ OverlayRootfs& OverlayRootfs::operator=(OverlayRootfs&& other) noexcept
         upper_ = std::move(other.upper_);
         work_ = std::move(other.work_);
         rootfs_ = std::move(other.rootfs_);
+        space_ = std::exchange(other.space_, std::nullopt);
         retention_ = other.retention_;
         mounted_ = std::exchange(other.mounted_, false);
         active_ = std::exchange(other.active_, false);
@@ -163,10 +184,15 @@ Result<void> OverlayRootfs::release()
     };
     if (!rootfs_.empty() && ::rmdir(rootfs_.c_str()) < 0 && errno != ENOENT)
         note(system_error_errno("Failed to remove '" + rootfs_ + "'"));
-    if (!work_.empty())
-        note(detail::remove_tree(work_));
-    if (!upper_.empty() && retention_ == UpperRetention::remove)
-        note(detail::remove_tree(upper_));
+    if (space_) {
+        note(space_->release());
+        space_.reset();
+    } else {
+        if (!work_.empty())
+            note(detail::remove_tree(work_));
+        if (!upper_.empty() && retention_ == UpperRetention::remove)
+            note(detail::remove_tree(upper_));
+    }
     active_ = false;
     if (first)
         return *first;

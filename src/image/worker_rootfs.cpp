@@ -16,7 +16,13 @@ Result<WorkerRootfs> prepare_worker_rootfs(ImageStore& store, const WorkerRootfs
     }
     LayerCache cache = NPS_TRY(LayerCache::open({.layers_dir = store.layout().layers_dir()}));
     std::vector<std::string> lower_dirs = NPS_TRY(cache.ensure_chain(layers));
-    OverlayRootfs overlay = NPS_TRY(OverlayRootfs::mount({.lower_dirs = lower_dirs, .worker_dir = request.worker_dir}));
+    OverlayRootfs overlay = NPS_TRY(OverlayRootfs::mount(
+        {.lower_dirs = lower_dirs,
+         .worker_dir = request.worker_dir,
+         .disk_bytes = request.disk_bytes,
+         .space_owner_uid = request.userns_root_uid,
+         .space_owner_gid = request.userns_root_gid,
+         .idmap_userns_fd = request.userns_fd}));
     return WorkerRootfs{.pinned = std::move(pinned), .overlay = std::move(overlay)};
 }
 

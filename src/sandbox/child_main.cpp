@@ -72,10 +72,6 @@ void reset_signals()
 
 void run_child(const ChildPlan& plan)
 {
-    // Credentials do not follow the id maps the parent wrote: until now we
-    // are the host's root, which the new namespace cannot even name.
-    if (plan.user_namespace && (raw_setresgid(0) < 0 || raw_setresuid(0) < 0))
-        report(plan, Step::user_namespace_root, errno);
     // Leave the caller's session: sharing its controlling terminal would let
     // TIOCSTI type into the caller's shell.
     if (::setsid() < 0)
@@ -108,6 +104,12 @@ void run_child(const ChildPlan& plan)
         if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) < 0)
             report(plan, Step::rlimit, errno);
     }
+    // The last step as the host's root: every namespace made so far is owned
+    // by the host's user namespace (so joining the task's netns above was
+    // allowed); from here on the ids are the slot's, and the capabilities,
+    // full in the new namespace only, are dropped below.
+    if (plan.userns_fd >= 0 && ::setns(plan.userns_fd, CLONE_NEWUSER) < 0)
+        report(plan, Step::join_userns, errno);
     if (::chdir(plan.cwd) < 0)
         report(plan, Step::cwd, errno);
     if (move_stdio(plan.stdin_fd, 0) < 0 || move_stdio(plan.stdout_fd, 1) < 0 || move_stdio(plan.stderr_fd, 2) < 0)

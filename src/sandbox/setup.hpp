@@ -30,13 +30,13 @@ namespace nps::sandbox::detail {
 enum class Step : int {
     none = 0,
     sync,
-    user_namespace_root,
     new_session,
     cgroup_namespace,
     mount_namespace,
     network_namespace,
     make_private,
     bind_rootfs,
+    idmap_rootfs,
     mount_proc,
     mask_proc,
     read_only_proc,
@@ -50,6 +50,7 @@ enum class Step : int {
     detach_old_root,
     hostname,
     join_netns,
+    join_userns,
     loopback,
     rlimit,
     cwd,
@@ -89,6 +90,12 @@ struct MountPlan {
     const char* dev;
     const char* tmp;
     bool read_only_root;
+    // The writable space (SandboxSpec::writable): a host directory holding
+    // "tmp" and "shm", or nullptr for a fresh tmpfs with these options.
+    const char* space_dir;
+    const char* space_options;
+    // >= 0: the rootfs is bound idmapped through this user namespace.
+    int idmap_fd;
     // A scratch buffer of PATH_MAX bytes for joining paths in the child.
     char* scratch;
     std::size_t scratch_size;
@@ -106,10 +113,13 @@ struct ChildPlan {
     const char* hostname;
     std::size_t hostname_size;
     Network network;
-    int netns_fd;              // >= 0: join it (Network::none)
+    int netns_fd;              // >= 0: join it (Network::none); pooled: as userns_fd
     bool unshare_mount;        // the mount namespace is made by the child (pooled)
     bool unshare_net;          // ... and a private network namespace
-    bool user_namespace;
+    // >= 0: joined (setns) after everything made as the host's root, right
+    // before the privileges are dropped; a pooled child receives it as an fd
+    // and the parent writes the SCM_RIGHTS index here (spawn_pool.cpp).
+    int userns_fd;
     const Rlimit* rlimits;
     std::size_t rlimit_count;
     uid_t uid;
@@ -153,13 +163,23 @@ struct CloneArgs {
     std::uint64_t cgroup;
 };
 
+// A fresh space (no host_dir) needs a size: tmpfs takes size=0 as "half of RAM".
+Result<void> validate_writable(const SandboxSpec& spec);
+
+// spec.user_namespace maps no host root and holds spec.uid and spec.gid.
+Result<void> validate_user_namespace(const SandboxSpec& spec);
+
+// Appended to a fresh space's tmpfs options: ",uid=N,gid=N", the host ids of
+// the sandbox's root in this user namespace.
+std::string tmpfs_owner_options(const UserNamespace& ns);
+
 // "Failed to <step> <object>" for a Failure the child reported; the object
 // is what the parent knows the step worked on.
 std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, Step step);
 
 // --- Child side ---
 
-// Private propagation, rootfs bind, /proc, /dev, /tmp, read-only root,
+// Private propagation, rootfs bind, /proc, /dev, /tmp and /dev/shm, read-only root,
 // pivot_root and detach of the old root. Ends with cwd "/".
 Failure setup_mounts(const MountPlan& plan);
 

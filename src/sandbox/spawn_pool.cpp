@@ -39,8 +39,10 @@ using detail::ChildPlan;
 using detail::Failure;
 using detail::Step;
 
-// The fds passed with the go message, in this order; the last is optional.
-enum Passed { kErrorFd, kStdinFd, kStdoutFd, kStderrFd, kNetnsFd, kPassedCount };
+// The fds passed with the go message, in this order; then, optionally, the
+// network and the user namespace, whose indexes the plan's netns_fd and
+// userns_fd hold (-1: none passed).
+enum Passed { kErrorFd, kStdinFd, kStdoutFd, kStderrFd, kFixedCount, kPassedCount = kFixedCount + 2 };
 
 struct CapFree {
     void operator()(void* caps) const { ::cap_free(caps); }
@@ -79,9 +81,9 @@ struct Parked {
     const cmsghdr* header = CMSG_FIRSTHDR(&message);
     if (!header || header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS)
         ::_exit(127);
-    int fds[kPassedCount] = {-1, -1, -1, -1, -1};
+    int fds[kPassedCount] = {-1, -1, -1, -1, -1, -1};
     std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    if (count < kNetnsFd || count > kPassedCount)
+    if (count < kFixedCount || count > kPassedCount)
         ::_exit(127);
     ::memcpy(fds, CMSG_DATA(header), count * sizeof(int));
     ::close(parked.socket);
@@ -91,7 +93,10 @@ struct Parked {
     plan.stdin_fd = fds[kStdinFd];
     plan.stdout_fd = fds[kStdoutFd];
     plan.stderr_fd = fds[kStderrFd];
-    plan.netns_fd = fds[kNetnsFd];
+    auto passed = [&](int index) { return index >= kFixedCount && index < static_cast<int>(count) ? fds[index] : -1; };
+    plan.netns_fd = passed(plan.netns_fd);
+    plan.userns_fd = passed(plan.userns_fd);
+    plan.mounts.idmap_fd = passed(plan.mounts.idmap_fd);
     // From here on it is an ordinary sandbox, and like spawn()'s children it
     // keeps PR_SET_PDEATHSIG: it dies with the thread that cloned it (the
     // refilling thread, which outlives the pool's workers; see the header).
@@ -309,8 +314,11 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
         return internal_error("Failed to spawn a sandbox: no program given");
     if (spec.rootfs.empty())
         return internal_error("Failed to spawn a sandbox: no rootfs given");
-    if (spec.user_namespace || spec.cgroup)
-        return PoolAttempt{.missed = "user namespaces and caller-made cgroups need sandbox::spawn()"};
+    if (spec.cgroup || (spec.user_namespace && spec.user_namespace->fd < 0))
+        return PoolAttempt{.missed = "caller-made cgroups and user namespaces without an fd need sandbox::spawn()"};
+    if (spec.user_namespace)
+        NPS_TRY_VOID(detail::validate_user_namespace(spec));
+    NPS_TRY_VOID(detail::validate_writable(spec));
     char resolved[PATH_MAX];
     if (!::realpath(spec.rootfs.c_str(), resolved))
         return system_error_errno("Failed to resolve the rootfs '" + spec.rootfs + "'");
@@ -338,6 +346,9 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
     sock_filter* filter = area.array<sock_filter>(program->len);
     Rlimit* rlimits = area.array<Rlimit>(spec.rlimits.size());
     char* scratch = area.array<char>(PATH_MAX);
+    const std::string space_options =
+        space_tmpfs_options(spec.writable.bytes) +
+        (spec.user_namespace ? detail::tmpfs_owner_options(*spec.user_namespace) : std::string());
     char** envp = area.strings(spec.env);
     const char* path = nullptr;
     for (std::size_t i = 0; envp && i < spec.env.size(); ++i) {
@@ -349,7 +360,9 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
     *plan = ChildPlan{
         .mounts = {.rootfs = area.string(rootfs), .proc = area.string(rootfs + "/proc"),
                    .dev = area.string(rootfs + "/dev"), .tmp = area.string(rootfs + "/tmp"),
-                   .read_only_root = spec.root == RootAccess::read_only, .scratch = scratch,
+                   .read_only_root = spec.root == RootAccess::read_only,
+                   .space_dir = spec.writable.host_dir.empty() ? nullptr : area.string(spec.writable.host_dir),
+                   .space_options = area.string(space_options), .idmap_fd = -1, .scratch = scratch,
                    .scratch_size = PATH_MAX},
         .argv = area.strings(spec.argv),
         .envp = envp,
@@ -361,7 +374,7 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
         .netns_fd = -1,
         .unshare_mount = true,
         .unshare_net = spec.network == Network::none && spec.netns_fd < 0,
-        .user_namespace = false,
+        .userns_fd = -1,
         .rlimits = rlimits,
         .rlimit_count = spec.rlimits.size(),
         .uid = spec.uid,
@@ -383,8 +396,18 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
     std::copy(spec.rlimits.begin(), spec.rlimits.end(), rlimits);
     NPS_TRY_VOID(slot->cgroup->set_limits(*options_.cgroup_base, limits, enforcement));
 
-    int fds[kPassedCount] = {error_write.get(), spec.stdin_fd, spec.stdout_fd, spec.stderr_fd, spec.netns_fd};
-    const std::size_t count = spec.network == Network::none && spec.netns_fd >= 0 ? kPassedCount : kNetnsFd;
+    int fds[kPassedCount] = {error_write.get(), spec.stdin_fd, spec.stdout_fd, spec.stderr_fd, -1, -1};
+    std::size_t count = kFixedCount;
+    if (spec.network == Network::none && spec.netns_fd >= 0) {
+        plan->netns_fd = static_cast<int>(count);
+        fds[count++] = spec.netns_fd;
+    }
+    if (spec.user_namespace) {
+        plan->userns_fd = static_cast<int>(count);
+        if (!spec.user_namespace->rootfs_idmapped)
+            plan->mounts.idmap_fd = plan->userns_fd;
+        fds[count++] = spec.user_namespace->fd;
+    }
     char tag = 'g';
     iovec iov{&tag, 1};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};

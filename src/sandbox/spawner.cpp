@@ -26,7 +26,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
+#include "nps/sandbox/userns.hpp"
 #include "setup.hpp"
 
 namespace nps::sandbox {
@@ -41,7 +43,7 @@ using detail::kDefaultPath;
 
 bool joins_shared_netns(const SandboxSpec& spec)
 {
-    return spec.netns_fd >= 0 && !spec.user_namespace;
+    return spec.network == Network::none && spec.netns_fd >= 0;
 }
 
 struct DirectChild {
@@ -54,7 +56,7 @@ struct DirectChild {
 // The parent must act on the child before it may run.
 bool needs_handshake(const SandboxSpec& spec)
 {
-    return spec.user_namespace || spec.cgroup;
+    return spec.cgroup != nullptr;
 }
 
 // The child of a direct spawn: waits for the parent's placement and id maps
@@ -89,18 +91,49 @@ std::string quoted(const std::string& s)
 
 namespace detail {
 
+Result<void> validate_writable(const SandboxSpec& spec)
+{
+    const std::uint64_t bytes = spec.writable.bytes;
+    if (spec.writable.host_dir.empty() && (bytes < limits::kMinWorkerDiskBytes || bytes > limits::kMaxWorkerDiskBytes))
+        return internal_error("Failed to spawn a sandbox: its writable space of " + std::to_string(bytes) +
+                              " bytes lies outside " + std::to_string(limits::kMinWorkerDiskBytes) + ".." +
+                              std::to_string(limits::kMaxWorkerDiskBytes));
+    return {};
+}
+
+Result<void> validate_user_namespace(const SandboxSpec& spec)
+{
+    const UserNamespace& ns = *spec.user_namespace;
+    if (ns.host_uid == 0 || ns.host_gid == 0)
+        return internal_error("Failed to spawn a sandbox: its user namespace would map the sandbox's ids onto the "
+                              "host's root (host uid/gid 0)");
+    if (ns.count == 0 || spec.uid >= ns.count || spec.gid >= ns.count)
+        return internal_error("Failed to spawn a sandbox: uid " + std::to_string(spec.uid) + " / gid " +
+                              std::to_string(spec.gid) + " lie outside its user namespace's " +
+                              std::to_string(ns.count) + " mapped ids");
+    if (ns.host_uid > UINT32_MAX - ns.count || ns.host_gid > UINT32_MAX - ns.count)
+        return internal_error("Failed to spawn a sandbox: its user namespace's id range overflows");
+    return {};
+}
+
+std::string tmpfs_owner_options(const UserNamespace& ns)
+{
+    return ",uid=" + std::to_string(ns.host_uid) + ",gid=" + std::to_string(ns.host_gid);
+}
+
 std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, Step step)
 {
     std::string object;
     switch (step) {
     case Step::sync: return "Failed to synchronise with the sandbox child";
-    case Step::user_namespace_root: return "Failed to become root of the sandbox's user namespace";
     case Step::new_session: return "Failed to start a new session for the sandbox";
     case Step::cgroup_namespace: return "Failed to create the sandbox's cgroup namespace";
     case Step::mount_namespace: return "Failed to create the sandbox's mount namespace";
     case Step::network_namespace: return "Failed to create the sandbox's network namespace";
     case Step::make_private: return "Failed to make the sandbox's mounts private";
     case Step::bind_rootfs: return "Failed to bind-mount the rootfs " + quoted(rootfs);
+    case Step::idmap_rootfs:
+        return "Failed to idmap the rootfs " + quoted(rootfs) + " for the sandbox's user namespace";
     case Step::mount_proc: return "Failed to mount proc on " + quoted(rootfs + "/proc");
     case Step::mask_proc: return "Failed to mask files in " + quoted(rootfs + "/proc");
     case Step::read_only_proc: return "Failed to make directories in " + quoted(rootfs + "/proc") + " read-only";
@@ -113,7 +146,8 @@ std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, 
     case Step::pivot_root: return "Failed to pivot_root into " + quoted(rootfs);
     case Step::detach_old_root: return "Failed to detach the old root from " + quoted(rootfs);
     case Step::hostname: return "Failed to set the hostname " + quoted(spec.hostname);
-    case Step::join_netns: return "Failed to join the shared loopback network namespace";
+    case Step::join_netns: return "Failed to join the sandbox's loopback network namespace";
+    case Step::join_userns: return "Failed to join the sandbox's user namespace";
     case Step::loopback: return "Failed to bring up 'lo' in the sandbox's network namespace";
     case Step::rlimit: return "Failed to set a resource limit in the sandbox";
     case Step::cwd: return "Failed to change directory to " + quoted(spec.cwd) + " in the sandbox";
@@ -146,36 +180,6 @@ std::vector<char*> c_strings(std::vector<std::string>& strings)
     return out;
 }
 
-Result<void> validate_user_namespace(const SandboxSpec& spec)
-{
-    const UserNamespace& ns = *spec.user_namespace;
-    if (ns.host_uid == 0 || ns.host_gid == 0)
-        return internal_error("Failed to spawn a sandbox: its user namespace would map the sandbox's ids onto the "
-                              "host's root (host uid/gid 0)");
-    if (ns.count == 0 || spec.uid >= ns.count || spec.gid >= ns.count)
-        return internal_error("Failed to spawn a sandbox: uid " + std::to_string(spec.uid) + " / gid " +
-                              std::to_string(spec.gid) + " lie outside its user namespace's " +
-                              std::to_string(ns.count) + " mapped ids");
-    if (ns.host_uid > UINT32_MAX - ns.count || ns.host_gid > UINT32_MAX - ns.count)
-        return internal_error("Failed to spawn a sandbox: its user namespace's id range overflows");
-    return {};
-}
-
-Result<void> write_proc_file(pid_t pid, const char* name, const std::string& text)
-{
-    std::string path = "/proc/" + std::to_string(pid) + "/" + name;
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-        return system_error_errno("Failed to write the sandbox's " + std::string(name) + " '" + path + "'");
-    return {};
-}
-
-Result<void> write_id_maps(pid_t pid, const UserNamespace& ns)
-{
-    NPS_TRY_VOID(write_proc_file(pid, "uid_map", "0 " + std::to_string(ns.host_uid) + " " + std::to_string(ns.count)));
-    return write_proc_file(pid, "gid_map", "0 " + std::to_string(ns.host_gid) + " " + std::to_string(ns.count));
-}
-
 struct CapFree {
     void operator()(void* caps) const { ::cap_free(caps); }
 };
@@ -188,14 +192,28 @@ Result<Child> spawn(const SandboxSpec& spec)
         return internal_error("Failed to spawn a sandbox: no program given");
     if (spec.rootfs.empty())
         return internal_error("Failed to spawn a sandbox: no rootfs given");
-    if (spec.user_namespace)
-        NPS_TRY_VOID(validate_user_namespace(spec));
+    std::optional<UserNamespaceFd> own_userns;  // joined by the child before spawn() returns
+    int userns_fd = -1;
+    std::string tmpfs_owner;
+    if (spec.user_namespace) {
+        NPS_TRY_VOID(detail::validate_user_namespace(spec));
+        userns_fd = spec.user_namespace->fd;
+        if (userns_fd < 0) {
+            own_userns = NPS_TRY(UserNamespaceFd::create(spec.user_namespace->host_uid, spec.user_namespace->host_gid,
+                                                         spec.user_namespace->count));
+            userns_fd = own_userns->fd();
+        }
+        tmpfs_owner = detail::tmpfs_owner_options(*spec.user_namespace);
+    }
+    const int rootfs_idmap_fd = spec.user_namespace && spec.user_namespace->rootfs_idmapped ? -1 : userns_fd;
+    NPS_TRY_VOID(detail::validate_writable(spec));
     char resolved[PATH_MAX];
     if (!::realpath(spec.rootfs.c_str(), resolved))
         return system_error_errno("Failed to resolve the rootfs " + quoted(spec.rootfs));
     const std::string rootfs = resolved;
     std::string proc = rootfs + "/proc", dev = rootfs + "/dev", tmp = rootfs + "/tmp";
     std::vector<char> scratch(PATH_MAX);
+    const std::string space_options = space_tmpfs_options(spec.writable.bytes) + tmpfs_owner;
 
     std::vector<std::string> argv_strings = spec.argv, env_strings = spec.env;
     std::vector<char*> argv = c_strings(argv_strings), envp = c_strings(env_strings);
@@ -231,7 +249,9 @@ Result<Child> spawn(const SandboxSpec& spec)
     DirectChild direct{
         .plan = {
             .mounts = {.rootfs = rootfs.c_str(), .proc = proc.c_str(), .dev = dev.c_str(), .tmp = tmp.c_str(),
-                       .read_only_root = spec.root == RootAccess::read_only, .scratch = scratch.data(),
+                       .read_only_root = spec.root == RootAccess::read_only,
+                       .space_dir = spec.writable.host_dir.empty() ? nullptr : spec.writable.host_dir.c_str(),
+                       .space_options = space_options.c_str(), .idmap_fd = rootfs_idmap_fd, .scratch = scratch.data(),
                        .scratch_size = scratch.size()},
             .argv = argv.data(),
             .envp = envp.data(),
@@ -243,7 +263,7 @@ Result<Child> spawn(const SandboxSpec& spec)
             .netns_fd = joins_shared_netns(spec) ? spec.netns_fd : -1,
             .unshare_mount = false,
             .unshare_net = false,
-            .user_namespace = spec.user_namespace.has_value(),
+            .userns_fd = userns_fd,
             .rlimits = spec.rlimits.data(),
             .rlimit_count = spec.rlimits.size(),
             .uid = spec.uid,
@@ -265,8 +285,6 @@ Result<Child> spawn(const SandboxSpec& spec)
     args.flags = CLONE_PIDFD | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC;
     if (spec.network == Network::none && !joins_shared_netns(spec))
         args.flags |= CLONE_NEWNET;
-    if (spec.user_namespace)
-        args.flags |= CLONE_NEWUSER;
     if (spec.cgroup && spec.cgroup->dir_fd() >= 0) {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = static_cast<std::uint64_t>(spec.cgroup->dir_fd());
@@ -282,10 +300,6 @@ Result<Child> spawn(const SandboxSpec& spec)
     Child child(static_cast<pid_t>(pid), UniqueFd(pidfd));
     sync_child.reset();
     error_write.reset();
-    if (spec.user_namespace) {
-        if (auto mapped = write_id_maps(child.pid(), *spec.user_namespace); !mapped)
-            return mapped.error();  // ~Child kills and reaps the waiting child
-    }
     if (spec.cgroup) {
         if (auto placed = spec.cgroup->add_pid_outside_clone(child.pid()); !placed)
             return placed.error();

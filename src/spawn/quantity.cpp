@@ -143,4 +143,22 @@ Result<std::int64_t> parse_memory_bytes(std::string_view text)
     return parse_quantity(text, 0, "memory", "bytes");
 }
 
+std::string format_cpu_quantity(std::int64_t millicores)
+{
+    if (millicores % 1000 == 0)
+        return std::to_string(millicores / 1000);
+    return std::to_string(millicores) + "m";
+}
+
+std::string format_memory_quantity(std::int64_t bytes)
+{
+    static constexpr const char* kSuffixes[] = {"Ei", "Pi", "Ti", "Gi", "Mi", "Ki"};
+    for (int i = 0; i < 6; ++i) {
+        const std::int64_t unit = std::int64_t{1} << (10 * (6 - i));
+        if (bytes != 0 && bytes % unit == 0)
+            return std::to_string(bytes / unit) + kSuffixes[i];
+    }
+    return std::to_string(bytes);
+}
+
 }  // namespace nps::spawn

@@ -2,6 +2,7 @@
 // spawn_spec_to_json(): the normalised document.
 #include <nlohmann/json.hpp>
 
+#include "nps/spawn/quantity.hpp"
 #include "nps/spawn/spawn_spec.hpp"
 
 namespace nps::spawn {
@@ -11,24 +12,6 @@ namespace {
 // Ordered: the normalised document keeps the schema's field order and the
 // extensions' own member order.
 using Json = nlohmann::ordered_json;
-
-std::string format_cpu(std::int64_t millicores)
-{
-    if (millicores % 1000 == 0)
-        return std::to_string(millicores / 1000);
-    return std::to_string(millicores) + "m";
-}
-
-std::string format_memory(std::int64_t bytes)
-{
-    static constexpr const char* kSuffixes[] = {"Ei", "Pi", "Ti", "Gi", "Mi", "Ki"};
-    for (int i = 0; i < 6; ++i) {
-        const std::int64_t unit = std::int64_t{1} << (10 * (6 - i));
-        if (bytes % unit == 0)
-            return std::to_string(bytes / unit) + kSuffixes[i];
-    }
-    return std::to_string(bytes);
-}
 
 // Extension values were minified from a validated document; parsing them
 // again cannot fail, but a defect must not take the process down.
@@ -50,9 +33,9 @@ std::string spawn_spec_to_json(const SpawnSpec& spec)
         out["env"] = spec.env;
     Json limits = Json::object();
     if (spec.cpu_millicores)
-        limits["cpu"] = format_cpu(*spec.cpu_millicores);
+        limits["cpu"] = format_cpu_quantity(*spec.cpu_millicores);
     if (spec.memory_bytes)
-        limits["memory"] = format_memory(*spec.memory_bytes);
+        limits["memory"] = format_memory_quantity(*spec.memory_bytes);
     if (spec.cgn_budget)
         limits["cgn_budget"] = *spec.cgn_budget;
     static constexpr std::string_view kLimitsPrefix = "resource_limits.";

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
 
 #include "nps/base/unique_fd.hpp"
-
 #include "nps/store/write_health.hpp"
 
 namespace nps::store {
@@ -30,17 +32,40 @@ bool is_in_memory(const std::string& path)
 
 // runner.db holds TaskFrames, params, results and callback secrets: root's
 // alone. SQLite gives -wal and -shm the database file's mode and owner, so
-// the database file is created with this mode before SQLite opens it; files
-// an older version left readable (0644) are restricted on every open.
+// a missing database file is created with this mode before SQLite opens it;
+// files an older version left readable (0644) are restricted on every open.
 constexpr mode_t kDatabaseFileMode = 0600;
 
+// Serialises the creation below with SQLite's open of the same file by
+// another thread: see restrict_database_files().
+std::mutex& database_open_mutex()
+{
+    static std::mutex mutex;
+    return mutex;
+}
+
+// Works on paths only, never on an fd of an existing database file: closing
+// any fd of a file drops every POSIX lock this process holds on it, including
+// the SHARED lock each of our open WAL-mode connections keeps on runner.db.
+// Without that lock, another process's connection that closes believes it is
+// the last one, checkpoints and deletes the WAL and -shm under our open
+// connections, whose later commits then go to an unlinked file and are lost
+// (found by the power-cut trials, docs/durability.md). The file is only
+// opened when this call creates it (O_EXCL), when no connection can hold it;
+// the caller holds database_open_mutex() so no other thread's SQLite open
+// slips between the creation and the close.
 Result<void> restrict_database_files(const std::string& path)
 {
-    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, kDatabaseFileMode));
-    if (!fd)
-        return system_error_errno("Failed to open database '" + path + "'");
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) != 0) {
+        if (errno != ENOENT)
+            return system_error_errno("Failed to stat database file '" + path + "'");
+        UniqueFd created(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, kDatabaseFileMode));
+        if (!created && errno != EEXIST)
+            return system_error_errno("Failed to create database '" + path + "'");
+        return {};
+    }
     for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
-        struct stat st{};
         if (::lstat(file.c_str(), &st) != 0) {
             if (errno == ENOENT)
                 continue;
@@ -62,6 +87,14 @@ std::string pragma(SQLite::Database& db, const std::string& statement)
     return stmt.getColumn(0).getString();
 }
 
+// NPS_TEST_UNSAFE_SYNCHRONOUS_OFF=1 in the environment: every connection
+// runs with synchronous=OFF, whatever OpenOptions says. Test-only.
+bool unsafe_no_sync_for_tests()
+{
+    const char* v = std::getenv("NPS_TEST_UNSAFE_SYNCHRONOUS_OFF");
+    return v != nullptr && std::string_view(v) == "1";
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clock& clock)
@@ -71,14 +104,17 @@ Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clo
         return refuse(path, "no path given");
     if (is_in_memory(path))
         return refuse(path, "an in-memory database cannot use WAL; give a file path");
-    if (path.rfind("file:", 0) != 0)
-        NPS_TRY_VOID(restrict_database_files(path));
-
     try {
-        // NOMUTEX: a Store object is used by one thread at a time (store.hpp),
-        // so SQLite's per-connection mutex would only cost time.
-        auto db = std::make_unique<SQLite::Database>(
-            path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX, options.busy_timeout_ms);
+        std::unique_ptr<SQLite::Database> db;
+        {
+            std::lock_guard creating(database_open_mutex());
+            if (path.rfind("file:", 0) != 0)
+                NPS_TRY_VOID(restrict_database_files(path));
+            // NOMUTEX: a Store object is used by one thread at a time
+            // (store.hpp), so SQLite's per-connection mutex would only cost time.
+            db = std::make_unique<SQLite::Database>(
+                path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX, options.busy_timeout_ms);
+        }
 
         // WAL: readers never block the writer and a commit appends to one
         // file. The mode is persistent in the file; asking again is cheap.
@@ -88,6 +124,11 @@ Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clo
         // FULL: the WAL is fsynced at every commit, so an acknowledged
         // transaction survives power loss (docs/durability.md).
         db->exec(options.synchronous == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+        // TEST ONLY (docs/durability.md, "Negative control"): the power-cut
+        // harness proves it can fail by running the daemon with no fsync at
+        // all. Never set it in production: a power loss then loses commits.
+        if (unsafe_no_sync_for_tests())
+            db->exec("PRAGMA synchronous=OFF");
         db->exec("PRAGMA foreign_keys=ON");
         // After a checkpoint, truncate a WAL that grew past 64 MiB (a burst)
         // instead of keeping the big file around forever.

@@ -259,7 +259,7 @@ Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
         return static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(EventLoop::now() - began).count());
     };
-    if (pool_ && !sandbox.user_namespace) {
+    if (pool_) {
         // A miss (none parked, a plan too large, a parked child gone) falls
         // back below; a failure of the worker's own spec is its outcome.
         sandbox::PoolAttempt attempt = NPS_TRY(pool_->spawn(sandbox, w.spec.limits, w.spec.enforcement));
@@ -274,6 +274,9 @@ Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
     if (options_.cgroup_base) {
         w.cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
             *options_.cgroup_base, {.name = w.name, .limits = w.spec.limits, .enforcement = w.spec.enforcement}));
+    } else if ((w.spec.limits.memory_bytes || w.spec.limits.cpu_millicores || w.spec.limits.pids_max) &&
+               w.spec.enforcement == cgroup::Enforcement::strict) {
+        return cgroup::unenforceable_limit("limits", "this runner has no usable cgroups");  // fail closed
     }
     sandbox.cgroup = w.cgroup ? &*w.cgroup : nullptr;
     w.child = NPS_TRY(sandbox::spawn(sandbox));

@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -20,7 +22,9 @@ bool contains(const std::string& text, const std::string& part)
     return text.find(part) != std::string::npos;
 }
 
-// Entries named run-* beneath this process's own cgroups (each hierarchy).
+// Entries named run-<pid> beneath this process's own cgroups (each
+// hierarchy) whose `nps-runner run` has ended: what a run left behind. A
+// live pid's group is another test's run, going on beside this one.
 std::vector<std::string> leftover_run_groups()
 {
     std::vector<std::string> found;
@@ -38,8 +42,12 @@ std::vector<std::string> leftover_run_groups()
             continue;
         while (dirent* e = ::readdir(d)) {
             std::string name = e->d_name;
-            if (name.rfind("run-", 0) == 0)
-                found.push_back(dir + "/" + name);
+            if (name.rfind("run-", 0) != 0)
+                continue;
+            const pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + 4));
+            if (pid > 0 && ::kill(pid, 0) == 0)
+                continue;
+            found.push_back(dir + "/" + name);
         }
         ::closedir(d);
     }
@@ -170,4 +178,104 @@ TEST_CASE("sandbox.seccomp_allow extends the filter; bad names are refused")
     auto ok = run_sh("grep Seccomp: /proc/self/status", {"--config", dir.file("ok.toml")});
     CHECK(ok.exit_status == 0);
     CHECK(contains(ok.out, "Seccomp:\t2"));
+}
+
+namespace {
+
+// Starts background sleepers until fork fails, printing the count: the
+// last number printed is how many processes the limit allowed besides sh.
+const std::string kForkBomb =
+    "n=0; while [ $n -lt 3000 ]; do sleep 30 & n=$((n+1)); echo $n; done; echo all-started";
+
+long last_count(const std::string& out)
+{
+    std::istringstream lines(out);
+    long last = 0;
+    for (std::string line; std::getline(lines, line);)
+        if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos)
+            last = std::stol(line);
+    return last;
+}
+
+// A string doubling in awk: 256 MiB plus its 512 MiB copy passes 512Mi.
+// exec: the hog is the command itself (a shell would outlive its OOM-killed child).
+const std::string kMemoryHog = "exec awk 'BEGIN { s = \"x\"; while (1) s = s s }'";
+
+}  // namespace
+
+TEST_CASE("run without limit flags: the worker defaults hold (a fork bomb stops at 256 pids, a hog at 512Mi)")
+{
+    if (!has_memory_limits()) {
+        MESSAGE("no cgroups on this host; the defaults cannot be enforced here");
+        return;
+    }
+    auto bomb = run_sh(kForkBomb, {"--max-runtime", "60"});
+    CHECK(bomb.exit_status != 0);
+    CHECK(contains(bomb.err, "can't fork"));
+    CHECK(!contains(bomb.out, "all-started"));
+    CHECK(last_count(bomb.out) < 256);
+    CHECK(last_count(bomb.out) >= 200);
+
+    auto hog = run_sh(kMemoryHog, {"--max-runtime", "60"});
+    CHECK(hog.exit_status == 137);
+    CHECK(contains(hog.err, "OOM killer"));
+
+    // Within the defaults a command just works.
+    auto fine = run_sh("sleep 0 & wait; echo fine");
+    CHECK(fine.exit_status == 0);
+    CHECK(fine.out == "fine\n");
+    CHECK(leftover_run_groups().empty());
+}
+
+TEST_CASE("run takes [workers] default_* from --config; flags override them and are not held to the ceilings")
+{
+    if (!has_memory_limits()) {
+        MESSAGE("no cgroups on this host");
+        return;
+    }
+    nps::test::TempDir dir("nps-run-config");
+    nps::test::write_file(dir.file("small.toml"), "[workers]\ndefault_pids = 16\ndefault_memory = \"32Mi\"\n");
+    auto bomb = run_sh(kForkBomb, {"--config", dir.file("small.toml"), "--max-runtime", "60"});
+    CHECK(bomb.exit_status != 0);
+    CHECK(last_count(bomb.out) < 16);
+    CHECK(last_count(bomb.out) >= 10);
+    auto hog = run_sh("x=$(head -c 100000000 /dev/zero | tr '\\0' x); echo survived",
+                      {"--config", dir.file("small.toml")});
+    CHECK(hog.exit_status == 137);
+
+    // --pids overrides the configured default.
+    auto roomy = run_sh("for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do sleep 5 & done; "
+                        "echo all-started",
+                        {"--config", dir.file("small.toml"), "--pids", "64", "--max-runtime", "30"});
+    CHECK(roomy.exit_status == 0);
+    CHECK(contains(roomy.out, "all-started"));
+
+    // A default of 0 leaves the limit off; and --memory above [workers]
+    // max_memory is the operator's call.
+    nps::test::write_file(dir.file("none.toml"), "[workers]\ndefault_pids = 0\nmax_pids = 0\n");
+    auto unlimited = run_sh("n=0; while [ $n -lt 300 ]; do sleep 30 & n=$((n+1)); done; echo all-started",
+                            {"--config", dir.file("none.toml"), "--max-runtime", "60"});
+    CHECK(unlimited.exit_status == 0);
+    CHECK(contains(unlimited.out, "all-started"));
+    auto big = run_sh("echo big", {"--memory", "5Gi"});
+    CHECK(big.exit_status == 0);
+    CHECK(big.out == "big\n");
+
+    // A config whose ceiling is below its default is refused, naming both keys.
+    nps::test::write_file(dir.file("bad.toml"), "[workers]\nmax_pids = 10\n");
+    auto bad = run_sh("echo ran", {"--config", dir.file("bad.toml")});
+    CHECK(bad.exit_status == 2);
+    CHECK(contains(bad.err, "workers.max_pids: 10 is below workers.default_pids = 256"));
+    CHECK(!contains(bad.out, "ran"));
+    CHECK(leftover_run_groups().empty());
+}
+
+TEST_CASE("run --help names the limits' defaults and their keys")
+{
+    auto help = nps::test::run_command({"run", "--help"});
+    CHECK(help.exit_status == 0);
+    CHECK(contains(help.out, "default 512Mi, [workers] default_memory"));
+    CHECK(contains(help.out, "default 1, [workers] default_cpu"));
+    CHECK(contains(help.out, "default 256, [workers] default_pids"));
+    CHECK(contains(help.out, "not bounded by the [workers] max_* ceilings"));
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The privileged suite skips (exit 77, meson's "skipped") where the sandbox
-// cannot exist, saying why.
+// cannot exist, saying why; the user-namespace cases (TEST_SUITE "userns")
+// are left out, saying why, where the kernel cannot idmap a rootfs.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -16,5 +17,9 @@ int main(int argc, char** argv)
         return 77;
     }
     doctest::Context context(argc, argv);
+    if (std::string userns = nps::test::user_namespace_unavailable_reason(); !userns.empty()) {
+        std::printf("skipping the user-namespace cases (test suite 'userns'): %s\n", userns.c_str());
+        context.addFilter("test-suite-exclude", "userns");
+    }
     return context.run();
 }

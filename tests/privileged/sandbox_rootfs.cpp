@@ -11,6 +11,9 @@
 #include <memory>
 #include <stdexcept>
 
+#include "nps/config/config.hpp"
+#include "nps/sandbox/userns.hpp"
+
 namespace nps::test {
 
 namespace {
@@ -56,6 +59,15 @@ std::string sandbox_unavailable_reason()
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return "cannot create pid/mount/net/uts/ipc/cgroup namespaces";
     return "";
+}
+
+std::string user_namespace_unavailable_reason()
+{
+    const config::Config defaults;
+    return sandbox::user_namespace_unavailable_reason(
+        sandbox::userns_slots_options(static_cast<std::uint32_t>(defaults.userns_first_host_id),
+                                      static_cast<std::uint32_t>(defaults.userns_id_count), sandbox::kUsernsLockDir),
+        sandbox::kUsernsLockDir, sandbox::RootfsKind::directory);
 }
 
 const std::string& busybox_rootfs()

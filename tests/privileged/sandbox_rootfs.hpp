@@ -16,6 +16,12 @@ namespace nps::test {
 // busybox), or "" when they can.
 std::string sandbox_unavailable_reason();
 
+// Why sandboxes cannot have a user namespace here (the probe `run` and the
+// daemon use, with the default id range and a directory rootfs), or "".
+// The cases that need one are in TEST_SUITE("userns"); sandbox_main.cpp
+// leaves them out, saying why, where this is not "".
+std::string user_namespace_unavailable_reason();
+
 // The rootfs directory (bin/ with busybox and its applets, proc, dev, tmp, etc).
 const std::string& busybox_rootfs();
 

@@ -38,14 +38,19 @@ bool pid_gone(pid_t pid)
 }
 
 // The first child of `parent` (from /proc), or -1 after ~5 s.
-pid_t first_child_of(pid_t parent)
+// The child of `parent` running the program named `comm` (the runner also
+// has short-lived helper children, e.g. the user namespace probe's holder).
+pid_t child_running(pid_t parent, const std::string& comm)
 {
     std::string path = "/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent) + "/children";
     for (int i = 0; i < 500; ++i) {
         std::ifstream in(path);
-        pid_t child = -1;
-        if (in >> child && child > 0)
-            return child;
+        for (pid_t child = -1; in >> child && child > 0;) {
+            std::ifstream name("/proc/" + std::to_string(child) + "/comm");
+            std::string text;
+            if (std::getline(name, text) && text == comm)
+                return child;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return -1;
@@ -170,7 +175,7 @@ TEST_CASE("a command killed by a signal gives 128+signal")
         ::execl(bin.c_str(), bin.c_str(), "run", "--rootfs", rootfs.c_str(), "--", "/bin/sleep", "100", nullptr);
         ::_exit(126);
     }
-    pid_t sandboxed = first_child_of(runner);
+    pid_t sandboxed = child_running(runner, "sleep");
     REQUIRE(sandboxed > 0);
     // Only SIGKILL reaches a pid 1 without handlers from outside.
     REQUIRE(::kill(sandboxed, SIGKILL) == 0);

@@ -22,6 +22,7 @@
 #include "nps/cgroup/mode.hpp"
 #include "nps/sandbox/loopback_netns.hpp"
 #include "nps/sandbox/spawn_pool.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "sandbox_rootfs.hpp"
 
 namespace {
@@ -220,10 +221,38 @@ TEST_CASE("pooled spawn failures are reported like spawn()'s, and the slot is us
 
     REQUIRE(pool.refill());
     spec = shell("", 1);
+    // A user namespace needs a pre-made one (its fd) in the pool.
     spec.user_namespace = nps::sandbox::UserNamespace{.host_uid = 100000, .host_gid = 100000, .count = 65536};
     auto userns = pool.spawn(spec, {});
     REQUIRE_FALSE(userns);
     CHECK(describe(userns.error()).find("need sandbox::spawn()") != std::string::npos);
+}
+
+TEST_CASE("a pooled spawn joins a pre-made user namespace after the task's network namespace" *
+          doctest::test_suite("userns"))
+{
+    SpawnPool pool = make_pool(1);
+    auto ns = nps::sandbox::UserNamespaceFd::create(1879048192, 1879048192, 65536);
+    REQUIRE_MESSAGE(ns, (ns ? std::string() : describe(ns.error())));
+    auto netns = nps::sandbox::LoopbackNetns::create();
+    REQUIRE(netns);
+    SandboxSpec spec = shell("", 1);
+    spec.argv = {"/bin/sh", "-c", "cat /proc/self/uid_map; stat -c %u /bin/busybox; readlink /proc/self/ns/net"};
+    spec.user_namespace =
+        nps::sandbox::UserNamespace{.host_uid = 1879048192, .host_gid = 1879048192, .count = 65536, .fd = ns->fd()};
+    spec.netns_fd = netns->fd();
+    Pipe out = make_pipe();
+    spec.stdout_fd = out.write_end.get();
+    auto worker = pool.spawn(spec, {});
+    REQUIRE_MESSAGE(worker, (worker ? std::string() : describe(worker.error())));
+    out.write_end.reset();
+    const std::string text = read_all(out.read_end.get());
+    REQUIRE(worker->child.wait());
+    CHECK(text.find("1879048192") != std::string::npos);
+    CHECK(text.find("\n0\n") != std::string::npos);  // busybox (owned by 0 on disk) shows as 0: idmapped
+    char link[64] = {};
+    REQUIRE(::readlink(("/proc/self/fd/" + std::to_string(netns->fd())).c_str(), link, sizeof link - 1) > 0);
+    CHECK(text.find(link) != std::string::npos);
 }
 
 TEST_CASE("parked children hold none of the caller's fds, and go with the pool")

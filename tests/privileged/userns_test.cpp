@@ -26,10 +26,11 @@ std::string host_user_ns()
 
 }  // namespace
 
-TEST_CASE("run --userns: root inside is host id 100000, in a user namespace of its own")
+TEST_CASE("run --userns: root inside is a slot of the host ids from 0x70000000, in a user namespace of its own" *
+          doctest::test_suite("userns"))
 {
     auto r = run_sh("id -u; id -g; cat /proc/self/uid_map /proc/self/gid_map; readlink /proc/self/ns/user; "
-                    "grep CapEff /proc/self/status; stat -c %u /; touch /tmp/ok && echo tmp-writable",
+                    "grep CapEff /proc/self/status; stat -c %u /; stat -c %u /tmp; touch /tmp/ok && echo tmp-writable",
                     {"--userns"});
     REQUIRE_MESSAGE(r.exit_status == 0, r.err);
     std::istringstream out(r.out);
@@ -40,16 +41,23 @@ TEST_CASE("run --userns: root inside is host id 100000, in a user namespace of i
     unsigned inside = 1, outside = 0, count = 0;
     out >> inside >> outside >> count;
     CHECK(inside == 0);
-    CHECK(outside == 100000);
+    // Changed on purpose (issue 14): the default range moved from 100000
+    // (where /etc/subuid hands out ranges) to 0x70000000, one 65536-id slot
+    // per concurrent sandbox.
+    CHECK(outside >= 1879048192u);
+    CHECK((outside - 1879048192u) % 65536 == 0);
     CHECK(count == 65536);
     CHECK(contains(r.out, "user:["));
     CHECK(!contains(r.out, host_user_ns()));
     CHECK(contains(r.out, "CapEff:\t0000000000000000"));
-    CHECK(contains(r.out, "65534\n"));  // the host's root owns the rootfs: unmapped inside
+    // Changed on purpose (issue 14): the rootfs is idmapped, so the host's
+    // root's files are root's inside (they showed as 65534, unmapped); /tmp is
+    // the sandbox root's.
+    CHECK(contains(r.out, "0000000000\n0\n0\n"));
     CHECK(contains(r.out, "tmp-writable"));
 }
 
-TEST_CASE("run --userns --user: a non-root id inside, with limits and the usual refusals")
+TEST_CASE("run --userns --user: a non-root id inside, with limits and the usual refusals" * doctest::test_suite("userns"))
 {
     auto r = run_sh("id -u; id -g; mount -t tmpfs none /tmp 2>&1; echo mount=$?; touch /x 2>&1; echo root=$?",
                     {"--userns", "--user", "1000:1001", "--memory", "64Mi", "--pids", "32"});
@@ -59,17 +67,57 @@ TEST_CASE("run --userns --user: a non-root id inside, with limits and the usual 
     CHECK(!contains(r.out, "root=0"));
 }
 
-TEST_CASE("a user namespace mapping onto the host's root or too small is refused")
+TEST_CASE("a user namespace mapping onto the host's root is refused by the configuration")
 {
     nps::test::TempDir dir("nps-userns");
     nps::test::write_file(dir.file("root.toml"), "[sandbox]\nuserns_first_host_id = 0\n");
     auto zero = run_sh("echo ran", {"--userns", "--config", dir.file("root.toml")});
     CHECK(zero.exit_status == 2);
     CHECK(contains(zero.err, "userns_first_host_id: must be between 1"));
+    CHECK(!contains(zero.out, "ran"));
+}
 
+TEST_CASE("a user namespace too small for the worker's --user is refused" * doctest::test_suite("userns"))
+{
+    nps::test::TempDir dir("nps-userns");
     nps::test::write_file(dir.file("small.toml"), "[sandbox]\nuserns_id_count = 10\n");
     auto small = run_sh("echo ran", {"--userns", "--user", "1000", "--config", dir.file("small.toml")});
     CHECK(small.exit_status == 125);
     CHECK(contains(small.err, "lie outside its user namespace's 10 mapped ids"));
     CHECK(!contains(small.out, "ran"));
+}
+
+TEST_CASE("run --userns where the kernel cannot idmap the rootfs fails naming why, and runs nothing")
+{
+    const std::string why_not = nps::test::user_namespace_unavailable_reason();
+    if (why_not.empty())
+        return;  // the kernel can: the "userns" suite covers it (the opposite case)
+    auto r = run_sh("echo ran", {"--userns"});
+    CHECK(r.exit_status == 125);
+    CHECK(contains(r.err, "sandbox.user_namespace is on, but"));
+    CHECK(contains(r.err, "cannot be mounted here"));
+    CHECK(contains(r.err, "MOUNT_ATTR_IDMAP"));
+    CHECK(!contains(r.out, "ran"));
+}
+
+TEST_CASE("run: the user namespace is the default where the kernel allows it, --no-userns turns it off")
+{
+    const bool allowed = nps::test::user_namespace_unavailable_reason().empty();
+    auto r = run_sh("cat /proc/self/uid_map");
+    REQUIRE_MESSAGE(r.exit_status == 0, r.err);
+    std::istringstream out(r.out);
+    unsigned inside = 1, outside = 0, count = 0;
+    out >> inside >> outside >> count;
+    CHECK(inside == 0);
+    if (allowed) {
+        CHECK(outside >= 1879048192u);
+        CHECK(count == 65536);
+    } else {
+        CHECK(outside == 0);  // auto: off here, the host's identity map
+        CHECK(count == 4294967295u);
+    }
+
+    auto off = run_sh("cat /proc/self/uid_map", {"--no-userns"});
+    REQUIRE_MESSAGE(off.exit_status == 0, off.err);
+    CHECK(contains(off.out, "4294967295"));  // the host's identity map
 }

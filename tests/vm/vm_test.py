@@ -25,85 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-DEFAULT_VM_DIR = "/var/cache/nps-runner-tests/vm"
-SKIP = 77
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from vmlib import DEFAULT_VM_DIR, SKIP, Cpio, clean, shared_libraries, stripped  # noqa: E402
 
 
 def say(msg):
     print(f"vm-test: {msg}", flush=True)
-
-
-# --- initramfs (cpio "newc") -----------------------------------------------
-
-class Cpio:
-    """A newc archive written from a list of entries; no staging directory,
-    so device nodes need no privileges."""
-
-    def __init__(self):
-        self.entries = {}  # path -> (mode, data, (rdev major, minor))
-
-    def dir(self, path):
-        parts = Path(path).parts[1:]
-        for i in range(1, len(parts) + 1):
-            p = "/" + "/".join(parts[:i])
-            if p not in self.entries:
-                self.entries[p] = (0o040755, b"", (0, 0))
-
-    def file(self, path, data, mode=0o644):
-        self.dir(str(Path(path).parent))
-        self.entries[path] = (0o100000 | mode, data, (0, 0))
-
-    def chardev(self, path, major, minor, mode=0o600):
-        self.dir(str(Path(path).parent))
-        self.entries[path] = (0o020000 | mode, b"", (major, minor))
-
-    def bytes(self):
-        out = bytearray()
-
-        def add(ino, name, mode, data, rdev):
-            name_b = name.encode() + b"\0"
-            fields = [ino, mode, 0, 0, 2 if mode & 0o040000 else 1, 0, len(data),
-                      0, 0, rdev[0], rdev[1], len(name_b), 0]
-            out.extend(b"070701" + b"".join(b"%08X" % f for f in fields))
-            out.extend(name_b)
-            out.extend(b"\0" * (-len(out) % 4))
-            out.extend(data)
-            out.extend(b"\0" * (-len(out) % 4))
-
-        for ino, path in enumerate(sorted(self.entries), start=1):
-            mode, data, rdev = self.entries[path]
-            add(ino, path.lstrip("/"), mode, data, rdev)
-        add(0, "TRAILER!!!", 0, b"", (0, 0))
-        return bytes(out)
-
-
-def shared_libraries(binary):
-    """Absolute paths of the shared libraries (and loader) `binary` needs."""
-    r = subprocess.run(["ldd", binary], capture_output=True, text=True)
-    if r.returncode != 0:
-        if "not a dynamic executable" in r.stdout + r.stderr:
-            return []
-        raise RuntimeError(f"ldd {binary} failed: {r.stderr.strip()}")
-    libs = []
-    for line in r.stdout.splitlines():
-        if "not found" in line:
-            raise RuntimeError(f"ldd {binary}: {line.strip()}")
-        m = re.search(r"(/\S+) \(0x", line)
-        if m:
-            libs.append(m.group(1))
-    return libs
-
-
-def stripped(binary, workdir):
-    """A copy of `binary` without symbols (smaller initramfs, faster boot)."""
-    out = Path(workdir) / ("stripped-" + Path(binary).name)
-    if shutil.which("strip"):
-        r = subprocess.run(["strip", "-o", str(out), binary], capture_output=True, text=True)
-        if r.returncode == 0:
-            return out.read_bytes()
-        say(f"strip {binary} failed ({r.stderr.strip()}); using it unstripped")
-    return Path(binary).read_bytes()
 
 
 def build_initramfs(args, plan, workdir):
@@ -135,15 +63,6 @@ def build_initramfs(args, plan, workdir):
 
 
 # --- the run ---------------------------------------------------------------
-
-# Terminal control sequences (the firmware clears the screen) and carriage
-# returns from the serial line.
-CONTROL = re.compile(r"\x1b(\[[0-9;?]*[A-Za-z]|[^\[])|\r")
-
-
-def clean(raw):
-    return CONTROL.sub("", raw.decode("utf-8", "replace"))
-
 
 def make_plan(args):
     env = "NPS_EXPECT_CGROUP_MODE=unified"

@@ -225,4 +225,25 @@ inline constexpr std::size_t kSpawnPoolPlanBytes = 1 << 20;
 // Parked children a SpawnPool keeps at most.
 inline constexpr std::size_t kSpawnPoolMaxSize = 64;
 
+// --- A worker's writable space (ours; docs/sandbox.md "Disk") ---
+// Overlay upper, /tmp and /dev/shm share one tmpfs of the worker's disk
+// limit. The default stays below the default memory limit (512 MiB), as
+// tmpfs pages count as the worker's memory: a full disk is ENOSPC, not OOM.
+inline constexpr std::uint64_t kDefaultWorkerDiskBytes = 256ull << 20;  // [workers] default_disk
+inline constexpr std::uint64_t kDefaultMaxWorkerDiskBytes = 1ull << 30; // [workers] max_disk
+inline constexpr std::uint64_t kMinWorkerDiskBytes = 1ull << 20;        // any disk limit, at least
+inline constexpr std::uint64_t kMaxWorkerDiskBytes = 1ull << 40;        // any disk limit, at most
+// One tmpfs inode per this many bytes of the limit (a non-empty file takes
+// a page anyway), so empty files cannot pin unbounded kernel memory.
+inline constexpr std::uint64_t kWorkerDiskBytesPerInode = 4096;
+inline constexpr std::uint64_t kMinWorkerDiskInodes = 1024;
+
+// --- Sandbox namespaces (ours; docs/sandbox.md "users", "network") ---
+// Worker slots, each with a host id range of its own (sandbox.userns_id_count
+// ids from sandbox.userns_first_host_id + slot * count): at most this many
+// user-namespaced workers (of the daemon and of `run`) at once.
+inline constexpr std::uint32_t kUsernsMaxSlots = 1024;
+// Loopback-only network namespaces the daemon keeps made ahead of tasks.
+inline constexpr std::size_t kNetnsPoolSize = 4;
+
 }  // namespace nps::limits

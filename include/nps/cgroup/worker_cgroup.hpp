@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nps/base/result.hpp"
@@ -35,6 +36,14 @@ struct CgroupLimits {
 };
 
 Result<void> validate_limits(const CgroupLimits& limits);
+
+// The refusal of a limit this host cannot enforce, `what` being "memory",
+// "cpu", "pids", "swap" or "limits" (no cgroups at all): the reason, how to
+// make the host enforce it, and how to opt out. "Cannot enforce the memory
+// limit: no memory cgroup controller is available. To enforce it, enable the
+// memory controller (cgroup_enable=memory on the kernel command line, …); to
+// run without it, set [sandbox] allow_unenforced_limits = true, …".
+Error unenforceable_limit(std::string_view what, std::string_view why);
 
 enum class Enforcement {
     strict,            // a limit the host cannot enforce fails create()

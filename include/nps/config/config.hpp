@@ -20,6 +20,11 @@
 
 namespace nps::config {
 
+enum class UserNamespaceMode { automatic, on, off };
+
+// "auto", "on", "off".
+const char* to_string(UserNamespaceMode mode);
+
 inline constexpr const char* kDefaultConfigPath = "/etc/nps-runner/config.toml";
 inline constexpr const char* kDefaultStateDir = "/var/lib/nps-runner";
 inline constexpr const char* kDefaultListen = "127.0.0.1:17437";  // the NOP port
@@ -49,6 +54,26 @@ struct WorkerPolicy {
     std::uint32_t log_keep = 1;                     // rotated files kept per stream
     std::uint32_t log_retention_hours = 168;        // finished workers' logs are deleted after; 0: kept forever
     std::size_t spawn_pool = 4;                     // parked sandbox children (docs/supervisor.md); 0: none
+    // A worker's disk: its overlay upper, /tmp and /dev/shm together (docs/sandbox.md "Disk").
+    std::uint64_t default_disk = limits::kDefaultWorkerDiskBytes;  // every worker's; `run` without --disk
+    std::uint64_t max_disk = limits::kDefaultMaxWorkerDiskBytes;   // ceiling of default_disk and `run --disk`
+    // Total of all workers' log directories: above it, finished workers'
+    // logs go, oldest first; 0: no cap.
+    std::uint64_t logs_max_bytes = std::uint64_t{1} << 30;
+    // Limits of a worker whose SpawnSpec sets none (0: no limit of that
+    // kind), and the ceilings of what a SpawnSpec may ask (0: no ceiling);
+    // each ceiling is at least its default (docs/configuration.md "Limits"
+    // says why these values).
+    std::int64_t default_memory_bytes = std::int64_t{512} << 20;  // 512Mi
+    std::int64_t default_cpu_millicores = 1000;                 // 1 CPU
+    std::int64_t default_pids = 256;
+    std::int64_t max_memory_bytes = std::int64_t{4} << 30;      // 4Gi
+    std::int64_t max_cpu_millicores = default_max_cpu_millicores();
+    std::int64_t max_pids = 4096;
+    std::uint32_t max_runtime_seconds_ceiling = 24 * 3600;
+
+    // max_cpu's default: 4 CPUs, or all of this host's online CPUs if it has more.
+    static std::int64_t default_max_cpu_millicores();
 };
 
 // [runner]: how `serve` claims and executes tasks (docs/executor.md).
@@ -101,9 +126,14 @@ struct Config {
     bool allow_host_network = false;        // may workers use the host's network
     bool allow_unenforced_limits = false;   // run with a limit the host cannot enforce (warned)
     std::vector<std::string> seccomp_allow; // system calls allowed beyond the default filter
-    bool user_namespace = false;            // run workers in a user namespace
-    std::int64_t userns_first_host_id = 100'000;  // host uid/gid of the sandbox's root
-    std::int64_t userns_id_count = 65'536;        // ids mapped
+    // Workers (and `run`) in a user namespace: auto (on where the kernel
+    // allows it, probed at start), on ("true"), off ("false").
+    UserNamespaceMode user_namespace = UserNamespaceMode::automatic;
+    // Worker slot i maps ids 0..count-1 onto first + i*count.. (docs/sandbox.md):
+    // 0x70000000, above systemd's container and dynamic ranges and any /etc/subuid
+    // range an installer hands out (checked at start).
+    std::int64_t userns_first_host_id = 0x7000'0000;
+    std::int64_t userns_id_count = 65'536;        // ids mapped per slot
 
     // [images] (docs/images.md): thresholds above which `image gc` evicts
     // unpacked layers of images not in use. 0 / 100 disable.

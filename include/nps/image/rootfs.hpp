@@ -7,6 +7,11 @@
 // Layout, in the worker's directory (<state_dir>/workers/<name>/):
 //   upper/  the worker's changes       work/  overlayfs's scratch
 //   rootfs/ the mount point, what the sandbox gets as its rootfs
+// or, with a disk limit (disk_bytes), the bounded writable space
+// (worker_space.hpp):
+//   space/  a tmpfs of disk_bytes: space/upper, space/work, and space/tmp,
+//           space/shm for the sandbox's /tmp and /dev/shm
+//   rootfs/ the mount point
 // The overlay is mounted nodev. Mount points the sandbox needs (/proc,
 // /dev, /tmp) are made in the upper directory when the image lacks them;
 // one that the image has as a non-directory (a symlink, say) is replaced by
@@ -19,10 +24,13 @@
 // which holds a couple of hundred layers, and a clear error beyond.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nps/base/result.hpp"
+#include "nps/image/worker_space.hpp"
 
 namespace nps::image {
 
@@ -45,6 +53,19 @@ struct OverlayOptions {
     std::string worker_dir;               // made (0700) when missing; must not hold upper/, work/ or rootfs/
     UpperRetention retention = UpperRetention::remove;
     OverlayMountApi mount_api = OverlayMountApi::automatic;
+    // With a value, upper and work live in a WorkerSpace of this many bytes
+    // (worker_dir/space), which release() unmounts; UpperRetention::keep is
+    // then refused (the upper lives in memory). Without, they are plain
+    // directories on worker_dir's filesystem, unbounded.
+    std::optional<std::uint64_t> disk_bytes;
+    uid_t space_owner_uid = 0;  // WorkerSpaceOptions::owner_uid / owner_gid
+    gid_t space_owner_gid = 0;
+    // >= 0: a user namespace (an fd, not consumed) the worker runs in. The
+    // overlay is mounted from idmapped clones of the layers (detached once it
+    // is mounted, idmapped_layers.hpp), so the layers' owner 0 is that
+    // namespace's root: the sandbox then needs no idmapped rootfs of its own.
+    // Give the space to the namespace's root (space_owner_*) with it.
+    int idmap_userns_fd = -1;
 };
 
 class OverlayRootfs {
@@ -61,6 +82,9 @@ public:
     // The merged root (worker_dir/rootfs).
     const std::string& path() const { return rootfs_; }
     const std::string& upper_dir() const { return upper_; }
+    // The writable space holding tmp/ and shm/ (SandboxSpec::writable.host_dir);
+    // "" without a disk limit.
+    std::string space_dir() const { return space_ ? space_->dir() : std::string(); }
 
     // Unmounts (lazily, MNT_DETACH, when busy) and removes the directories
     // as `retention` says. Call once the sandbox's processes are gone.
@@ -73,6 +97,7 @@ private:
     std::string upper_;
     std::string work_;
     std::string rootfs_;
+    std::optional<WorkerSpace> space_;
     UpperRetention retention_ = UpperRetention::remove;
     bool mounted_ = false;
     bool active_ = false;

@@ -14,6 +14,7 @@
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/sandbox/child.hpp"
 #include "nps/sandbox/seccomp.hpp"
+#include "nps/sandbox/writable_space.hpp"
 
 namespace nps::sandbox {
 
@@ -36,10 +37,25 @@ struct Rlimit {
 // An optional user namespace: ids 0..count-1 inside are host ids
 // host_uid..host_uid+count-1 (gids likewise), so the sandbox's root is an
 // unprivileged host user. host_uid and host_gid must not be 0.
+//
+// The child joins it last (after its mounts, hostname, network namespace
+// and rlimits, made as the host's root), so every namespace but this one is
+// owned by the host's user namespace: the sandbox can join a network
+// namespace the host made, and the rootfs is bound before rights are lost.
+// The rootfs is bound as an idmapped mount (MOUNT_ATTR_IDMAP) through this
+// namespace, so its files keep their owners inside; /tmp and /dev/shm are
+// owned by the sandbox's root.
 struct UserNamespace {
     uid_t host_uid;
     gid_t host_gid;
     std::uint32_t count;
+    // A namespace with exactly these maps (a UserNamespaceFd, userns.hpp),
+    // not consumed; -1: spawn() makes one for this sandbox (SpawnPool needs one).
+    int fd = -1;
+    // The rootfs already shows the ids as this namespace sees them (an image
+    // overlay of idmapped layers, image/rootfs.hpp): it is bound as it is,
+    // not idmapped again (needs `fd`).
+    bool rootfs_idmapped = false;
 };
 
 // Everything a sandbox needs. The rootfs must contain the directories
@@ -51,9 +67,9 @@ struct SandboxSpec {
     std::string cwd = "/";               // inside the sandbox
     std::string hostname = "nps-sandbox";
     Network network = Network::none;
-    // With Network::none: >= 0 joins this namespace (a LoopbackNetns) instead
-    // of creating one. Not consumed. Ignored with a user namespace, whose
-    // root may not join a namespace the host's user namespace owns.
+    // With Network::none: >= 0 joins this namespace (a LoopbackNetns, e.g.
+    // the task's) instead of creating one. Not consumed; also with a user
+    // namespace (joined after it).
     int netns_fd = -1;
     // With a value, a new user namespace; uid and gid below are ids inside it.
     std::optional<UserNamespace> user_namespace;
@@ -63,6 +79,9 @@ struct SandboxSpec {
     // conventional open-file limit; callers replace or extend the list.
     std::vector<Rlimit> rlimits = {{RLIMIT_CORE, 0, 0}, {RLIMIT_NOFILE, 1024, 4096}};
     RootAccess root = RootAccess::read_only;
+    // /tmp and /dev/shm: one bounded space (writable_space.hpp), by default
+    // a fresh tmpfs of limits::kDefaultWorkerDiskBytes.
+    WritableSpace writable;
     // The worker's cgroup (not owned): the child is cloned into its v2 group
     // (CLONE_INTO_CGROUP) and added to its v1 groups before it runs setup.
     cgroup::WorkerCgroup* cgroup = nullptr;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "nps/base/result.hpp"
@@ -23,5 +24,10 @@ Result<std::int64_t> parse_cpu_millicores(std::string_view text);
 
 // "512Mi" → 536870912, "1G" → 10^9, "1e3" → 1000, "129M" → 129'000'000.
 Result<std::int64_t> parse_memory_bytes(std::string_view text);
+
+// The shortest exact spelling: 1500 → "1500m", 2000 → "2".
+std::string format_cpu_quantity(std::int64_t millicores);
+// In the largest exact binary unit: 536870912 → "512Mi"; else bytes ("1000").
+std::string format_memory_quantity(std::int64_t bytes);
 
 }  // namespace nps::spawn

@@ -67,17 +67,41 @@ Result<std::string> read_log_tail(const std::string& path, std::size_t max_bytes
 
 // Retention of finished workers' logs (docs/supervisor.md "Logs").
 struct LogPruneReport {
-    std::size_t removed = 0;            // worker log directories deleted
+    std::size_t removed = 0;            // worker log directories deleted (for age or for the cap)
+    std::size_t removed_for_cap = 0;    // of which for max_total_bytes
+    bool spared_recent = false;         // still above the cap, with logs spared by running_as_of
     std::size_t kept = 0;               // worker log directories left
+    std::uint64_t kept_bytes = 0;       // the sizes of the files in them
     std::vector<std::string> problems;  // "Failed to remove '…': …", at most a few
 };
 
-// Deletes each directory directly under `root` (a worker's log directory)
-// whose files were all last written before `cutoff`, unless its name is in
-// `running`. Other entries (files, symbolic links) are left alone; at most
-// `max_removals` directories go per call, so one call's cost is bounded.
-// A missing root is an empty one.
+struct LogPruneOptions {
+    // Directories whose files were all last written before this go;
+    // time_point::min(): none for age.
+    std::chrono::system_clock::time_point cutoff = std::chrono::system_clock::time_point::min();
+    // Then, while all worker log directories together (running ones
+    // included) hold more than this many bytes, finished ones go, least
+    // recently written first; 0: no cap.
+    std::uint64_t max_total_bytes = 0;
+    // When `running` was taken: a directory written since may belong to a
+    // worker started after, so the cap spares it (age cannot reach it).
+    std::chrono::system_clock::time_point running_as_of = std::chrono::system_clock::time_point::max();
+    std::size_t max_removals = 1000;
+};
+
+// Deletes worker log directories (each directory directly under `root`) as
+// `options` say, never one whose name is in `running`. Other entries (files,
+// symbolic links) are left alone and not counted; at most max_removals
+// directories go per call, so one call's cost is bounded. A missing root is
+// an empty one.
+LogPruneReport prune_worker_logs(const std::string& root, const std::set<std::string>& running,
+                                 const LogPruneOptions& options);
+
+// Age only: prune_worker_logs(root, running, {.cutoff, .max_removals}).
 LogPruneReport prune_worker_logs(const std::string& root, std::chrono::system_clock::time_point cutoff,
                                  const std::set<std::string>& running, std::size_t max_removals);
+
+// The sizes of the files in one worker log directory (0 when missing).
+std::uint64_t worker_log_bytes(const std::string& dir);
 
 }  // namespace nps::supervisor

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "nps/sandbox/userns.hpp"
 #include "runner_process.hpp"
 #include "test_images.hpp"
 
@@ -107,6 +108,59 @@ TEST_CASE("run --image: two runs share the unpacked layers; limits apply")
         FAIL_CHECK("left behind: " << left);
 }
 
+TEST_CASE("run --image --userns: the image's files are the namespace root's, the host sees a slot's ids")
+{
+    RunImageFixture f;
+    const std::string why_not = nps::sandbox::user_namespace_unavailable_reason(
+        nps::sandbox::userns_slots_options(0x7000'0000, 65'536, nps::sandbox::kUsernsLockDir), f.state + "/workers",
+        nps::sandbox::RootfsKind::overlay);
+    auto r = f.run({"--userns", "--user", "0:0"},
+                   {"-c", "cat /proc/self/uid_map; busybox stat -c %u:%g /bin/busybox /bin; busybox touch /tmp/made && "
+                          "busybox stat -c %u /tmp/made; busybox mkdir /tmp/d && echo tmp-writable"});
+    if (!why_not.empty()) {
+        // Where the kernel cannot (e.g. no idmapped mounts on the layers'
+        // file system), --userns fails naming why and runs nothing.
+        CHECK(r.exit_status == 125);
+        CHECK(r.err.find("sandbox.user_namespace is on, but") != std::string::npos);
+        CHECK(r.out.empty());
+        return;
+    }
+    INFO(r.err);
+    REQUIRE(r.exit_status == 0);
+    std::istringstream out(r.out);
+    unsigned inside = 1, outside = 0, count = 0;
+    out >> inside >> outside >> count;
+    CHECK(inside == 0);
+    CHECK(outside >= 0x7000'0000u);
+    CHECK((outside - 0x7000'0000u) % 65'536 == 0);
+    CHECK(count == 65'536);
+    // The layers are shown through the namespace's mapping: root-owned files
+    // of the image are its root's (not 65534), and what it writes is its.
+    CHECK(r.out.find("\n0:0\n0:0\n0\ntmp-writable\n") != std::string::npos);
+    for (const auto& left : f.leftovers())
+        FAIL_CHECK("left behind: " << left);
+    // The idmapped layer mounts are gone with the overlay.
+    std::ifstream mounts("/proc/self/mountinfo");
+    for (std::string line; std::getline(mounts, line);)
+        CHECK_MESSAGE(line.find(f.state) == std::string::npos, "mount left behind: " << line);
+}
+
+TEST_CASE("run --image: the user namespace is the default where the kernel allows it")
+{
+    RunImageFixture f;
+    const bool allowed = nps::sandbox::user_namespace_unavailable_reason(
+                             nps::sandbox::userns_slots_options(0x7000'0000, 65'536, nps::sandbox::kUsernsLockDir),
+                             f.state + "/workers", nps::sandbox::RootfsKind::overlay)
+                             .empty();
+    auto r = f.run({}, {"-c", "cat /proc/self/uid_map"});
+    INFO(r.err);
+    REQUIRE(r.exit_status == 0);
+    CHECK((r.out.find("4294967295") == std::string::npos) == allowed);
+    auto off = f.run({"--no-userns"}, {"-c", "cat /proc/self/uid_map"});
+    REQUIRE(off.exit_status == 0);
+    CHECK(off.out.find("4294967295") != std::string::npos);
+}
+
 TEST_CASE("run --image: an unknown image or a missing choice is a clear error")
 {
     RunImageFixture f;
@@ -192,19 +246,30 @@ TEST_CASE("run --image killed with SIGKILL: the next run removes its overlay, up
     RunImageFixture f;
     pid_t dead = start_sleeping_run(f.state);
     pid_t live = start_sleeping_run(f.state);
+    // A failed REQUIRE must not leave a `run` sleeping with our stdout open.
+    struct KillOnExit {
+        pid_t pids[2];
+        ~KillOnExit()
+        {
+            for (pid_t pid : pids) {
+                if (::kill(pid, SIGKILL) == 0)
+                    ::waitpid(pid, nullptr, 0);
+            }
+        }
+    } kill_on_exit{{dead, live}};
     REQUIRE(wait_until_running(f.state, dead));
     REQUIRE(wait_until_running(f.state, live));
     const std::string dead_dir = f.state + "/workers/run-" + std::to_string(dead);
     const std::string live_dir = f.state + "/workers/run-" + std::to_string(live);
     const auto dead_cgroups = cgroups_named("run-" + std::to_string(dead));
-    REQUIRE(fs::exists(dead_dir + "/upper"));
+    REQUIRE(fs::exists(dead_dir + "/space/upper"));
 
     ::kill(dead, SIGKILL);
     int status = 0;
     REQUIRE(::waitpid(dead, &status, 0) == dead);
     // Nothing of it went away by itself.
     CHECK(!mounts_under(dead_dir).empty());
-    CHECK(fs::exists(dead_dir + "/upper"));
+    CHECK(fs::exists(dead_dir + "/space/upper"));
 
     auto next = f.run({"--memory", "64Mi"}, {"-c", "true"});
     CHECK_MESSAGE(next.exit_status == 0, next.err);
@@ -215,7 +280,7 @@ TEST_CASE("run --image killed with SIGKILL: the next run removes its overlay, up
         CHECK_MESSAGE(!fs::exists(group), group);
     // The live run's are untouched, and it still runs.
     CHECK(!mounts_under(live_dir + "/rootfs").empty());
-    CHECK(fs::exists(live_dir + "/upper"));
+    CHECK(fs::exists(live_dir + "/space/upper"));
     CHECK(!cgroups_named("run-" + std::to_string(live)).empty());
     CHECK(::waitpid(live, &status, WNOHANG) == 0);
 

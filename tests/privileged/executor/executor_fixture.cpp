@@ -182,14 +182,18 @@ std::vector<pid_t> processes_in_cgroups_of(pid_t runner_pid)
     return found;
 }
 
+// A spawn-pool slot holding only parked children, or none yet: the pool
+// creates a slot's cgroup before it moves the new child in, so an empty slot
+// is one being refilled (all_cgroups_of still sees it once the runner ends).
 bool parked_slot(const std::string& dir)
 {
+    if (dir.find("-p", dir.rfind('/')) == std::string::npos)
+        return false;
     std::ifstream in(dir + "/cgroup.procs");
-    bool any = false;
-    for (pid_t pid; in >> pid; any = true)
+    for (pid_t pid; in >> pid;)
         if (!parked(pid))
             return false;
-    return any && dir.find("-p", dir.rfind('/')) != std::string::npos;
+    return true;
 }
 
 }  // namespace

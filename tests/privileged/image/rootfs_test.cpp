@@ -8,11 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "disk_usage.hpp"
 #include "image/layer_fixture.hpp"
 #include "nps/image/layer_cache.hpp"
 #include "nps/image/rootfs.hpp"
@@ -25,6 +27,7 @@ using nps::test::LayerRecipe;
 using nps::test::make_layer;
 using nps::test::slurp;
 using nps::test::TempDir;
+using nps::test::disk_bytes_beneath;
 
 namespace {
 
@@ -255,12 +258,12 @@ TEST_CASE("a missing layer directory fails the mount and leaves nothing behind")
     CHECK(std::filesystem::is_empty(tmp / "workers/m"));
 }
 
-TEST_CASE("a sandbox runs on an overlay rootfs of image layers")
+namespace {
+
+// Two layers: busybox as /bin/sh and two files in /etc (no /proc, /dev or
+// /tmp: the rootfs makes them), then a whiteout for /etc/gone. Top first.
+std::vector<std::string> busybox_lowers(const TempDir& tmp)
 {
-    REQUIRE_MESSAGE(::access("/bin/busybox", X_OK) == 0, "needs /bin/busybox (busybox-static, scripts/install-deps)");
-    TempDir tmp("nps-overlay");
-    // Bottom layer: busybox as /bin/sh, and two files in /etc (no /proc,
-    // /dev or /tmp: the rootfs makes them).
     std::string src = tmp / "base";
     std::filesystem::create_directories(src + "/bin");
     std::filesystem::create_directories(src + "/etc");
@@ -268,7 +271,6 @@ TEST_CASE("a sandbox runs on an overlay rootfs of image layers")
     std::filesystem::create_symlink("busybox", src + "/bin/sh");
     nps::test::write_text(src + "/etc/kept", "kept\n");
     nps::test::write_text(src + "/etc/gone", "gone\n");
-    // Top layer: a whiteout for /etc/gone.
     std::string top = tmp / "top";
     std::filesystem::create_directories(top + "/etc");
     nps::test::write_text(top + "/etc/.wh.gone", "");
@@ -285,6 +287,16 @@ TEST_CASE("a sandbox runs on an overlay rootfs of image layers")
         REQUIRE_MESSAGE(layer, layer.error().describe());
         lowers.insert(lowers.begin(), *layer);
     }
+    return lowers;
+}
+
+}  // namespace
+
+TEST_CASE("a sandbox runs on an overlay rootfs of image layers")
+{
+    REQUIRE_MESSAGE(::access("/bin/busybox", X_OK) == 0, "needs /bin/busybox (busybox-static, scripts/install-deps)");
+    TempDir tmp("nps-overlay");
+    std::vector<std::string> lowers = busybox_lowers(tmp);
     OverlayRootfs rootfs = mount_rootfs(lowers, tmp / "workers/w");
 
     auto child = nps::sandbox::spawn({
@@ -296,4 +308,99 @@ TEST_CASE("a sandbox runs on an overlay rootfs of image layers")
     auto status = child->wait();
     REQUIRE(status);
     CHECK(status->shell_status() == 0);
+}
+
+namespace {
+
+// The mountinfo lines whose mount point is `path`.
+std::vector<std::string> mounts_at(const std::string& path)
+{
+    std::vector<std::string> lines;
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.find(" " + path + " ") != std::string::npos)
+            lines.push_back(line);
+    return lines;
+}
+
+}  // namespace
+
+TEST_CASE("a bounded writable space: root, /tmp and /dev/shm together hold at most disk_bytes, off the host's disk")
+{
+    REQUIRE_MESSAGE(::access("/bin/busybox", X_OK) == 0, "needs /bin/busybox (busybox-static, scripts/install-deps)");
+    TempDir tmp("nps-overlay");
+    std::vector<std::string> lowers = busybox_lowers(tmp);
+    const std::string worker = tmp / "workers/bounded";
+    constexpr std::uint64_t kLimit = 16ull << 20;
+    auto mounted = OverlayRootfs::mount({.lower_dirs = lowers, .worker_dir = worker, .disk_bytes = kLimit});
+    REQUIRE_MESSAGE(mounted, mounted.error().describe());
+    OverlayRootfs rootfs = std::move(*mounted);
+    CHECK(rootfs.space_dir() == worker + "/space");
+    CHECK(rootfs.upper_dir() == worker + "/space/upper");
+    auto space_mounts = mounts_at(worker + "/space");
+    REQUIRE(space_mounts.size() == 1);
+    CHECK(space_mounts[0].find(" - tmpfs nps-worker ") != std::string::npos);
+    CHECK(space_mounts[0].find("nosuid") != std::string::npos);
+    CHECK(space_mounts[0].find("nodev") != std::string::npos);
+
+    int out[2];
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    nps::sandbox::SandboxSpec spec{
+        .rootfs = rootfs.path(),
+        .argv = {"/bin/sh", "-c",
+                 "for f in /fill /tmp/fill /dev/shm/fill; do dd if=/dev/zero of=$f bs=1M count=8 2>/dev/null; "
+                 "echo \"$f=$(wc -c <$f)\"; done"},
+        .env = {"PATH=/bin"},
+        .root = nps::sandbox::RootAccess::writable,
+    };
+    spec.writable.host_dir = rootfs.space_dir();
+    spec.stdout_fd = out[1];
+    auto child = nps::sandbox::spawn(spec);
+    ::close(out[1]);
+    REQUIRE_MESSAGE(child, child.error().describe());
+    std::string text;
+    char buffer[512];
+    for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;)
+        text.append(buffer, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    auto status = child->wait();
+    REQUIRE(status);
+    INFO(text);
+    auto size_of = [&](const std::string& name) -> std::uint64_t {
+        auto at = text.find(name + "=");
+        REQUIRE(at != std::string::npos);
+        return std::strtoull(text.c_str() + at + name.size() + 1, nullptr, 10);
+    };
+    const std::uint64_t root = size_of("/fill"), in_tmp = size_of("/tmp/fill"), in_shm = size_of("/dev/shm/fill");
+    CHECK(root == 8ull << 20);                         // the first 8 MiB fit
+    CHECK(root + in_tmp + in_shm <= kLimit);            // the sum is bounded
+    CHECK(root + in_tmp + in_shm >= kLimit - (1ull << 20));  // ... at about the limit
+    CHECK(in_shm < 8ull << 20);                         // so the last write hit ENOSPC
+    // The root's file went to the upper, in the space: the host's disk
+    // beneath the worker's directory holds none of it.
+    CHECK(std::filesystem::file_size(rootfs.upper_dir() + "/fill") == root);
+    CHECK(disk_bytes_beneath(worker) < (1u << 20));
+
+    REQUIRE(rootfs.release());
+    CHECK(mounts_at(worker + "/rootfs").empty());
+    CHECK(mounts_at(worker + "/space").empty());
+    CHECK_FALSE(exists(worker + "/space"));
+    CHECK_FALSE(exists(worker + "/rootfs"));
+    CHECK(std::filesystem::is_empty(worker));
+}
+
+TEST_CASE("a bounded space refuses UpperRetention::keep and sizes out of range, leaving nothing")
+{
+    TempDir tmp("nps-overlay");
+    auto lowers = unpack_chain(tmp, {{.scenario = "lower"}});
+    auto kept = OverlayRootfs::mount({.lower_dirs = lowers, .worker_dir = tmp / "workers/k",
+                                      .retention = UpperRetention::keep, .disk_bytes = 16ull << 20});
+    REQUIRE_FALSE(kept);
+    CHECK(kept.error().message.find("cannot be kept") != std::string::npos);
+    auto tiny = OverlayRootfs::mount({.lower_dirs = lowers, .worker_dir = tmp / "workers/t", .disk_bytes = 4096});
+    REQUIRE_FALSE(tiny);
+    CHECK(tiny.error().message.find("lie outside") != std::string::npos);
+    CHECK(mounts_at(tmp / "workers/t/space").empty());
+    CHECK_FALSE(exists(tmp / "workers/t/space"));
 }

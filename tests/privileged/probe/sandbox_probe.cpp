@@ -591,6 +591,45 @@ Outcome check_sysctl_write(const std::string& path)
     return outcome;
 }
 
+// Reads what a host path gives away: ALLOWED when a file yields a byte or
+// a directory lists an entry; refused ERRNO when it does not open or read,
+// refused EMPTY when it reads empty (a /dev/null or empty tmpfs cover).
+// Non-blocking, so /proc/kmsg with nothing queued does not hang.
+Outcome check_read(const std::string& path)
+{
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return refused_errno(errno);
+    struct stat st {};
+    Outcome outcome;
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        DIR* dir = ::fdopendir(fd);
+        if (!dir) {
+            ::close(fd);
+            return refused_errno(errno);
+        }
+        outcome = Outcome{.allowed = false, .reason = "EMPTY"};
+        while (dirent* entry = ::readdir(dir)) {
+            if (::strcmp(entry->d_name, ".") != 0 && ::strcmp(entry->d_name, "..") != 0) {
+                outcome = allowed();
+                break;
+            }
+        }
+        ::closedir(dir);
+        return outcome;
+    }
+    char byte[64];
+    ssize_t n = ::read(fd, byte, sizeof byte);
+    if (n > 0)
+        outcome = allowed();
+    else if (n == 0)
+        outcome = Outcome{.allowed = false, .reason = "EMPTY"};
+    else
+        outcome = refused_errno(errno);
+    ::close(fd);
+    return outcome;
+}
+
 Outcome check_stat(const std::string& path)
 {
     struct stat st {};
@@ -725,7 +764,7 @@ constexpr const char* kUsage =
     "        io_uring_setup | add_key | keyctl | request_key | open_by_handle_at | mknod PATH\n"
     "        ia32-unshare | x32-unshare\n"
     "        connect IPV4 PORT | vsock | vsock-wide | alg | packet\n"
-    "        write PATH | sysctl-write PATH | stat PATH | tiocsti | privs\n";
+    "        write PATH | sysctl-write PATH | stat PATH | read PATH | tiocsti | privs\n";
 
 int run(const std::string& check, const Args& args)
 {
@@ -823,6 +862,8 @@ int run(const std::string& check, const Args& args)
         return report(check, check_sysctl_write(args.at(0)), refused);
     if (check == "stat")
         return report(check, check_stat(args.at(0)), refused);
+    if (check == "read")
+        return report(check + " " + args.at(0), check_read(args.at(0)), refused);
     if (check == "tiocsti")
         return report(check, check_tiocsti(), refused);
     if (check == "privs")

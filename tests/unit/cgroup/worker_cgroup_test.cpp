@@ -28,8 +28,10 @@ TEST_CASE("a limit the host cannot enforce is refused, and nothing is left")
     auto g = WorkerCgroup::create(fake_base(dir), {.name = "w1", .limits = {.memory_bytes = 1 << 20}});
     REQUIRE_FALSE(g);
     CHECK(g.error().describe() ==
-          "Cannot enforce the memory limit: no memory cgroup controller is available "
-          "(Enforcement::allow_unenforced runs without it)");
+          "Cannot enforce the memory limit: no memory cgroup controller is available. To enforce it, enable the "
+          "memory controller (cgroup_enable=memory on the kernel command line, e.g. /boot/cmdline.txt on a "
+          "Raspberry Pi) and delegate it to the runner's cgroup (systemd: Delegate=yes); to run without it, set "
+          "[sandbox] allow_unenforced_limits = true, or workers.default_memory = 0 if no SpawnSpec asks for one");
     CHECK_FALSE(std::filesystem::exists(dir / "w1"));
 }
 
@@ -53,7 +55,12 @@ TEST_CASE("allow_unenforced skips and lists what it cannot enforce")
 TEST_CASE("no cgroups at all: limits refused unless allowed")
 {
     CgroupBase none;
-    CHECK_FALSE(WorkerCgroup::create(none, {.name = "w", .limits = {.pids_max = 5}}));
+    auto refused = WorkerCgroup::create(none, {.name = "w", .limits = {.pids_max = 5}});
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().describe().find("Cannot enforce resource limits: this host has no usable cgroups. To "
+                                          "enforce them, mount cgroups") == 0);
+    CHECK(refused.error().describe().find("to run without them, set [sandbox] allow_unenforced_limits = true") !=
+          std::string::npos);
     auto g = WorkerCgroup::create(none, {.name = "w", .limits = {.pids_max = 5},
                                          .enforcement = Enforcement::allow_unenforced});
     REQUIRE(g);

@@ -244,3 +244,24 @@ log_keep = 3
         CHECK(r.error().message.find("workers.") != std::string::npos);
     }
 }
+
+TEST_CASE("[workers] default_disk and max_disk: defaults, sizes, the ceiling")
+{
+    auto d = parse_config("", "test.toml");
+    REQUIRE(d);
+    CHECK(d->workers.default_disk == 256ull << 20);
+    CHECK(d->workers.max_disk == 1ull << 30);
+    auto c = parse_config("[workers]\ndefault_disk = \"64Mi\"\nmax_disk = \"2Gi\"\n", "test.toml");
+    REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error().describe()));
+    CHECK(c->workers.default_disk == 64ull << 20);
+    CHECK(c->workers.max_disk == 2ull << 30);
+    for (const char* bad : {"[workers]\ndefault_disk = \"2Gi\"\n",  // above the default max_disk
+                            "[workers]\ndefault_disk = \"128Mi\"\nmax_disk = \"64Mi\"\n",
+                            "[workers]\ndefault_disk = 4096\n", "[workers]\nmax_disk = \"lots\"\n",
+                            "[workers]\nmax_disk = \"2Ti\"\n"}) {
+        CAPTURE(bad);
+        auto r = parse_config(bad, "test.toml");
+        REQUIRE_FALSE(r);
+        CHECK(r.error().message.find("workers.") != std::string::npos);
+    }
+}

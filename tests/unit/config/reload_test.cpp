@@ -146,3 +146,14 @@ TEST_CASE("the reloadable set is policy, never listeners, paths or the sandbox")
                             "sandbox.allow_host_network", "sandbox.seccomp_allow", "store.synchronous"})
         CHECK_FALSE_MESSAGE(contains(keys, key), key);
 }
+
+TEST_CASE("workers.default_disk and workers.max_disk reload at once")
+{
+    Config running = parse("");
+    auto outcome = apply_reload(running, parse("[workers]\ndefault_disk = \"32Mi\"\nmax_disk = \"512Mi\"\n"));
+    CHECK(outcome.need_restart.empty());
+    CHECK(contains(outcome.applied, "workers.default_disk"));
+    CHECK(contains(outcome.applied, "workers.max_disk"));
+    CHECK(running.workers.default_disk == 32ull << 20);
+    CHECK(running.workers.max_disk == 512ull << 20);
+}
