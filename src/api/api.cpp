@@ -71,7 +71,9 @@ bool Api::authorized(const net::HttpRequest& request) const
     if (!config_.token)
         return !config_.require_token;
     // Liveness and metrics stay open to loopback peers.
-    if ((request.path == "/healthz" || request.path == "/metrics") && request.from_loopback)
+    if ((request.path == "/healthz" || request.path == "/health" || request.path == "/readyz" ||
+         request.path == "/metrics") &&
+        request.from_loopback)
         return true;
     const std::string& header = request.header("authorization");
     static constexpr std::string_view kBearer = "Bearer ";
@@ -153,6 +155,10 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
 
     if (n == 1 && s[0] == "healthz")
         return m == "GET" ? healthz() : method_not_allowed("GET");
+    if (n == 1 && s[0] == "health")
+        return m == "GET" ? health() : method_not_allowed("GET");
+    if (n == 1 && s[0] == "readyz")
+        return m == "GET" ? readyz() : method_not_allowed("GET");
     if (n == 1 && s[0] == "metrics")
         return m == "GET" ? render_metrics() : method_not_allowed("GET");
     if (n < 2 || s[0] != "v1")
@@ -224,6 +230,25 @@ Result<net::HttpResponse> Api::healthz()
         return json_response(503, body);
     }
     return json_response(200, body);
+}
+
+Result<net::HttpResponse> Api::health()
+{
+    return json_response(200, {{"status", "ok"}, {"version", NPS_RUNNER_VERSION}});
+}
+
+Result<net::HttpResponse> Api::readyz()
+{
+    std::string problem;
+    if (auto store = stores_.acquire(); !store)
+        problem = "runner.db cannot be opened: " + store.error().describe();
+    else if (const store::WriteHealth write = store::write_health(); write.degraded)
+        problem = "runner.db cannot be written: " + write.problem;
+    else if (hooks_.not_ready)
+        problem = hooks_.not_ready();
+    if (!problem.empty())
+        return json_response(503, {{"status", "not-ready"}, {"problem", problem}});
+    return json_response(200, {{"status", "ready"}});
 }
 
 Result<net::HttpResponse> Api::render_metrics()

@@ -29,9 +29,10 @@ Result<LeaseRequest> lease_request(const Json& body)
 {
     LeaseRequest request;
     request.runner_nid = NPS_TRY(runner_nid_field(body));
+    // Any uint32 is clamped to [10, 600] by the store (0 → 10, as the
+    // reference runner does); only a value outside uint32 or not an integer
+    // is refused.
     request.lease_seconds = NPS_TRY(required_uint32(body, "lease_seconds"));
-    if (request.lease_seconds == 0)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Field 'lease_seconds' must be positive");
     return request;
 }
 

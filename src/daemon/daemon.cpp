@@ -216,6 +216,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
                    .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
                    .metrics = [&executor] { return executor->render_metrics(); },
                    .executor = [&executor] { return executor->status_json(); },
+                   .not_ready = [&executor] { return executor->not_ready_reason(); },
                    .offload = [&api_jobs](std::function<void()> work, std::function<void()> done) {
                        api_jobs->submit(std::move(work), std::move(done));
                    }});

@@ -153,6 +153,15 @@ std::string Executor::status_json() const
            ",\"network\":{\"per_task\":true,\"pool_ready\":" + std::to_string(netns_pool_->ready()) + "}}";
 }
 
+std::string Executor::not_ready_reason() const
+{
+    if (!started_)
+        return "the executor has not started (recovery is running)";
+    if (stopping_)
+        return "the runner is shutting down: it claims no more tasks";
+    return "";
+}
+
 void Executor::start()
 {
     log::notice(std::string("sandbox: user namespace ") + (userns_ ? "on" : "off") + " (" + userns_reason_ +
@@ -166,6 +175,7 @@ void Executor::start()
         log::warning("recovery: " + problem);
     check_default_limits();
     prune_logs();
+    started_ = true;
     if (parts_.config.inboxes.empty()) {
         log::info("executor: no inbox to claim from (give --inbox NID or runner.inboxes); serving the API only");
         return;

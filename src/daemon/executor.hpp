@@ -72,6 +72,9 @@ public:
     void begin_shutdown(std::function<void()> stopped);
 
     std::size_t running_tasks() const { return executions_.size(); }
+    // Loop thread: why the claim loop does not run ("" when it runs, or when
+    // there is no inbox to claim from: an API-only daemon), for GET /readyz.
+    std::string not_ready_reason() const;
     // Any thread: the Prometheus text of the executor's metrics.
     std::string render_metrics() const
     {
@@ -126,6 +129,7 @@ private:
     supervisor::EventLoop::TimePoint last_log_prune_{};
     bool claiming_ = false;
     bool stopping_ = false;
+    bool started_ = false;  // start() ran
     std::function<void()> stopped_;
 };
 

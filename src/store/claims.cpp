@@ -39,6 +39,12 @@ constexpr const char* kClaimHeadSql =
     NPS_STORE_CLAIM_SET "WHERE message_id = (" NPS_STORE_CLAIMABLE_HEAD " LIMIT 1)" NPS_STORE_CLAIM_RETURNING;
 constexpr const char* kClaimBatchSql =
     NPS_STORE_CLAIM_SET "WHERE message_id IN (" NPS_STORE_CLAIMABLE_HEAD " LIMIT ?5)" NPS_STORE_CLAIM_RETURNING;
+// A claim of a named message by the runner that holds its live lease renews
+// it (NPS-5 §8.1's claim table; outcome granted): the new expiry only, no
+// new claim, no event.
+constexpr const char* kClaimRenewSql =
+    "UPDATE tasks SET lease_expiry = ?3, updated_at = ?4 "
+    "WHERE message_id = ?1 AND lease_owner = ?2 AND queue = 'queued' AND lease_expiry > ?4" NPS_STORE_CLAIM_RETURNING;
 // Claim of one named message: the same guard as the head claim.
 constexpr const char* kClaimTaskSql =
     NPS_STORE_CLAIM_SET "WHERE message_id = ?1 AND queue = 'queued' AND lease_expiry <= ?4 AND expires_at > ?4"
@@ -171,6 +177,17 @@ Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
                 st->bind(3, static_cast<std::int64_t>(expiry));
                 st->bind(4, static_cast<std::int64_t>(now));
                 claimed = read_claimed(*st);
+            }
+            if (claimed.empty() && message_state == "queued" && lease_expiry > now &&
+                lease_owner == request.runner_nid) {
+                auto st = use(claim_renew_, kClaimRenewSql);
+                st->bind(1, static_cast<std::int64_t>(message_id));
+                st->bindNoCopy(2, request.runner_nid);
+                st->bind(3, static_cast<std::int64_t>(expiry));
+                st->bind(4, static_cast<std::int64_t>(now));
+                claimed = read_claimed(*st);
+                for (ClaimedRow& row : claimed)
+                    row.reclaimed = false;  // the holder's own lease, renewed
             }
             if (claimed.empty()) {
                 if (message_state != "queued")

@@ -257,7 +257,7 @@ private:
     CachedStatement deposit_find_, deposit_depth_, deposit_task_, deposit_frame_;
     CachedStatement peek_, ack_, depth_, last_id_, sweep_;
     // claims.cpp, leases.cpp
-    CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_;
+    CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_, claim_renew_;
     CachedStatement lease_state_, renew_, release_, complete_;
     // results.cpp
     CachedStatement result_task_, result_find_, result_upsert_, result_list_, result_terminal_;

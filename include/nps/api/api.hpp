@@ -54,6 +54,7 @@ struct ApiHooks {
     std::function<void(const std::string& task_id)> cancelled;  // a task was cancelled
     std::function<std::string()> metrics;                       // more of GET /metrics (Prometheus text)
     std::function<std::string()> executor;                      // GET /healthz "executor": a JSON object text
+    std::function<std::string()> not_ready;                     // GET /readyz: why not ready, "" when ready
     // Runs `work` (which may block on the network) on another thread, then
     // `done` on the loop's thread. Unset: both run at once, on the loop
     // (tools and tests only: the loop then waits for the network).
@@ -128,6 +129,11 @@ private:
     Result<net::HttpResponse> resolve(const net::HttpRequest& request);
     void resolve_spawn_spec(const net::HttpRequest& request, const Reply& reply);
     Result<net::HttpResponse> healthz();
+    // npsd's liveness and readiness (docs/api.md): /health answers while the
+    // daemon does; /readyz is 200 only while runner.db is writable and the
+    // claim loop runs (or the daemon has no inbox to claim from).
+    Result<net::HttpResponse> health();
+    Result<net::HttpResponse> readyz();
     Result<net::HttpResponse> render_metrics();
 
     // NWP-INBOX-NOT-FOUND / NWP-HTTP-PARAM-INVALID for a NID this API does not host.

@@ -80,8 +80,10 @@ public:
 
     // --- claims and leases -------------------------------------------------------
     // Without task_id: claims the head of nid's inbox; nullopt when nothing is
-    // claimable. With task_id: claims that task; a live lease (any owner,
-    // including the caller) → NOP-CLAIM-CONFLICT; a terminal task →
+    // claimable. With task_id: claims that task; a live lease of another
+    // runner → NOP-CLAIM-CONFLICT; the caller's own live lease is renewed
+    // (outcome `granted`, the new expiry, the same claims count, no event:
+    // NPS-5 §8.1's claim table, docs/protocol-choices.md); a terminal task →
     // NOP-TASK-ALREADY-COMPLETED; unknown (or another nid's) → NOP-TASK-NOT-FOUND;
     // dedup_key given and different → NOP-CLAIM-CONFLICT; a task whose message
     // was acked or expired unclaimed → NOP-TASK-NOT-FOUND. Outcome `reclaimed`

@@ -163,6 +163,10 @@ TEST_CASE("TCP needs the generated bearer token; /healthz and /metrics stay open
 
     // Liveness and metrics without a token, on loopback.
     CHECK(http_without_token("GET", r.url() + "/healthz").status == 200);
+    CHECK(http_without_token("GET", r.url() + "/health").status == 200);
+    auto ready = http_without_token("GET", r.url() + "/readyz");
+    CHECK(ready.status == 200);
+    CHECK(ready.body["status"] == "ready");
     auto metrics = http_without_token("GET", r.url() + "/metrics");
     CHECK(metrics.status == 200);
     CHECK(metrics.raw.find("nps_http_requests_total") != std::string::npos);

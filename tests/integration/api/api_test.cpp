@@ -180,6 +180,49 @@ TEST_CASE("bad input gets the documented error body and changes nothing")
     CHECK(http("GET", r.url() + "/healthz").status == 200);
 }
 
+TEST_CASE("claim rules: lease_seconds 0 is 10, any uint32 is clamped, the holder's claim renews its lease")
+{
+    Daemon d;
+    auto& r = d.runner;
+    const auto claim = [&](const Json& body) { return http("POST", inbox_url(r) + "/claims", body.dump()); };
+    REQUIRE(http("POST", inbox_url(r), task_frame("task-rules")).status == 201);
+
+    // Outside uint32 or not an integer: refused, nothing claimed.
+    for (const Json& bad : {Json(4294967296ll), Json(1.5), Json("10"), Json(nullptr), Json(-1)})
+        check_error(claim({{"runner_nid", kRunnerA}, {"lease_seconds", bad}, {"task_id", "task-rules"}}), 400,
+                    "NWP-HTTP-PARAM-INVALID");
+    CHECK(http("GET", inbox_url(r) + "/depth").body["depth"] == 1);
+
+    auto first = claim({{"runner_nid", kRunnerA}, {"lease_seconds", 0}, {"task_id", "task-rules"}});
+    REQUIRE_MESSAGE(first.status == 200, first.raw);
+    CHECK(first.body["outcome"] == "granted");
+    CHECK(first.body["lease_seconds"] == 10);  // 0 → the minimum
+    CHECK(first.body["claims"] == 1);
+
+    // Another runner: conflict. The holder again: renewed, granted, the
+    // upper clamp, one claim still, a later expiry.
+    check_error(claim({{"runner_nid", kRunnerB}, {"lease_seconds", 30}, {"task_id", "task-rules"}}), 409,
+                "NOP-CLAIM-CONFLICT");
+    auto again = claim({{"runner_nid", kRunnerA}, {"lease_seconds", 4294967295ll}, {"task_id", "task-rules"}});
+    REQUIRE_MESSAGE(again.status == 200, again.raw);
+    CHECK(again.body["outcome"] == "granted");
+    CHECK(again.body["lease_seconds"] == 600);
+    CHECK(again.body["claims"] == 1);
+    CHECK(again.body["lease_expiry"].get<std::string>() > first.body["lease_expiry"].get<std::string>());
+    auto task = http("GET", r.url() + "/v1/tasks/task-rules");
+    CHECK(task.body["claims"] == 1);
+    int grants = 0;
+    for (const auto& e : task.body["events"])
+        grants += e["event"] == "lease:granted";
+    CHECK(grants == 1);
+
+    // Renew takes the same rule.
+    auto renew = http("POST", r.url() + "/v1/leases/task-rules/renew",
+                      Json{{"runner_nid", kRunnerA}, {"lease_seconds", 0}}.dump());
+    REQUIRE_MESSAGE(renew.status == 200, renew.raw);
+    CHECK(renew.body["lease_seconds"] == 10);
+}
+
 TEST_CASE("priority then FIFO, and TTL expiry")
 {
     Daemon d;

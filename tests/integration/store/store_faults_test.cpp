@@ -80,6 +80,7 @@ TEST_CASE("a full disk: deposits answer 503 and change nothing, /healthz says de
     const std::string url = runner.url() + "/v1/inbox/" + nps::net::url_encode(kInbox);
     REQUIRE(http("POST", url, task_frame("before-full")).status == 201);
     REQUIRE(http("GET", runner.url() + "/healthz").status == 200);
+    REQUIRE(http("GET", runner.url() + "/readyz").status == 200);
 
     fill(disk.path + "/filler");
     // The WAL may still have room for a deposit or two; then it must grow.
@@ -98,6 +99,12 @@ TEST_CASE("a full disk: deposits answer 503 and change nothing, /healthz says de
     CHECK(health.body["status"] == "degraded");
     CHECK_MESSAGE(health.body["problem"].get<std::string>().find("disk full") != std::string::npos, health.raw);
     CHECK(http("GET", runner.url() + "/metrics").raw.find("nps_store_degraded 1") != std::string::npos);
+    // Not ready while it cannot write; alive all the same.
+    auto ready = http("GET", runner.url() + "/readyz");
+    CHECK(ready.status == 503);
+    CHECK(ready.body["status"] == "not-ready");
+    CHECK(ready.body["problem"].get<std::string>().find("cannot be written") != std::string::npos);
+    CHECK(http("GET", runner.url() + "/health").status == 200);
     // Nothing of the refused deposit was kept.
     CHECK(http("GET", runner.url() + "/v1/tasks/" + refused_id).status == 404);
 
@@ -109,6 +116,7 @@ TEST_CASE("a full disk: deposits answer 503 and change nothing, /healthz says de
             std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the probe runs once a second
     }
     CHECK(status == 200);
+    CHECK(http("GET", runner.url() + "/readyz").status == 200);
     CHECK(http("POST", url, task_frame(refused_id, 20)).status == 201);
     CHECK(http("GET", runner.url() + "/metrics").raw.find("nps_store_degraded 0") != std::string::npos);
     CHECK(http("GET", runner.url() + "/v1/tasks/before-full").status == 200);

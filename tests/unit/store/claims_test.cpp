@@ -77,18 +77,32 @@ TEST_CASE_FIXTURE(StoreFixture, "claim lease seconds are clamped")
     CHECK(claim_head(kRunnerA, 100'000).lease_expiry_ms == clock.now_ms() + 600'000);
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "claim by task_id: live lease conflicts for anyone, expired lease is reclaimed")
+TEST_CASE_FIXTURE(StoreFixture, "claim by task_id: a live lease conflicts for others, the holder renews, expired is reclaimed")
 {
     deposit("task-1");
     auto first = claim_task("task-1", kRunnerA, 10);
     REQUIRE(first);
     REQUIRE(first->has_value());
     CHECK((*first)->outcome == ClaimOutcome::granted);
+    const auto events_after_grant = store->events("task-1")->size();
 
-    clock.advance_ms(9'999);
+    clock.advance_ms(5'000);
     CHECK(error_code_of(claim_task("task-1", kRunnerB)) == "NOP-CLAIM-CONFLICT");
-    CHECK(error_code_of(claim_task("task-1", kRunnerA)) == "NOP-CLAIM-CONFLICT");  // even the owner
 
+    // The holder's own claim renews its lease: granted, a new expiry from
+    // now, no second claim, nothing logged.
+    auto again = claim_task("task-1", kRunnerA, 10);
+    REQUIRE(again);
+    REQUIRE(again->has_value());
+    CHECK((*again)->outcome == ClaimOutcome::granted);
+    CHECK((*again)->claims == 1);
+    CHECK((*again)->lease_expiry_ms == clock.now_ms() + 10'000);
+    CHECK((*again)->task_id == "task-1");
+    CHECK(store->events("task-1")->size() == events_after_grant);
+    CHECK(store->task("task-1")->lease_expiry_ms == clock.now_ms() + 10'000);
+
+    clock.advance_ms(9'999);  // past the first lease's end
+    CHECK(error_code_of(claim_task("task-1", kRunnerB)) == "NOP-CLAIM-CONFLICT");  // renewed: still live
     clock.advance_ms(1);  // expiry == now: the lease is no longer live
     auto second = claim_task("task-1", kRunnerB, 10);
     REQUIRE(second);
