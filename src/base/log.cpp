@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nps/base/clock.hpp"
+#include "nps/base/json_string.hpp"
 #include "nps/base/time_format.hpp"
 
 namespace nps::log {
@@ -27,24 +28,6 @@ const char* level_name(Level level)
     case Level::debug: return "debug";
     }
     return "info";
-}
-
-void append_json_string(std::string& out, std::string_view text)
-{
-    out += '"';
-    for (unsigned char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += static_cast<char>(c);
-        } else if (c < 0x20) {
-            char escape[8];
-            std::snprintf(escape, sizeof escape, "\\u%04x", c);
-            out += escape;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    out += '"';
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "jcs_dom.hpp"
 #include "json_text.hpp"
 #include "message_text.hpp"
+#include "nps/base/json_string.hpp"
 #include "nps/base/limits.hpp"
 #include "utf8.hpp"
 
@@ -163,31 +164,7 @@ private:
 
     // RFC 8785 §3.2.2.2: only '"', '\\' and controls are escaped; the short
     // forms where JSON has them, \u00xx (lowercase) otherwise.
-    void string(std::string_view s)
-    {
-        static constexpr char kHex[] = "0123456789abcdef";
-        out_ += '"';
-        for (char c : s) {
-            switch (c) {
-            case '"': out_ += "\\\""; break;
-            case '\\': out_ += "\\\\"; break;
-            case '\b': out_ += "\\b"; break;
-            case '\t': out_ += "\\t"; break;
-            case '\n': out_ += "\\n"; break;
-            case '\f': out_ += "\\f"; break;
-            case '\r': out_ += "\\r"; break;
-            default:
-                if (static_cast<std::uint8_t>(c) < 0x20) {
-                    out_ += "\\u00";
-                    out_ += kHex[(c >> 4) & 0xf];
-                    out_ += kHex[c & 0xf];
-                } else {
-                    out_ += c;
-                }
-            }
-        }
-        out_ += '"';
-    }
+    void string(std::string_view s) { append_json_string(out_, s); }
 
     Error fail(std::string problem) const
     {

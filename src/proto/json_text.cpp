@@ -88,31 +88,4 @@ std::optional<std::string> widen_big_integers(std::string_view text)
     return out;
 }
 
-void append_json_string(std::string& out, std::string_view s)
-{
-    static constexpr char kHex[] = "0123456789abcdef";
-    out += '"';
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20) {
-                out += "\\u00";
-                out += kHex[c >> 4];
-                out += kHex[c & 0xF];
-            } else {
-                out += ch;
-            }
-        }
-    }
-    out += '"';
-}
-
 }  // namespace nps::proto::detail

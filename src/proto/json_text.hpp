@@ -16,8 +16,4 @@ namespace nps::proto::detail {
 // invalid JSON stays invalid.
 std::optional<std::string> widen_big_integers(std::string_view text);
 
-// Appends `s` (assumed valid UTF-8) as a JSON string literal: quotes,
-// backslash and control characters escaped, everything else verbatim.
-void append_json_string(std::string& out, std::string_view s);
-
 }  // namespace nps::proto::detail

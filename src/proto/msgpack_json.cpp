@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "jcs_dom.hpp"
-#include "json_text.hpp"
+#include "nps/base/json_string.hpp"
 #include "nps/proto/jcs.hpp"
 #include "utf8.hpp"
 
@@ -57,11 +57,11 @@ public:
             Container& map = stack_.back();
             if (!map.keys.emplace(s).second)
                 return fail(kMalformed, "duplicate map key " + std::string(s.substr(0, 64)));
-            detail::append_json_string(out_, s);
+            append_json_string(out_, s);
             key_done_ = true;
             return check_size();
         }
-        detail::append_json_string(out_, s);
+        append_json_string(out_, s);
         return check_size();
     }
     bool visit_bin(const char*, std::uint32_t) { return fail(kMalformed, "bin has no JSON form"); }

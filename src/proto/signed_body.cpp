@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "jcs_dom.hpp"
-#include "json_text.hpp"
+#include "nps/base/json_string.hpp"
 #include "nps/proto/jcs.hpp"
 
 namespace nps::proto::detail {

@@ -14,7 +14,4 @@ namespace nps::supervisor::detail {
 // (numbers as doubles) instead. False when the text is not JSON.
 bool parse_json(simdjson::dom::parser& parser, std::string_view text, simdjson::dom::element& out);
 
-// Appends `s` (valid UTF-8) as a JSON string literal.
-void append_json_string(std::string& out, std::string_view s);
-
 }  // namespace nps::supervisor::detail

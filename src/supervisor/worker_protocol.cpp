@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "json_util.hpp"
+#include "nps/base/json_string.hpp"
 #include "nps/proto/jcs.hpp"
 
 namespace nps::supervisor {
@@ -93,25 +94,25 @@ std::string encode_cancel_frame(const DelegateLine& delegate)
 {
     const Assignment& a = delegate.assignment;
     std::string out = R"({"frame":"0x41","parent_task_id":)";
-    detail::append_json_string(out, a.task_id);
+    append_json_string(out, a.task_id);
     out += R"(,"subtask_id":)";
-    detail::append_json_string(out, a.subtask_id);
+    append_json_string(out, a.subtask_id);
     out += R"(,"node_id":)";
-    detail::append_json_string(out, a.node_id);
+    append_json_string(out, a.node_id);
     out += R"(,"target_agent_nid":)";
-    detail::append_json_string(out, a.agent_nid);
+    append_json_string(out, a.agent_nid);
     out += R"(,"action":"cancel","params":{"task_id":)";
-    detail::append_json_string(out, a.task_id);
+    append_json_string(out, a.task_id);
     out += R"(,"subtask_id":)";
-    detail::append_json_string(out, a.subtask_id);
+    append_json_string(out, a.subtask_id);
     out += "}";
     if (!delegate.delegated_scope_json.empty())
         out += R"(,"delegated_scope":)" + delegate.delegated_scope_json;
     out += R"(,"deadline_at":)";
-    detail::append_json_string(out, a.deadline_at);
+    append_json_string(out, a.deadline_at);
     if (!a.idempotency_key.empty()) {
         out += R"(,"idempotency_key":)";
-        detail::append_json_string(out, a.idempotency_key);
+        append_json_string(out, a.idempotency_key);
     }
     out += "}\n";
     return out;
