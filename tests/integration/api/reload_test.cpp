@@ -131,10 +131,14 @@ TEST_CASE("start-up prunes finished workers' logs past [workers] log_retention_h
     make("w-1-2", 2);
     RunnerProcess runner(RunnerOptions{.state_dir = dir.path(), .config_text = "[workers]\nlog_retention_hours = 24\n"});
     REQUIRE_MESSAGE(runner.start(), runner.log());
-    for (int i = 0; i < 1000 && std::filesystem::exists(logs + "/w-1-1"); ++i)
+    // The prune removes the directory, then logs it: wait for both, or a
+    // stop in between would end the daemon before its log line.
+    const std::string pruned = "pruned 1 finished worker log directory older than 24 h";
+    for (int i = 0; i < 1000 && (std::filesystem::exists(logs + "/w-1-1") || runner.log().find(pruned) == std::string::npos);
+         ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK_FALSE(std::filesystem::exists(logs + "/w-1-1"));
     CHECK(std::filesystem::exists(logs + "/w-1-2/stdout.log"));
     CHECK(runner.stop() == 0);
-    CHECK(runner.log().find("pruned 1 finished worker log directory older than 24 h") != std::string::npos);
+    CHECK(runner.log().find(pruned) != std::string::npos);
 }
