@@ -11,6 +11,7 @@
 #include <msgpack.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <set>
 #include <vector>
@@ -170,7 +171,7 @@ private:
 // JSON DOM → packer.
 class Packer {
 public:
-    explicit Packer(msgpack::sbuffer& buffer) : pk_(buffer) {}
+    explicit Packer(msgpack::sbuffer& buffer) : buffer_(buffer), pk_(buffer) {}
 
     Result<void> value(simdjson::dom::element e, std::size_t depth)
     {
@@ -213,7 +214,7 @@ public:
         }
         case element_type::INT64: pk_.pack_int64(e.get_int64().value_unsafe()); return {};
         case element_type::UINT64: pk_.pack_uint64(e.get_uint64().value_unsafe()); return {};
-        case element_type::DOUBLE: pk_.pack_double(e.get_double().value_unsafe()); return {};
+        case element_type::DOUBLE: pack_double(e.get_double().value_unsafe()); return {};
         case element_type::BOOL:
             if (e.get_bool().value_unsafe())
                 pk_.pack_true();
@@ -226,6 +227,24 @@ public:
     }
 
 private:
+    // msgpack-c's pack_double casts the value to int64 to see whether it is
+    // integral: undefined for |d| >= 2^63 (UBSan, fuzz finding). Those are
+    // written as a float 64 by hand.
+    void pack_double(double d)
+    {
+        if (std::fabs(d) < 9223372036854775808.0) {
+            pk_.pack_double(d);
+            return;
+        }
+        std::uint64_t bits = 0;
+        std::memcpy(&bits, &d, sizeof bits);
+        char bytes[9] = {static_cast<char>(0xcb)};
+        for (int i = 0; i < 8; ++i)
+            bytes[1 + i] = static_cast<char>(bits >> (56 - 8 * i));
+        buffer_.write(bytes, sizeof bytes);
+    }
+
+    msgpack::sbuffer& buffer_;
     msgpack::packer<msgpack::sbuffer> pk_;
 };
 
