@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "nps/api/json_io.hpp"
+#include "nps/base/digest.hpp"
 #include "nps/base/log.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/store/write_health.hpp"
@@ -53,13 +54,6 @@ std::vector<std::string> split_path(const std::string& path)
     return segments;
 }
 
-net::HttpResponse method_not_allowed(const std::string& allowed)
-{
-    auto response = error_response("NWP-HTTP-METHOD-NOT-ALLOWED", "Method not allowed here; allowed: " + allowed);
-    response.headers.emplace_back("Allow", allowed);
-    return response;
-}
-
 }  // namespace
 
 bool Api::authorized(const net::HttpRequest& request) const
@@ -76,13 +70,25 @@ bool Api::authorized(const net::HttpRequest& request) const
         request.from_loopback)
         return true;
     const std::string& header = request.header("authorization");
-    static constexpr std::string_view kBearer = "Bearer ";
-    if (header.size() <= kBearer.size() || header.compare(0, kBearer.size(), kBearer) != 0)
-        return false;
-    std::string_view presented = std::string_view(header).substr(kBearer.size());
     const std::string& expected = *config_.token;
-    return presented.size() == expected.size() &&
-           CRYPTO_memcmp(presented.data(), expected.data(), expected.size()) == 0;
+    auto matches = [&expected](std::string_view presented) {
+        return presented.size() == expected.size() &&
+               CRYPTO_memcmp(presented.data(), expected.data(), expected.size()) == 0;
+    };
+    static constexpr std::string_view kBearer = "Bearer ";
+    if (header.size() > kBearer.size() && header.compare(0, kBearer.size(), kBearer) == 0)
+        return matches(std::string_view(header).substr(kBearer.size()));
+    // The token as the password of HTTP Basic auth (any user name): what a
+    // client sends for a base URL http://user:TOKEN@host/ — the way to give
+    // the Python SDK's NopClient, which sends no header of its own, a token.
+    static constexpr std::string_view kBasic = "Basic ";
+    if (header.size() > kBasic.size() && header.compare(0, kBasic.size(), kBasic) == 0) {
+        const auto credentials = base64_decode(std::string_view(header).substr(kBasic.size()));
+        if (!credentials || credentials->find(':') == std::string::npos)
+            return false;
+        return matches(std::string_view(*credentials).substr(credentials->find(':') + 1));
+    }
+    return false;
 }
 
 Result<void> Api::check_inbox_nid(const std::string& nid) const
@@ -98,10 +104,10 @@ Result<void> Api::check_inbox_nid(const std::string& nid) const
 void Api::handle(const net::HttpRequest& request, net::Responder responder)
 {
     ++metrics_.http_requests;
-    const Reply reply = [this, responder = std::move(responder),
-                         what = request.method + " " + request.path](Result<net::HttpResponse> result) {
-        finish(what, std::move(result), responder);
-    };
+    auto body = read_request_body(request, config_.max_message_bytes);
+    const Reply reply = [this, responder = std::move(responder), what = request.method + " " + request.path,
+                         framing = answer_framing(request, body ? body->frame : std::nullopt)](
+                            Result<net::HttpResponse> result) { finish(what, std::move(result), framing, responder); };
     try {
         if (request.body_too_large)
             reply(error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit"));
@@ -109,15 +115,35 @@ void Api::handle(const net::HttpRequest& request, net::Responder responder)
             reply(error_response("NWP-HTTP-UNAUTHENTICATED",
                                  "Missing or wrong bearer token: send 'Authorization: Bearer TOKEN' (api.token, or "
                                  "the token serve generated in <state_dir>/api.token)"));
-        else if (!route_deferred(request, reply))
-            reply(route(request));
+        else if (!body)
+            reply(std::move(body).error());
+        else if (!body->frame)
+            dispatch(request, reply);
+        else if (body->frame->frame_type != proto::ncp::kTaskFrame)
+            reply(protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED",
+                                 "This route takes a TaskFrame (0x40), not frame type " +
+                                     proto::ncp::frame_byte_text(body->frame->frame_type)));
+        else {
+            // The routes see the frame's payload as the JSON body it is.
+            net::HttpRequest decoded = request;
+            decoded.body = std::move(body->json);
+            decoded.headers["content-type"] = "application/json";
+            dispatch(decoded, reply);
+        }
     } catch (const std::exception& e) {
         // No-op if the route answered before throwing.
         reply(error_response("NPS-SERVER-INTERNAL", std::string("Internal error: ") + e.what()));
     }
 }
 
-void Api::finish(const std::string& what, Result<net::HttpResponse> result, const net::Responder& responder)
+void Api::dispatch(const net::HttpRequest& request, const Reply& reply)
+{
+    if (!route_deferred(request, reply))
+        reply(route(request));
+}
+
+void Api::finish(const std::string& what, Result<net::HttpResponse> result,
+                 const std::optional<AnswerFraming>& framing, const net::Responder& responder)
 {
     if (!responder.pending())
         return;  // answered before, or the client is gone
@@ -128,6 +154,8 @@ void Api::finish(const std::string& what, Result<net::HttpResponse> result, cons
         log::error(what + " failed: " + response.body.substr(0, response.body.find_last_not_of('\n') + 1));
     if (response.status == 401)
         response.headers.emplace_back("WWW-Authenticate", "Bearer");
+    if (framing)
+        response = framed_response(std::move(response), *framing);
     const int status = response.status;
     if (responder.respond(std::move(response)))
         metrics_.count_response(status);
@@ -161,6 +189,8 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
         return m == "GET" ? readyz() : method_not_allowed("GET");
     if (n == 1 && s[0] == "metrics")
         return m == "GET" ? render_metrics() : method_not_allowed("GET");
+    if (n >= 1 && s[0] == "task")
+        return sdk_task_route(r, NPS_TRY(sdk_inbox()), {s.begin() + 1, s.end()});
     if (n < 2 || s[0] != "v1")
         return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
 
@@ -170,6 +200,8 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
             return deposit(r, s[2]);
         return method_not_allowed("GET, POST");
     }
+    if (area == "inbox" && n >= 4 && s[3] == "task")
+        return sdk_task_route(r, s[2], {s.begin() + 4, s.end()});
     if (area == "inbox" && n == 4 && s[3] == "depth")
         return m == "GET" ? depth(s[2]) : method_not_allowed("GET");
     if (area == "inbox" && n == 4 && s[3] == "claims")

@@ -136,4 +136,24 @@ net::HttpResponse error_response(const Error& error)
     return error_response(error.code, error.describe());
 }
 
+net::HttpResponse method_not_allowed(const std::string& allowed)
+{
+    auto response = error_response("NWP-HTTP-METHOD-NOT-ALLOWED", "Method not allowed here; allowed: " + allowed);
+    response.headers.emplace_back("Allow", allowed);
+    return response;
+}
+
+Json json_or_null(const std::optional<std::string>& text)
+{
+    if (!text)
+        return nullptr;
+    Json value = Json::parse(*text, nullptr, false);
+    return value.is_discarded() ? Json(nullptr) : value;
+}
+
+Json text_or_null(const std::optional<std::string>& text)
+{
+    return text ? Json(*text) : Json(nullptr);
+}
+
 }  // namespace nps::api

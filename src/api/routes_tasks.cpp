@@ -16,26 +16,13 @@ namespace nps::api {
 
 namespace {
 
-Json parse_or_null(const std::optional<std::string>& text)
-{
-    if (!text)
-        return nullptr;
-    Json parsed = Json::parse(*text, nullptr, false);
-    return parsed.is_discarded() ? Json(nullptr) : parsed;
-}
-
-Json optional_text(const std::optional<std::string>& text)
-{
-    return text ? Json(*text) : Json(nullptr);
-}
-
 Json task_summary(const store::TaskRecord& t)
 {
     return {
         {"task_id", t.task_id},
         {"nid", t.nid},
         {"state", t.state},
-        {"error_code", optional_text(t.error_code)},
+        {"error_code", text_or_null(t.error_code)},
         {"created_at", format_rfc3339_ms(t.created_at_ms)},
         {"updated_at", format_rfc3339_ms(t.updated_at_ms)},
     };
@@ -67,9 +54,9 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
     auto events = NPS_TRY(store->events(task_id));
 
     Json body = task_summary(task);
-    body["error_message"] = optional_text(task.error_message);
+    body["error_message"] = text_or_null(task.error_message);
     body["error_status"] = error_status(task.error_code);
-    body["aggregate"] = parse_or_null(task.aggregate_json);
+    body["aggregate"] = json_or_null(task.aggregate_json);
     body["dag_hash"] = task.dag_hash;
     body["dedup_key"] = task.dedup_key;
     body["claims"] = task.claims;
@@ -84,12 +71,12 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
         nodes[r.node_id] = {
             {"state", r.state},
             {"attempts", r.attempts},
-            {"error_code", optional_text(r.error_code)},
-            {"error_message", optional_text(r.error_message)},
+            {"error_code", text_or_null(r.error_code)},
+            {"error_message", text_or_null(r.error_message)},
             {"error_status", error_status(r.error_code)},
-            {"result", parse_or_null(r.result_json)},
-            {"killed_reason", optional_text(r.killed_reason)},
-            {"runner_nid", optional_text(r.runner_nid)},
+            {"result", json_or_null(r.result_json)},
+            {"killed_reason", text_or_null(r.killed_reason)},
+            {"runner_nid", text_or_null(r.runner_nid)},
             {"recorded_at", format_rfc3339_ms(r.recorded_at_ms)},
         };
     }

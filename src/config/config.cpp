@@ -175,7 +175,8 @@ Result<void> apply_runner(const TableReader& t, Config& c)
 Result<void> apply_api(const TableReader& t, Config& c)
 {
     NPS_TRY_VOID(
-        t.check_keys({"listen", "socket", "socket_mode", "token", "token_file", "require_token", "allowed_nids"}));
+        t.check_keys({"listen", "socket", "socket_mode", "token", "token_file", "require_token", "allowed_nids",
+                      "task_inbox"}));
     if (auto v = NPS_TRY(t.string("listen")))
         c.listen = *v;
     if (auto v = NPS_TRY(t.string("socket")))
@@ -206,6 +207,11 @@ Result<void> apply_api(const TableReader& t, Config& c)
             if (!proto::is_valid_nid(nid))
                 return t.fail("allowed_nids", "'" + nid + "' is not a NID (urn:nps:…)");
         c.allowed_nids = *v;
+    }
+    if (auto v = NPS_TRY(t.string("task_inbox"))) {
+        if (!proto::is_valid_nid(*v))
+            return t.fail("task_inbox", "'" + *v + "' is not a NID (urn:nps:…)");
+        c.task_inbox = *v;
     }
     return {};
 }

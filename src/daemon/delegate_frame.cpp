@@ -35,6 +35,7 @@ std::string make_delegate_frame(const proto::TaskFrame& task, const nop::Attempt
         {"deadline_at", format_rfc3339_ms(attempt.deadline_at_ms)},
         {"idempotency_key", attempt.idempotency_key},
         {"priority", std::string(proto::to_string(task.priority))},
+        {"delegate_depth", task.delegate_depth + 1},  // the SDKs' hop count: the worker is one further
     };
     if (!task.context_json.empty())
         frame["context"] = object_or_empty(task.context_json);

@@ -79,6 +79,13 @@ std::string worker_event_detail(const supervisor::WorkerOutcome& o)
     return detail.dump();
 }
 
+// A fenced write or renewal refused because the lease is not ours any more
+// (expired, reclaimed, the task cancelled or gone).
+bool is_lease_lost(const Error& error)
+{
+    return error.code == kClaimConflict || error.code == kTaskNotFound;
+}
+
 bool is_final_task_event(const std::string& name)
 {
     // The store logs these itself, in the statement that ends the task.
@@ -361,8 +368,15 @@ void TaskExecution::on_event(const std::string& name, const std::string& detail_
 {
     if (abandoned_ || is_final_task_event(name))
         return;
-    if (auto appended = ctx_.store.append_event(task_id(), name, detail_json); !appended)
-        log::warning("task " + task_id() + ": event " + name + ": " + appended.error().describe());
+    std::optional<std::string> fence;
+    if (fence_ == Fence::lease)
+        fence = lease_.runner_nid;
+    auto appended = ctx_.store.append_event(task_id(), name, detail_json, fence);
+    if (appended)
+        return;
+    if (is_lease_lost(appended.error()))
+        return refused_later(appended.error());
+    log::warning("task " + task_id() + ": event " + name + ": " + appended.error().describe());
 }
 
 void TaskExecution::on_node(const nop::NodeUpdate& update)
@@ -422,12 +436,7 @@ void TaskExecution::write_records()
                 return retry_later(recorded.error());
             unrecorded_.clear();
             unrecorded_end_.reset();
-            // Not from inside the run's own call: decide in the next round.
-            ctx_.loop.defer([this, alive = alive_, error = recorded.error()] {
-                if (*alive)
-                    lease_refused(error);
-            });
-            return;
+            return refused_later(recorded.error());
         }
         ctx_.metrics.count_node(unrecorded_.front().state);
         unrecorded_.pop_front();
@@ -462,7 +471,7 @@ void TaskExecution::renew_lease()
     auto renewed = ctx_.store.renew(task_id(), lease_.runner_nid, ctx_.config.executor.lease_seconds);
     std::chrono::milliseconds next(ctx_.config.executor.lease_seconds * 1000 / 3);
     if (!renewed) {
-        if (renewed.error().code == kClaimConflict || renewed.error().code == kTaskNotFound) {
+        if (is_lease_lost(renewed.error())) {
             lease_refused(renewed.error());
             return;
         }
@@ -470,6 +479,19 @@ void TaskExecution::renew_lease()
         next = kRenewRetry;
     }
     renew_timer_ = ctx_.loop.add_timer_after(next, [this] { renew_lease(); });
+}
+
+void TaskExecution::refused_later(const Error& error)
+{
+    if (std::exchange(refusal_pending_, true))
+        return;  // the first refusal of this round decides
+    // Not from inside the run's own call: decide in the next round.
+    ctx_.loop.defer([this, alive = alive_, error] {
+        if (!*alive)
+            return;
+        refusal_pending_ = false;
+        lease_refused(error);
+    });
 }
 
 void TaskExecution::lease_refused(const Error& error)
@@ -481,7 +503,7 @@ void TaskExecution::lease_refused(const Error& error)
         cancelled_elsewhere();
         return;
     }
-    if (error.code == kClaimConflict || error.code == kTaskNotFound)
+    if (is_lease_lost(error))
         abandon("its lease is lost (" + error.describe() + ")");
     else
         abandon("the store refused a record (" + error.describe() + ")");

@@ -76,6 +76,8 @@ private:
     // while the store cannot write (disk full, I/O error) retries every
     // kRecordRetry, keeping the lease renewed, instead of dropping the task.
     void write_records();
+    // A fenced write was refused: lease_refused() in the next loop round (once).
+    void refused_later(const Error& error);
     void lease_refused(const Error& error);
     void abandon(const std::string& why);
     void stop_all(bool at_once);
@@ -98,6 +100,7 @@ private:
     Fence fence_ = Fence::lease;
     bool ended_ = false;      // the run ended (or was abandoned): nothing more is dispatched
     bool abandoned_ = false;  // nothing more is written
+    bool refusal_pending_ = false;
     bool retiring_ = false;
     bool release_on_retire_ = false;
     // The task's network namespace (its workers share it); closed with the execution.

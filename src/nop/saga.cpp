@@ -60,6 +60,8 @@ void TaskRun::State::fail_task(std::size_t i)
                          "): completed node(s) " + missing + " have no compensate_action");
             return;
         }
+    } else if (task.compensation_policy == proto::CompensationPolicy::none) {
+        candidates.clear();
     } else {
         std::erase_if(candidates, [&](std::size_t c) { return !nodes[c].node->compensate_action; });
     }

@@ -29,6 +29,7 @@ Result<std::vector<DagEdge>> decode_edges(element value)
     for (element item : edges) {
         const std::string path = index_path("dag.edges", i++);
         const object edge = NPS_TRY(read_object(item, kDagInvalid, path));
+        NPS_TRY_VOID(check_known_members(edge, {"from", "to"}, kDagInvalid, path));
         DagEdge decoded;
         decoded.from = NPS_TRY(decode_edge_end(edge, "from", path));
         decoded.to = NPS_TRY(decode_edge_end(edge, "to", path));
@@ -42,6 +43,7 @@ Result<std::vector<DagEdge>> decode_edges(element value)
 Result<Dag> decode_dag(element value)
 {
     const object obj = NPS_TRY(read_object(value, kDagInvalid, "dag"));
+    NPS_TRY_VOID(check_known_members(obj, {"nodes", "edges"}, kDagInvalid, "dag"));
     const element nodes_value = NPS_TRY(required_member(obj, "nodes", kDagInvalid, "dag.nodes"));
     const array nodes = NPS_TRY(read_array(nodes_value, kDagInvalid, "dag.nodes"));
     // Size first, as validate_dag orders it (a 33-node DAG is TOO-LARGE

@@ -48,6 +48,7 @@ std::string_view to_string(CompensationPolicy policy)
     switch (policy) {
     case CompensationPolicy::best_effort: return "best_effort";
     case CompensationPolicy::strict: return "strict";
+    case CompensationPolicy::none: return "none";
     }
     return "best_effort";
 }

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "json_fields.hpp"
 
+#include <algorithm>
+
+#include "message_text.hpp"
+
 namespace nps::proto {
 
 std::string_view json_type_name(simdjson::dom::element value)
@@ -47,6 +51,43 @@ Result<element> required_member(const object& obj, std::string_view key, std::st
     if (auto value = optional_member(obj, key))
         return *value;
     return field_error(code, path, "required");
+}
+
+namespace {
+
+// The key without underscores or dashes, lower case: "inputFrom", "input_from"
+// and "INPUT-FROM" all fold to "inputfrom".
+std::string folded(std::string_view key)
+{
+    std::string out;
+    for (char c : key) {
+        if (c == '_' || c == '-')
+            continue;
+        out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+    return out;
+}
+
+}  // namespace
+
+Result<void> check_known_members(const object& obj, std::initializer_list<std::string_view> known,
+                                 std::string_view code, std::string_view path)
+{
+    for (auto [key, value] : obj) {
+        (void)value;
+        if (std::find(known.begin(), known.end(), key) != known.end())
+            continue;
+        const std::string where = member_path(path, key);
+        const std::string key_folded = folded(key);
+        for (std::string_view candidate : known)
+            if (folded(candidate) == key_folded)
+                return field_error(code, where, "unknown key; did you mean \"" + std::string(candidate) + "\"?");
+        std::string list;
+        for (std::string_view candidate : known)
+            list += (list.empty() ? "" : ", ") + std::string(candidate);
+        return field_error(code, where, "unknown key (expected one of: " + list + ")");
+    }
+    return {};
 }
 
 namespace {

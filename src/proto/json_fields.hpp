@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,14 @@ std::optional<element> optional_member(const object& obj, std::string_view key);
 // Like optional_member, but absent or null is an error "<path>: required".
 Result<element> required_member(const object& obj, std::string_view key, std::string_view code,
                                 std::string_view path);
+
+// Fails on the first member of `obj` whose key is not in `known`: "<path>.<key>:
+// unknown key", with the expected spelling when the key is another spelling
+// of a known one (camelCase, other case, no underscores: `inputFrom` →
+// "did you mean \"input_from\"?"), else the list of known keys. A frame
+// never has a member silently ignored (docs/protocol-choices.md).
+Result<void> check_known_members(const object& obj, std::initializer_list<std::string_view> known,
+                                 std::string_view code, std::string_view path);
 
 Result<std::string_view> read_string(element value, std::string_view code, std::string_view path);
 Result<bool> read_bool(element value, std::string_view code, std::string_view path);

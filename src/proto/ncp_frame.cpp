@@ -17,13 +17,6 @@ constexpr std::uint8_t kEncBit = 0x08;
 constexpr std::uint8_t kFinalBit = 0x04;
 constexpr std::uint8_t kTierBits = 0x03;
 
-std::string hex_byte(std::uint8_t b)
-{
-    char buf[8];
-    std::snprintf(buf, sizeof buf, "0x%02X", b);
-    return buf;
-}
-
 Error malformed(std::string message)
 {
     return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "NCP frame: " + std::move(message));
@@ -37,6 +30,13 @@ Error too_large(std::size_t len, std::size_t limit, std::string_view what)
 }
 
 }  // namespace
+
+std::string frame_byte_text(std::uint8_t byte)
+{
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%02X", byte);
+    return buf;
+}
 
 bool is_known_frame_type(std::uint8_t type)
 {
@@ -78,10 +78,10 @@ Result<FrameFlags> decode_flags(std::uint8_t byte)
 {
     if ((byte & kTierBits) == kTierBits)
         return protocol_error("NCP-FRAME-FLAGS-INVALID",
-                              "NCP frame: flags " + hex_byte(byte) + " select the reserved tier 0b11");
+                              "NCP frame: flags " + frame_byte_text(byte) + " select the reserved tier 0b11");
     if ((byte & kReservedBits) != 0)
         return protocol_error("NCP-FRAME-FLAGS-INVALID",
-                              "NCP frame: flags " + hex_byte(byte) + " set reserved bits (0x70)");
+                              "NCP frame: flags " + frame_byte_text(byte) + " set reserved bits (0x70)");
     return FrameFlags{
         .ext = (byte & kExtBit) != 0,
         .enc = (byte & kEncBit) != 0,
@@ -120,7 +120,7 @@ Result<FrameHeader> decode_frame_header(std::string_view bytes)
     header.flags = NPS_TRY(decode_flags(byte(1)));
     if (!is_known_frame_type(header.frame_type))
         return protocol_error("NCP-FRAME-UNKNOWN-TYPE",
-                              "NCP frame: type " + hex_byte(header.frame_type) + " is not a known frame type");
+                              "NCP frame: type " + frame_byte_text(header.frame_type) + " is not a known frame type");
     if (header.flags.ext) {
         if (bytes.size() < kExtendedHeaderBytes)
             return malformed("extended header (EXT=1) needs 8 bytes, got " + std::to_string(bytes.size()));
@@ -151,7 +151,7 @@ Result<void> check_encoding(const EncodingPolicy& policy, std::uint8_t frame_typ
                                                               " is not enabled for this session");
     if (tier == Tier::binary_vector_v1 && !has_binary_vector_binding(frame_type))
         return protocol_error("NCP-ENCODING-UNSUPPORTED",
-                              "NCP frame: type " + hex_byte(frame_type) + " has no binary_vector.v1 binding");
+                              "NCP frame: type " + frame_byte_text(frame_type) + " has no binary_vector.v1 binding");
     return {};
 }
 

@@ -56,6 +56,10 @@ Result<std::string> decode_condition(element value, const std::string& path)
 Result<DagNode> decode_node(element value, const std::string& path)
 {
     const object obj = NPS_TRY(read_object(value, kDagInvalid, path));
+    NPS_TRY_VOID(check_known_members(obj,
+                                     {"id", "action", "agent", "input_from", "input_mapping", "timeout_ms",
+                                      "retry_policy", "condition", "compensate_action", "compensate_params_mapping"},
+                                     kDagInvalid, path));
     DagNode node;
 
     const std::string id_path = member_path(path, "id");

@@ -49,6 +49,8 @@ Result<std::vector<std::string>> decode_retry_on(element value, const std::strin
 Result<RetryPolicy> decode_retry_policy(element value, const std::string& path)
 {
     const object obj = NPS_TRY(read_object(value, kDagInvalid, path));
+    NPS_TRY_VOID(check_known_members(obj, {"max_retries", "backoff", "initial_delay_ms", "max_delay_ms", "retry_on"},
+                                     kDagInvalid, path));
     RetryPolicy policy;
     if (auto v = optional_member(obj, "max_retries"))
         policy.max_retries =

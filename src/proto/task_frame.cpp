@@ -67,8 +67,10 @@ Result<CompensationPolicy> read_compensation_policy(element value)
         return CompensationPolicy::best_effort;
     if (text == "strict")
         return CompensationPolicy::strict;
+    if (text == "none")
+        return CompensationPolicy::none;
     return field_error(kMalformed, "compensation_policy",
-                       "expected \"best_effort\" or \"strict\", got " + quoted(text));
+                       "expected \"best_effort\", \"strict\" or \"none\", got " + quoted(text));
 }
 
 Result<AggregateMode> read_aggregate(element value)
@@ -101,9 +103,44 @@ Result<void> decode_aggregate_fields(const object& root, TaskFrame& frame)
     return {};
 }
 
+// reply_to and the SDKs' hop count.
+Result<void> decode_delegation_fields(const object& root, TaskFrame& frame)
+{
+    // Refused rather than ignored: a sender that asks for a completion
+    // message must not wait for one that never comes.
+    if (optional_member(root, "reply_to"))
+        return field_error(kMalformed, "reply_to",
+                           "completion messages to an inbox are not supported by this runner yet; use "
+                           "callback_url (docs/reporting.md)");
+    // `depth` is the TypeScript SDK's older name for it (alpha.15).
+    const auto depth_value = optional_member(root, "delegate_depth");
+    const auto old_depth_value = optional_member(root, "depth");
+    if (depth_value && old_depth_value)
+        return field_error(kMalformed, "depth", "give delegate_depth or its older name depth, not both");
+    if (auto v = depth_value ? depth_value : old_depth_value) {
+        const char* key = depth_value ? "delegate_depth" : "depth";
+        const std::uint64_t depth = NPS_TRY(read_uint(*v, kMalformed, key, 0, 255));
+        // The sender is entity depth + 1 of the chain, this runner's workers
+        // (DelegateFrames of depth + 1) entity depth + 2.
+        if (depth + 2 > limits::kMaxDelegationChain)
+            return field_error("NOP-DELEGATE-CHAIN-TOO-DEEP", key,
+                               std::to_string(depth) + ": the workers would be entity " + std::to_string(depth + 2) +
+                                   " of a delegation chain of at most " +
+                                   std::to_string(limits::kMaxDelegationChain));
+        frame.delegate_depth = static_cast<std::uint8_t>(depth);
+    }
+    return {};
+}
+
 // Everything but `dag` and the callback fields.
 Result<void> decode_task_fields(const object& root, TaskFrame& frame)
 {
+    NPS_TRY_VOID(check_known_members(root,
+                                     {"frame", "task_id", "dag", "timeout_ms", "max_retries", "priority",
+                                      "callback_url", "preflight", "compensation_policy", "callback_secret",
+                                      "result_ttl_seconds", "context", "request_id", "reply_to", "delegate_depth",
+                                      "depth", "aggregate", "aggregate_k"},
+                                     kMalformed, ""));
     NPS_TRY_VOID(check_frame_type(root));
     const element task_id = NPS_TRY(required_member(root, "task_id", kMalformed, "task_id"));
     frame.task_id = NPS_TRY(read_identifier(task_id, "task_id"));
@@ -125,6 +162,7 @@ Result<void> decode_task_fields(const object& root, TaskFrame& frame)
         frame.context_json = NPS_TRY(decode_context(*v));
     if (auto v = optional_member(root, "request_id"))
         frame.request_id = NPS_TRY(read_identifier(*v, "request_id"));
+    NPS_TRY_VOID(decode_delegation_fields(root, frame));
     NPS_TRY_VOID(decode_aggregate_fields(root, frame));
     return {};
 }

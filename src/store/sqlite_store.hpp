@@ -158,8 +158,9 @@ public:
     Result<TaskRecord> task(const std::string& task_id) override;
     Result<std::vector<TaskRecord>> list_tasks(const TaskListFilter& filter) override;
     Result<TaskRecord> cancel(const std::string& task_id) override;
-    Result<void> append_event(const std::string& task_id, const std::string& name,
-                              const std::string& detail_json) override;
+    using Store::append_event;
+    Result<void> append_event(const std::string& task_id, const std::string& name, const std::string& detail_json,
+                              const std::optional<std::string>& lease_holder) override;
     Result<std::vector<TaskEvent>> events(const std::string& task_id) override;
 
     Result<void> put_announce(const Announce& announce) override;

@@ -84,7 +84,8 @@ Result<TaskRecord> SqliteStore::cancel(const std::string& task_id)
 }
 
 Result<void> SqliteStore::append_event(const std::string& task_id, const std::string& name,
-                                       const std::string& detail_json)
+                                       const std::string& detail_json,
+                                       const std::optional<std::string>& lease_holder)
 {
     const std::string detail = detail_json.empty() ? std::string("{}") : detail_json;
     if (name.empty())
@@ -99,11 +100,14 @@ Result<void> SqliteStore::append_event(const std::string& task_id, const std::st
             WriteTransaction txn(*this);
             std::int64_t message_id = 0;
             {
-                auto st = use(task_exists_, "SELECT message_id FROM tasks WHERE task_id = ?1");
+                auto st = use(task_exists_,
+                              "SELECT message_id, lease_owner, lease_expiry FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, task_id);
                 if (!st->executeStep())
                     return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
                 message_id = st->getColumn(0).getInt64();
+                if (lease_holder && (optional_text(*st, 1) != lease_holder || st->getColumn(2).getInt64() <= now))
+                    return lease_error(now, task_id, *lease_holder);
             }
             add_event(message_id, now, name.c_str(), detail);
             txn.commit();

@@ -102,10 +102,11 @@ std::string RunnerProcess::log() const
 bool RunnerProcess::start()
 {
     const std::string& dir = options_.state_dir;
-    write_file(dir + "/config.toml", options_.config_text);
+    const std::string config = dir + "/" + options_.config_name;
+    write_file(config, options_.config_text);
     log_path_ = dir + "/serve-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".log";
     socket_ = options_.unix_socket ? dir + "/api.sock" : "";
-    std::vector<std::string> args = {runner_binary(), "serve", "--config", dir + "/config.toml", "--state-dir", dir,
+    std::vector<std::string> args = {runner_binary(), "serve", "--config", config, "--state-dir", dir,
                                      "--listen", options_.listen, "--socket", options_.unix_socket ? socket_ : "none"};
     args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
 

@@ -24,7 +24,8 @@ std::string runner_binary();
 
 struct RunnerOptions {
     std::string state_dir;                 // required
-    std::string config_text;               // written to state_dir/config.toml
+    std::string config_text;               // written to state_dir/<config_name>
+    std::string config_name = "config.toml";  // two daemons sharing a state directory use two
     std::string listen = "127.0.0.1:0";    // "none" disables TCP
     bool unix_socket = true;               // state_dir/api.sock
     std::vector<std::string> extra_args;

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "nps/api/frame_body.hpp"
 #include "nps/api/metrics.hpp"
 #include "nps/api/store_pool.hpp"
 #include "nps/base/clock.hpp"
@@ -98,7 +99,10 @@ private:
         supervisor::EventLoop::TimerId deadline = 0;
     };
 
-    void finish(const std::string& what, Result<net::HttpResponse> result, const net::Responder& responder);
+    void finish(const std::string& what, Result<net::HttpResponse> result,
+                const std::optional<AnswerFraming>& framing, const net::Responder& responder);
+    // Routes the request whose body read_request_body() has made JSON.
+    void dispatch(const net::HttpRequest& request, const Reply& reply);
     // The routes that may answer later; false when `r` is not one of them.
     bool route_deferred(const net::HttpRequest& r, const Reply& reply);
     Result<net::HttpResponse> route(const net::HttpRequest& request);
@@ -124,6 +128,12 @@ private:
     Result<net::HttpResponse> node_log(const net::HttpRequest& request, const std::string& task_id,
                                        const std::string& node_id);
     Result<net::HttpResponse> cancel_task(const std::string& task_id);
+    // The official SDKs' NopClient routes under a base (routes_sdk.cpp):
+    // `segments` follow the base; nid is the base's inbox.
+    Result<net::HttpResponse> sdk_task_route(const net::HttpRequest& request, const std::string& nid,
+                                             const std::vector<std::string>& segments);
+    // The inbox of POST /task: api.task_inbox, else the first of runner.inboxes.
+    Result<std::string> sdk_inbox() const;
     Result<net::HttpResponse> put_announce(const net::HttpRequest& request, const std::string& nid);
     Result<net::HttpResponse> list_announces();
     Result<net::HttpResponse> resolve(const net::HttpRequest& request);

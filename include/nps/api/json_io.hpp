@@ -38,5 +38,11 @@ net::HttpResponse empty_response(int status);
 // {"status","error","message"} with the HTTP code from the error-code table.
 net::HttpResponse error_response(const Error& error);
 net::HttpResponse error_response(const std::string& code, const std::string& message);
+// A stored JSON text as a value; null when absent (or, never expected, not JSON).
+Json json_or_null(const std::optional<std::string>& text);
+// A stored string as a value; null when absent.
+Json text_or_null(const std::optional<std::string>& text);
+// 405 NWP-HTTP-METHOD-NOT-ALLOWED with the Allow header.
+net::HttpResponse method_not_allowed(const std::string& allowed);
 
 }  // namespace nps::api

@@ -113,6 +113,7 @@ struct Config {
     std::optional<std::string> token;     // bearer token (api.token or api.token_file; else serve's generated one)
     bool require_token = true;            // TCP requests need the token; false (explicit) opens TCP when no token is set
     std::vector<std::string> allowed_nids;  // empty: the API hosts an inbox for any NID
+    std::string task_inbox;                 // the SDK routes' inbox (POST /task); "": the first of `inboxes`
 
     // [inbox]
     std::int64_t default_ttl_seconds = 3600;

@@ -49,6 +49,8 @@ inline constexpr std::uint8_t kErrorFrame = 0xFE;
 // 0x20–0x22, 0x30–0x32, 0x40–0x43, 0xFE); reserved and unassigned bytes
 // (0x4E, 0xF0–0xFD, 0xFF, …) are not frames.
 bool is_known_frame_type(std::uint8_t type);
+// "0x40": a type or flags byte as messages print it.
+std::string frame_byte_text(std::uint8_t byte);
 
 // T1T0. The numeric values are the wire bits.
 enum class Tier : std::uint8_t {

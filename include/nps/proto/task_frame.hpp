@@ -9,12 +9,16 @@
 // order, and the first failure wins:
 //   1. not JSON, not an object, a duplicate key, nesting deeper than
 //      limits::kMaxJsonDepth → NWP-HTTP-FRAME-BODY-MALFORMED
-//   2. task-level fields (frame, task_id, timeout_ms, max_retries, priority,
-//      preflight, compensation_policy, result_ttl_seconds, context,
-//      request_id, and the extensions aggregate / aggregate_k) wrong →
-//      NWP-HTTP-FRAME-BODY-MALFORMED
+//   2. a key that is not a TaskFrame field (the camelCase `timeoutMs` too:
+//      the message names the expected spelling), task-level fields (frame,
+//      task_id, timeout_ms, max_retries, priority, preflight,
+//      compensation_policy, result_ttl_seconds, context, request_id, and the
+//      extensions aggregate / aggregate_k) wrong, a reply_to (completion
+//      messages are not supported yet) → NWP-HTTP-FRAME-BODY-MALFORMED; delegate_depth (the SDKs' non-spec
+//      hop count) ≥ 3 → NOP-DELEGATE-CHAIN-TOO-DEEP
 //   3. dag missing / not an object, empty dag, node or edge field wrong,
-//      duplicate or unknown node ids → NOP-TASK-DAG-INVALID;
+//      duplicate or unknown node ids, a key that is not a field of the dag,
+//      a node, an edge or a retry_policy → NOP-TASK-DAG-INVALID;
 //      more than 32 nodes → NOP-TASK-DAG-TOO-LARGE (before any node field);
 //      condition longer than 512 characters → NOP-CONDITION-EVAL-ERROR;
 //      an input_mapping / compensate_params_mapping path outside the
@@ -25,8 +29,10 @@
 //   4. callback_url not https / has user-info / no host / localhost /
 //      non-public IP literal, callback_secret not 32 base64url bytes →
 //      NOP-CALLBACK-INVALID (callback_policy.hpp, callback_signature.hpp)
-// Unknown fields are ignored (forward compatibility); an optional field set to
-// JSON null counts as absent. `frame` may be absent, 64, or the string "0x40".
+// No member is ignored: an unknown key is an error naming it (a misspelt
+// field must not silently become its default); `context.custom` and
+// `context.baggage` hold anything. An optional field set to JSON null counts
+// as absent. `frame` may be absent, 64, or the string "0x40".
 // The caller bounds the input size (the inbox and HTTP body limits).
 #pragma once
 
@@ -41,7 +47,8 @@
 namespace nps::proto {
 
 enum class TaskPriority { low, normal, high };
-enum class CompensationPolicy { best_effort, strict };
+// none: a failure compensates nothing (the TypeScript SDK's default, "none").
+enum class CompensationPolicy { best_effort, strict, none };
 enum class Backoff { exponential, fixed, linear };
 // How the task's result is built from its completed terminal nodes (the
 // NPS-5 §3.3.2 SyncFrame modes, applied to the whole task; nop/aggregate.hpp).
@@ -91,6 +98,9 @@ struct TaskFrame {
     std::uint32_t result_ttl_seconds = 3600;
     std::string context_json;  // canonical JSON object text, empty if absent
     std::optional<std::string> request_id;
+    // The SDKs' non-spec hop count (0 on a root TaskFrame; digest §9.16):
+    // the DelegateFrames carry it + 1.
+    std::uint8_t delegate_depth = 0;
     // Extension fields (not in NPS-5 §3.1; docs/protocol-choices.md):
     // `aggregate` is one of the six mode names; `aggregate_k` (1..32, only
     // with fastest_k / weighted_first_k; 0 means "all", as SyncFrame's

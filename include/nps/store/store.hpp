@@ -142,9 +142,18 @@ public:
     // ended, event "task:cancelled". Terminal → NOP-TASK-ALREADY-COMPLETED.
     virtual Result<TaskRecord> cancel(const std::string& task_id) = 0;
     // detail_json must be a JSON text ("" means "{}"); seq is the task's
-    // last seq + 1. Unknown task → NOP-TASK-NOT-FOUND.
+    // last seq + 1. Unknown task → NOP-TASK-NOT-FOUND. With lease_holder, the
+    // event is written only while that runner holds the task's live lease,
+    // checked in the same transaction (else NOP-CLAIM-CONFLICT, nothing
+    // written): the executing runner's writes are fenced like its node
+    // records, so a runner that lost its lease adds nothing to the log.
     virtual Result<void> append_event(const std::string& task_id, const std::string& name,
-                                      const std::string& detail_json) = 0;
+                                      const std::string& detail_json,
+                                      const std::optional<std::string>& lease_holder) = 0;
+    Result<void> append_event(const std::string& task_id, const std::string& name, const std::string& detail_json)
+    {
+        return append_event(task_id, name, detail_json, std::nullopt);
+    }
     // In seq order; empty for an unknown task.
     virtual Result<std::vector<TaskEvent>> events(const std::string& task_id) = 0;
 

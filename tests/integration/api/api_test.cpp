@@ -145,7 +145,7 @@ TEST_CASE("bad input gets the documented error body and changes nothing")
     check_error(http("POST", url, cycle.dump()), 400, "NOP-TASK-DAG-CYCLE");
     check_error(http("POST", url, std::string(300 * 1024, ' ')), 413, "NWP-HTTP-BODY-TOO-LARGE");
     check_error(http("POST", url, std::string(2 * 1024 * 1024, ' ')), 413, "NWP-HTTP-BODY-TOO-LARGE");
-    check_error(http("POST", url, task_frame("task-ct"), {{"Content-Type", "text/plain"}}), 415,
+    check_error(http("POST", url, task_frame("task-ct"), {{"Content-Type", "text/plain"}}), 400,
                 "NWP-HTTP-CONTENT-TYPE-UNSUPPORTED");
     check_error(http("POST", url, task_frame("task-prio"), {{"X-Nps-Inbox-Priority", "high"}}), 400,
                 "NWP-HTTP-PARAM-INVALID");

@@ -65,6 +65,16 @@ void check_no_worker_left(ExecutorFixture& f, pid_t runner_pid)
     CHECK(worker_dirs(f) == 0);
 }
 
+// Worker processes of `runner_pid` running sleep(1).
+std::size_t sleeping_workers(pid_t runner_pid)
+{
+    std::size_t n = 0;
+    for (pid_t pid : worker_processes_of(runner_pid))
+        if (read_file("/proc/" + std::to_string(pid) + "/comm") == "sleep\n")
+            ++n;
+    return n;
+}
+
 void announce_pipeline(ExecutorFixture& f)
 {
     f.announce(kFetch, inline_spawn_spec({"/bin/worker", "emit", R"({"value":2})"}));
@@ -395,6 +405,72 @@ TEST_CASE("SIGTERM: running tasks get the grace, then their workers die and thei
         task_id, [](const Json& t) { return t["claims"].get<int>() == 2 && t["state"] == "RUNNING"; },
         std::chrono::seconds(20));
     CHECK(has_event(task, "lease:released"));
+}
+
+TEST_CASE("a runner stopped past its lease writes nothing more once resumed: its workers die, its daemon serves on")
+{
+    // The case as tried: runner A executes, is stopped (SIGSTOP) past its
+    // lease, runner B (a second daemon on the same runner.db) reclaims the
+    // task, A is resumed. A's worker that finished meanwhile and the one
+    // still running must add nothing to the task after lease:reclaimed.
+    ExecutorFixture f("lease_seconds = 10\n");
+    const std::string kQuick = "urn:nps:agent:exec.test:quick";
+    f.announce(kQuick, inline_spawn_spec({"/bin/worker", "sleep", "4"}));
+    f.announce(kSleeper, inline_spawn_spec({"/bin/worker", "sleep", "120"}));
+    std::string task_id = f.submit(task_frame_of("fence-01",
+                                                 {dag_node("quick", kQuick, "nwp://exec.test/quick"),
+                                                  dag_node("slow", kSleeper, "nwp://exec.test/slow")},
+                                                 {{"timeout_ms", 600'000}}));
+    f.wait_until(task_id, [&](const Json&) { return sleeping_workers(f.runner().pid()) == 2; });
+    const pid_t a = f.runner().pid();
+    REQUIRE(::kill(a, SIGSTOP) == 0);
+    std::this_thread::sleep_for(std::chrono::seconds(11));  // past the 10 s lease; quick's worker has ended
+
+    RunnerProcess b(RunnerOptions{.state_dir = f.state_dir(),
+                                  .config_text = "[runner]\nnid = \"urn:nps:node:exec.test:runner-b\"\n",
+                                  .config_name = "config-b.toml",
+                                  .unix_socket = false});
+    if (!b.start()) {
+        ::kill(a, SIGCONT);
+        FAIL("runner B did not start: " << b.log());
+    }
+    const std::string claims = b.url() + "/v1/inbox/" + std::string(kInbox) + "/claims";
+    auto reclaimed = http("POST", claims,
+                          Json{{"runner_nid", "urn:nps:node:exec.test:runner-b"}, {"lease_seconds", 600},
+                               {"task_id", task_id}}
+                              .dump());
+    ::kill(a, SIGCONT);
+    REQUIRE_MESSAGE(reclaimed.status == 200, reclaimed.raw << "\n" << f.runner().log());
+    CHECK(reclaimed.body["outcome"] == "reclaimed");
+
+    // A finds its lease gone: the running worker is killed, nothing is written.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline &&
+           (!worker_processes_of(a).empty() || !worker_cgroups_of(a).empty() ||
+            f.runner().log().find("task fence-01: abandoned") == std::string::npos))
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    INFO(f.runner().log());
+    CHECK(worker_processes_of(a).empty());
+    CHECK(worker_cgroups_of(a).empty());
+    CHECK(f.runner().log().find("task fence-01: abandoned, its lease is lost") != std::string::npos);
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // anything A would still write has been tried
+
+    Json task = http("GET", b.url() + "/v1/tasks/" + task_id).body;
+    INFO(task.dump(2));
+    auto names = event_names(task);
+    REQUIRE_FALSE(names.empty());
+    CHECK(names.back() == "lease:reclaimed");  // nothing after it: not A's worker ends, not its node records
+    CHECK(task["state"] == "RUNNING");
+    CHECK(task["lease"]["runner_nid"] == "urn:nps:node:exec.test:runner-b");
+    for (const char* node : {"quick", "slow"})
+        if (task["nodes"].contains(node))
+            CHECK(task["nodes"][node]["state"] != "COMPLETED");
+
+    // Only that task was given up: A claims and completes a new one.
+    f.announce(kFetch, inline_spawn_spec({"/bin/worker", "emit", R"({"value":2})"}));
+    Json next = f.wait_terminal(f.submit(task_frame_of("fence-02", {dag_node("a", kFetch, "nwp://exec.test/a")})));
+    CHECK(next["state"] == "COMPLETED");
+    CHECK(http("POST", b.url() + "/v1/tasks/" + task_id + "/cancel").status == 200);
 }
 
 TEST_CASE("task show --log escapes a worker's terminal sequences, --raw prints them")

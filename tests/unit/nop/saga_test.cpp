@@ -113,6 +113,24 @@ TEST_CASE("saga: strict refuses to start when a candidate cannot be compensated"
     CHECK(host.events[host.events.size() - 2] == "ship:failed");
 }
 
+TEST_CASE("saga: compensation_policy none compensates nothing; the task fails with the node's error")
+{
+    FakeHost host;
+    const auto task = frame({node("reserve", {}, compensable("reserve")), node("ship", {"reserve"})},
+                            {{"compensation_policy", "none"}});
+    TaskRun run(task, host, RunOptions{.mode = Mode::conformance});
+    run.start();
+    run.attempt_finished("reserve", success("{}"));
+    run.attempt_finished("ship", failure("NOP-DELEGATE-REJECTED", false));
+    REQUIRE(host.end);
+    CHECK(host.end->state == "FAILED");
+    CHECK(host.end->error_code == "NOP-DELEGATE-REJECTED");
+    CHECK(host.dispatched.size() == 2);  // no compensation
+    CHECK(host.state_of("reserve") == "COMPLETED");
+    CHECK(host.events == Strings{"task:running", "reserve:attempt:1", "reserve:completed", "ship:attempt:1",
+                                 "ship:failed", "task:failed"});
+}
+
 TEST_CASE("saga: strict stops at the first compensation failure")
 {
     FakeHost host;

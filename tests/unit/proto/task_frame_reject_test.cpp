@@ -129,8 +129,16 @@ TEST_CASE("TaskFrame rejects: task-level fields")
         {"/priority", Json("urgent"), kMalformed, "priority: expected \"low\", \"normal\" or \"high\", got 'urgent'"},
         {"/priority", Json(1), kMalformed, "priority: expected a string, got a number"},
         {"/preflight", Json("yes"), kMalformed, "preflight: expected a boolean, got a string"},
-        {"/compensation_policy", Json("none"), kMalformed,
-         "compensation_policy: expected \"best_effort\" or \"strict\", got 'none'"},
+        {"/compensation_policy", Json("on_failure"), kMalformed,
+         "compensation_policy: expected \"best_effort\", \"strict\" or \"none\", got 'on_failure'"},
+        {"/reply_to", Json("urn:nps:agent:o:inbox"), kMalformed,
+         "reply_to: completion messages to an inbox are not supported by this runner yet; use callback_url "
+         "(docs/reporting.md)"},
+        {"/delegate_depth", Json(-1), kMalformed, "delegate_depth: must be an integer from 0 to 255, got -1"},
+        {"/delegate_depth", Json(2), "NOP-DELEGATE-CHAIN-TOO-DEEP",
+         "delegate_depth: 2: the workers would be entity 4 of a delegation chain of at most 3"},
+        {"/depth", Json(2), "NOP-DELEGATE-CHAIN-TOO-DEEP",
+         "depth: 2: the workers would be entity 4 of a delegation chain of at most 3"},
         {"/result_ttl_seconds", Json(4294967296), kMalformed,
          "result_ttl_seconds: must be an integer from 0 to 4294967295, got 4294967296"},
         {"/context", Json::array(), kMalformed, "context: expected an object, got an array"},
@@ -351,4 +359,45 @@ TEST_CASE("TaskFrame rejects: aggregate_k out of range or with another mode")
     const nps::Error error = decode_error(all.dump());
     CHECK(error.code == kMalformed);
     CHECK(error.message == "aggregate_k: only applies to aggregate \"fastest_k\" or \"weighted_first_k\", not \"all\"");
+}
+
+TEST_CASE("TaskFrame rejects: a key that is no field, naming it and the expected spelling")
+{
+    const std::string frame_keys =
+        "frame, task_id, dag, timeout_ms, max_retries, priority, callback_url, preflight, compensation_policy, "
+        "callback_secret, result_ttl_seconds, context, request_id, reply_to, delegate_depth, depth, aggregate, "
+        "aggregate_k";
+    const std::string node_keys = "id, action, agent, input_from, input_mapping, timeout_ms, retry_policy, "
+                                  "condition, compensate_action, compensate_params_mapping";
+    const std::vector<Mutation> cases = {
+        // The camelCase spellings the TypeScript SDK's interfaces invite.
+        {"/dag/nodes/1/inputFrom", Json::array({"fetch"}), kDagInvalid,
+         "dag.nodes[1].inputFrom: unknown key; did you mean \"input_from\"?"},
+        {"/dag/nodes/0/timeoutMs", Json(5000), kDagInvalid,
+         "dag.nodes[0].timeoutMs: unknown key; did you mean \"timeout_ms\"?"},
+        {"/dag/nodes/0/retryPolicy", Json::object(), kDagInvalid,
+         "dag.nodes[0].retryPolicy: unknown key; did you mean \"retry_policy\"?"},
+        {"/dag/nodes/0/retry_policy", Json{{"maxRetries", 1}}, kDagInvalid,
+         "dag.nodes[0].retry_policy.maxRetries: unknown key; did you mean \"max_retries\"?"},
+        {"/timeoutMs", Json(1000), kMalformed, "timeoutMs: unknown key; did you mean \"timeout_ms\"?"},
+        {"/Task_ID", Json("x"), kMalformed, "Task_ID: unknown key; did you mean \"task_id\"?"},
+        // No near spelling: the keys there are.
+        {"/future_field", Json(true), kMalformed, "future_field: unknown key (expected one of: " + frame_keys + ")"},
+        {"/dag/nodes/0/min_required", Json(1), kDagInvalid,
+         "dag.nodes[0].min_required: unknown key (expected one of: " + node_keys + ")"},
+        {"/dag/edges/0/weight", Json(1), kDagInvalid,
+         "dag.edges[0].weight: unknown key (expected one of: from, to)"},
+        {"/dag/meta", Json::object(), kDagInvalid, "dag.meta: unknown key (expected one of: nodes, edges)"},
+        // A null value is still a key that is not a field.
+        {"/dag/nodes/0/inputMapping", Json(nullptr), kDagInvalid,
+         "dag.nodes[0].inputMapping: unknown key; did you mean \"input_mapping\"?"},
+    };
+    for (const Mutation& m : cases)
+        check_mutation(m);
+
+    // Both names of the hop count at once is ambiguous.
+    Json both = valid_frame();
+    both["delegate_depth"] = 0;
+    both["depth"] = 0;
+    CHECK(decode_error(both.dump()).message == "depth: give delegate_depth or its older name depth, not both");
 }

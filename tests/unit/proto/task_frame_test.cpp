@@ -138,7 +138,7 @@ TEST_CASE("TaskFrame: every field set")
       "context": {"session_id": "s-1", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                   "span_id": "00f067aa0ba902b7", "trace_flags": 1, "baggage": {"k": "v"}, "custom": [1, "x"]},
       "request_id": "req-7",
-      "future_field": {"ignored": true},
+      "delegate_depth": 1,
       "dag": {
         "nodes": [
           {"id": "reserve", "action": "nwp://shop.example.com/stock/invoke", "agent": "urn:nps:agent:shop:stock",
@@ -151,8 +151,7 @@ TEST_CASE("TaskFrame: every field set")
                              "obj": {"k": "not-a-path"}},
            "retry_policy": {"max_retries": 3, "backoff": "linear", "initial_delay_ms": 0, "max_delay_ms": 4294967295,
                             "retry_on": ["NWP-NODE-UNAVAILABLE", "NOP-DELEGATE-TIMEOUT"]},
-           "condition": "$.reserve.ok == true",
-           "unknown_node_field": 1}
+           "condition": "$.reserve.ok == true"}
         ]
       }
     })";
@@ -189,8 +188,7 @@ TEST_CASE("TaskFrame: every field set")
     CHECK(charge.retry_policy->max_delay_ms == 4294967295u);
     CHECK(charge.retry_policy->retry_on == std::vector<std::string>{"NWP-NODE-UNAVAILABLE", "NOP-DELEGATE-TIMEOUT"});
     CHECK(charge.condition == "$.reserve.ok == true");
-    // Unknown members stay in the canonical dag (and so in dag_hash).
-    CHECK(frame.canonical_dag_json.find("unknown_node_field") != std::string::npos);
+    CHECK(frame.delegate_depth == 1);
 }
 
 TEST_CASE("TaskFrame: retry_policy defaults and null optional fields")
@@ -290,4 +288,27 @@ TEST_CASE("TaskFrame: the aggregate extension fields")
     const TaskFrame nulls = decode_ok(k.dump());
     CHECK(nulls.aggregate == AggregateMode::merge);
     CHECK_FALSE(nulls.aggregate_k);
+}
+
+TEST_CASE("TaskFrame: the frames the official SDKs send decode (their keys, nulls and defaults)")
+{
+    const char* dag = R"({"nodes": [{"id": "a", "action": "nwp://x.example/a", "agent": "urn:nps:agent:x:a"}],
+                          "edges": []})";
+    // Python: TaskFrame.to_dict always has these, delegate_depth 0.
+    Json python = {{"task_id", "py-1"},      {"dag", Json::parse(dag)}, {"timeout_ms", 30000},
+                   {"max_retries", 2},       {"priority", "normal"},    {"preflight", false},
+                   {"delegate_depth", 0}};
+    const TaskFrame p = decode_ok(python.dump());
+    CHECK(p.delegate_depth == 0);
+    CHECK(p.compensation_policy == CompensationPolicy::best_effort);
+    // TypeScript alpha.15: explicit nulls, `depth`, compensation "none".
+    Json ts = {{"task_id", "ts-1"},         {"dag", Json::parse(dag)},   {"timeout_ms", nullptr},
+               {"callback_url", nullptr},   {"context", nullptr},        {"priority", nullptr},
+               {"depth", nullptr},          {"compensation_policy", "none"}, {"result_ttl_seconds", 3600}};
+    const TaskFrame t = decode_ok(ts.dump());
+    CHECK(t.timeout_ms == 30000);
+    CHECK(t.compensation_policy == CompensationPolicy::none);
+    CHECK(to_string(t.compensation_policy) == "none");
+    ts["depth"] = 1;
+    CHECK(decode_ok(ts.dump()).delegate_depth == 1);
 }

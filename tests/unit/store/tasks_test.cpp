@@ -80,3 +80,27 @@ TEST_CASE_FIXTURE(StoreFixture, "events have per-task increasing seq and are app
     CHECK((*b)[1].detail_json == "{}");
     CHECK(store->events("nope")->empty());
 }
+
+TEST_CASE_FIXTURE(StoreFixture, "an event fenced by a lease is written only while that runner holds it live")
+{
+    deposit("a");
+    claim_head(kRunnerA, 10);
+    const auto before = store->events("a")->size();
+    REQUIRE(store->append_event("a", "n:attempt:1", "{}", std::string(kRunnerA)));
+    CHECK(error_code_of(store->append_event("a", "n:worker", "{}", std::string(kRunnerB))) == "NOP-CLAIM-CONFLICT");
+
+    clock.advance_ms(10'000);  // expired, nobody has reclaimed it yet: still not A's to write
+    CHECK(error_code_of(store->append_event("a", "n:worker", "{}", std::string(kRunnerA))) == "NOP-CLAIM-CONFLICT");
+    REQUIRE(claim_task("a", kRunnerB));
+    CHECK(error_code_of(store->append_event("a", "n:completed", "{}", std::string(kRunnerA))) ==
+          "NOP-CLAIM-CONFLICT");
+    REQUIRE(store->append_event("a", "n:attempt:1", "{}", std::string(kRunnerB)));
+
+    // What A tried after losing the lease is not in the log; B's reclaim and write are.
+    auto events = store->events("a");
+    REQUIRE(events->size() == before + 3);
+    CHECK((*events)[before].name == "n:attempt:1");
+    CHECK((*events)[before + 1].name == "lease:reclaimed");
+    CHECK((*events)[before + 2].name == "n:attempt:1");
+    CHECK(error_code_of(store->append_event("nope", "x", "{}", std::string(kRunnerA))) == "NOP-TASK-NOT-FOUND");
+}

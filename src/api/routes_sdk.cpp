@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// The routes the official SDKs' NopClient uses (Python NPS-sdk-py, TypeScript
+// NPS-sdk-ts), in the shapes they parse (docs/api.md, "SDK routes"):
+//   POST {base}/task              a TaskFrame (an NCP frame, usually MsgPack) → {task_id, …}
+//   GET  {base}/task/{id}         {task_id, state (lower case), aggregated_result, error_code,
+//                                  error_message, node_results}
+//   POST {base}/task/{id}/cancel  {task_id, state: "cancelled"}
+// {base} is the daemon's root (the inbox api.task_inbox) or /v1/inbox/{nid}.
+#include <algorithm>
+#include <cctype>
+
+#include "nps/api/api.hpp"
+#include "nps/api/json_io.hpp"
+
+namespace nps::api {
+
+namespace {
+
+// The SDKs' TaskState spelling of our task states.
+std::string sdk_state(const std::string& state)
+{
+    std::string out = state;
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+}  // namespace
+
+Result<std::string> Api::sdk_inbox() const
+{
+    if (!config_.task_inbox.empty())
+        return config_.task_inbox;
+    if (!config_.inboxes.empty())
+        return config_.inboxes.front();
+    return protocol_error("NWP-INBOX-NOT-FOUND",
+                          "POST /task needs an inbox: set api.task_inbox or runner.inboxes, or use "
+                          "/v1/inbox/{nid}/task");
+}
+
+Result<net::HttpResponse> Api::sdk_task_route(const net::HttpRequest& request, const std::string& nid,
+                                              const std::vector<std::string>& segments)
+{
+    NPS_TRY_VOID(check_inbox_nid(nid));
+    const std::string& m = request.method;
+    if (segments.empty())
+        return m == "POST" ? deposit(request, nid) : method_not_allowed("POST");
+    if (segments.size() > 2 || (segments.size() == 2 && segments[1] != "cancel"))
+        return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + request.path + "'");
+
+    const std::string& task_id = segments[0];
+    auto store = NPS_TRY(stores_.acquire());
+    auto task = NPS_TRY(store->task(task_id));
+    if (task.nid != nid)  // another inbox's task is not under this base
+        return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist in inbox '" + nid + "'");
+
+    if (segments.size() == 2) {
+        if (m != "POST")
+            return method_not_allowed("POST");
+        auto cancelled = NPS_TRY(store->cancel(task_id));
+        if (hooks_.cancelled)
+            hooks_.cancelled(task_id);
+        return json_response(200, {{"task_id", cancelled.task_id}, {"state", sdk_state(cancelled.state)}});
+    }
+    if (m != "GET")
+        return method_not_allowed("GET");
+    Json node_results = Json::object();
+    for (const auto& r : NPS_TRY(store->node_results(task_id)))
+        if (r.dedup_key == task.dedup_key)
+            node_results[r.node_id] = json_or_null(r.result_json);
+    return json_response(200, {
+                                  {"task_id", task.task_id},
+                                  {"state", sdk_state(task.state)},
+                                  {"aggregated_result", json_or_null(task.aggregate_json)},
+                                  {"error_code", text_or_null(task.error_code)},
+                                  {"error_message", text_or_null(task.error_message)},
+                                  {"node_results", std::move(node_results)},
+                              });
+}
+
+}  // namespace nps::api
