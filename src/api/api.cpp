@@ -66,7 +66,7 @@ bool Api::authorized(const net::HttpRequest& request) const
         return !config_.require_token;
     // Liveness and metrics stay open to loopback peers.
     if ((request.path == "/healthz" || request.path == "/health" || request.path == "/readyz" ||
-         request.path == "/metrics") &&
+         request.path == "/metrics" || request.path == "/.nwm") &&
         request.from_loopback)
         return true;
     const std::string& header = request.header("authorization");
@@ -189,12 +189,16 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
         return m == "GET" ? readyz() : method_not_allowed("GET");
     if (n == 1 && s[0] == "metrics")
         return m == "GET" ? render_metrics() : method_not_allowed("GET");
+    if (n == 1 && s[0] == ".nwm")
+        return m == "GET" ? manifest(r) : method_not_allowed("GET");
     if (n >= 1 && s[0] == "task")
         return sdk_task_route(r, NPS_TRY(sdk_inbox()), {s.begin() + 1, s.end()});
     if (n < 2 || s[0] != "v1")
         return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
 
     const std::string& area = s[1];
+    if (area == "capabilities" && n == 2)
+        return m == "GET" ? capabilities() : method_not_allowed("GET");
     if (area == "inbox" && n == 3) {
         if (m == "POST")
             return deposit(r, s[2]);

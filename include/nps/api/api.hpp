@@ -145,6 +145,9 @@ private:
     Result<net::HttpResponse> health();
     Result<net::HttpResponse> readyz();
     Result<net::HttpResponse> render_metrics();
+    // GET /.nwm and GET /v1/capabilities (routes_catalogue.cpp).
+    Result<net::HttpResponse> manifest(const net::HttpRequest& request);
+    Result<net::HttpResponse> capabilities();
 
     // NWP-INBOX-NOT-FOUND / NWP-HTTP-PARAM-INVALID for a NID this API does not host.
     Result<void> check_inbox_nid(const std::string& nid) const;

@@ -261,3 +261,66 @@ TEST_CASE("the token as a Basic-auth password (a base URL http://user:TOKEN@host
           401);
     CHECK(http_without_token("GET", d.base() + "/task/none").status == 401);
 }
+
+TEST_CASE("GET /.nwm: the route catalogue as an NWP manifest, versioned; every route in it exists")
+{
+    SdkDaemon d;
+    auto nwm = http_without_token("GET", d.base() + "/.nwm");  // open to loopback peers, as /health
+    REQUIRE(nwm.status == 200);
+    CHECK(nwm.headers["content-type"] == "application/nwp-manifest+json");
+    CHECK(nwm.body["node_type"] == "runner");
+    CHECK(nwm.body["wire_formats"] == Json::array({"json", "msgpack"}));
+    CHECK(nwm.body["auth"]["required"] == true);
+    const std::string version = nwm.headers["x-nwm-version"];
+    CHECK(version.size() == 16);
+    CHECK(nwm.headers["etag"] == "\"" + version + "\"");
+    auto again = http("GET", d.base() + "/.nwm", std::nullopt, {{"If-None-Match", nwm.headers["etag"]}});
+    CHECK(again.status == 304);
+    CHECK(again.raw.empty());
+
+    // Each catalogued route, its placeholders filled, is routed (not 404
+    // NWP-HTTP-NOT-FOUND and not 405): the catalogue cannot drift from the router.
+    REQUIRE(nwm.body["routes"].size() >= 25);
+    for (const auto& route : nwm.body["routes"]) {
+        std::string path = route["path"];
+        for (auto [from, to] : {std::pair<std::string, std::string>{"{nid}", kInbox},
+                                {"{task_id}", "no-such-task"},
+                                {"{node_id}", "n0"},
+                                {"{message_id}", "999"}})
+            if (auto at = path.find(from); at != std::string::npos)
+                path.replace(at, from.size(), to);
+        CAPTURE(route.dump());
+        const std::string method = route["method"];
+        auto reply = http(method, d.base() + path, method == "GET" || method == "DELETE" ? std::nullopt
+                                                                                          : std::optional<std::string>("{}"));
+        CHECK(reply.status != 405);
+        CHECK((!reply.body.is_object() || reply.body.value("error", "") != "NWP-HTTP-NOT-FOUND"));
+        CHECK(nwm.body["endpoints"][route["name"].get<std::string>()] == route["path"]);
+    }
+}
+
+TEST_CASE("GET /v1/capabilities: frames, encodings, SpawnSpec forms, limits in force, modes, conformance cases")
+{
+    SdkDaemon d;
+    auto caps = http("GET", d.base() + "/v1/capabilities");
+    REQUIRE(caps.status == 200);
+    const Json& b = caps.body;
+    CHECK(b["frames"]["accepts"][0]["type"] == "0x40");
+    CHECK(b["encodings"]["request_bodies"] == Json::array({"json", "msgpack"}));
+    CHECK(b["spawn_spec_refs"].size() == 3);
+    CHECK(b["limits"]["dag_nodes"] == 32);
+    CHECK(b["limits"]["lease_seconds"] == Json{{"min", 10}, {"max", 600}});
+    CHECK(b["limits"]["inbox"]["max_depth"] == 10000);
+    // The operator's limits in force (issue 14's defaults here).
+    CHECK(b["limits"]["workers"]["defaults"]["memory_bytes"] == 512 * 1024 * 1024);
+    CHECK(b["limits"]["workers"]["defaults"]["pids"] == 256);
+    CHECK(b["cgroup"]["mode"].is_string());
+    CHECK(b["namespaces"]["user"].is_object());
+    CHECK(b["namespaces"]["network"]["per_task"] == true);
+    REQUIRE(b["conformance"]["cases"].size() == 10);
+    for (const auto& c : b["conformance"]["cases"]) {
+        CHECK(c["id"].get<std::string>().rfind("TC-N3-", 0) == 0);
+        CHECK(c["verdict"] == "pass");
+    }
+    check_error(http_without_token("GET", d.base() + "/v1/capabilities"), 401, "NWP-HTTP-UNAUTHENTICATED");
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the daemon says about itself: GET /.nwm (the route catalogue as an
+// NWP manifest, npsd's parity route) and GET /v1/capabilities (frames,
+// encodings, SpawnSpec forms, limits in force, cgroup and namespace modes,
+// the NPS-Node-L3 cases and the tests of ours that verify them). docs/api.md,
+// "Self-description".
+#include "nps/api/api.hpp"
+#include "nps/api/json_io.hpp"
+#include "nps/base/digest.hpp"
+#include "nps/base/limits.hpp"
+
+namespace nps::api {
+
+namespace {
+
+struct RouteEntry {
+    const char* name;
+    const char* method;
+    const char* path;
+};
+
+// Every route of route() and route_deferred(); the sdk-routes test asks each one.
+constexpr RouteEntry kRoutes[] = {
+    {"manifest", "GET", "/.nwm"},
+    {"capabilities", "GET", "/v1/capabilities"},
+    {"health", "GET", "/health"},
+    {"healthz", "GET", "/healthz"},
+    {"readyz", "GET", "/readyz"},
+    {"metrics", "GET", "/metrics"},
+    {"inbox_deposit", "POST", "/v1/inbox/{nid}"},
+    {"inbox_long_poll", "GET", "/v1/inbox/{nid}"},
+    {"inbox_ack", "DELETE", "/v1/inbox/{nid}/{message_id}"},
+    {"inbox_depth", "GET", "/v1/inbox/{nid}/depth"},
+    {"claim", "POST", "/v1/inbox/{nid}/claims"},
+    {"lease_renew", "POST", "/v1/leases/{task_id}/renew"},
+    {"lease_release", "DELETE", "/v1/leases/{task_id}"},
+    {"lease_complete", "POST", "/v1/leases/{task_id}/complete"},
+    {"task_list", "GET", "/v1/tasks"},
+    {"task_get", "GET", "/v1/tasks/{task_id}"},
+    {"task_cancel", "POST", "/v1/tasks/{task_id}/cancel"},
+    {"node_report", "PATCH", "/v1/tasks/{task_id}/nodes/{node_id}"},
+    {"node_log", "GET", "/v1/tasks/{task_id}/nodes/{node_id}/log"},
+    {"ndp_announces", "GET", "/v1/ndp/announces"},
+    {"ndp_announce", "PUT", "/v1/ndp/announces/{nid}"},
+    {"ndp_resolve", "GET", "/v1/ndp/resolve"},
+    {"spawnspec_resolve", "POST", "/v1/spawnspecs/resolve"},
+    {"sdk_task_submit", "POST", "/task"},
+    {"sdk_task_status", "GET", "/task/{task_id}"},
+    {"sdk_task_cancel", "POST", "/task/{task_id}/cancel"},
+    {"sdk_inbox_task_submit", "POST", "/v1/inbox/{nid}/task"},
+    {"sdk_inbox_task_status", "GET", "/v1/inbox/{nid}/task/{task_id}"},
+    {"sdk_inbox_task_cancel", "POST", "/v1/inbox/{nid}/task/{task_id}/cancel"},
+};
+
+// The NPS-Node-L3 cases (CR-0007 §8) and the tests of this repository that
+// run each one black-box against the real daemon (conformance/README.md).
+struct ConformanceCase {
+    const char* id;
+    const char* verified_by;
+};
+constexpr ConformanceCase kConformance[] = {
+    {"TC-N3-Claim-01", "tc-n3-claim, tc-n3-suite"},
+    {"TC-N3-Claim-02", "tc-n3-claim, tc-n3-suite, executor"},
+    {"TC-N3-Claim-03", "tc-n3-claim, tc-n3-suite"},
+    {"TC-N3-Spawn-01", "tc-n3-spawn, tc-n3-suite"},
+    {"TC-N3-Spawn-02", "tc-n3-spawn, tc-n3-suite"},
+    {"TC-N3-Spawn-03", "tc-n3-spawn, tc-n3-suite, executor"},
+    {"TC-N3-Life-01", "tc-n3-suite, executor"},
+    {"TC-N3-Life-02", "tc-n3-suite, executor"},
+    {"TC-N3-DAG-01", "tc-n3-suite, executor"},
+    {"TC-N3-Saga-01", "tc-n3-suite, executor"},
+};
+
+Json routes_json()
+{
+    Json routes = Json::array();
+    for (const auto& r : kRoutes)
+        routes.push_back({{"name", r.name}, {"method", r.method}, {"path", r.path}});
+    return routes;
+}
+
+Json limit_or_null(std::int64_t value)
+{
+    return value > 0 ? Json(value) : Json(nullptr);
+}
+
+}  // namespace
+
+Result<net::HttpResponse> Api::manifest(const net::HttpRequest& request)
+{
+    Json endpoints = Json::object();
+    for (const auto& r : kRoutes)
+        endpoints[r.name] = r.path;
+    const Json body = {
+        {"nwp", "0.21"},
+        {"node_id", config_.runner_nid},
+        {"node_type", "runner"},
+        {"display_name", "nps-runner"},
+        {"version", NPS_RUNNER_VERSION},
+        {"wire_formats", {"json", "msgpack"}},
+        {"preferred_format", "json"},
+        {"capabilities", {{"inbox", true}, {"claims", true}, {"task_store", true}, {"ndp_registry", true}}},
+        {"auth",
+         {{"required", config_.require_token || config_.token.has_value()}, {"schemes", {"bearer", "basic"}}}},
+        {"endpoints", endpoints},
+        {"routes", routes_json()},
+    };
+    const std::string text = body.dump();
+    const std::string version = "\"" + sha256_hex(text).substr(0, 16) + "\"";
+    net::HttpResponse response;
+    if (request.header("if-none-match") == version) {
+        response.status = 304;
+        response.content_type.clear();
+    } else {
+        response.body = text + "\n";
+        response.content_type = "application/nwp-manifest+json";
+    }
+    response.headers.emplace_back("ETag", version);
+    response.headers.emplace_back("X-NWM-Version", version.substr(1, version.size() - 2));
+    return response;
+}
+
+Result<net::HttpResponse> Api::capabilities()
+{
+    const auto& w = config_.workers;
+    Json cgroup_limits = Json::object();
+    for (const auto& [controller, by] : host_.limits_enforced_by)
+        cgroup_limits[controller] = by.empty() ? Json(nullptr) : Json(by);
+    Json conformance = Json::array();
+    for (const auto& c : kConformance)
+        conformance.push_back({{"id", c.id}, {"verdict", "pass"}, {"verified_by", c.verified_by}});
+    Json body = {
+        {"runner", {{"nid", config_.runner_nid}, {"version", NPS_RUNNER_VERSION}, {"inboxes", config_.inboxes}}},
+        {"frames",
+         {{"accepts", {{{"type", "0x40"}, {"name", "TaskFrame"}}}},
+          {"to_workers", {{{"type", "0x41"}, {"name", "DelegateFrame"}}}},
+          {"from_workers", {{{"type", "0x43"}, {"name", "AlignStream"}}}}}},
+        {"encodings",
+         {{"request_bodies", {"json", "msgpack"}},
+          {"frame_media_types", {"application/x-nps-frame", "application/nwp-frame"}},
+          {"framed_answers", {{"success", "CapsFrame 0x04"}, {"error", "ErrorFrame 0xFE"}}},
+          {"binary_vector_v1", false}}},
+        {"spawn_spec_refs", {"spawnspec:<base64url JSON>", "https://", "nwp://"}},
+        {"routes", routes_json()},
+        {"limits",
+         {{"dag_nodes", limits::kMaxDagNodes},
+          {"delegation_chain", limits::kMaxDelegationChain},
+          {"lease_seconds", {{"min", limits::kMinLeaseSeconds}, {"max", limits::kMaxLeaseSeconds}}},
+          {"inbox",
+           {{"max_depth", config_.max_depth},
+            {"max_message_bytes", config_.max_message_bytes},
+            {"default_ttl_seconds", config_.default_ttl_seconds}}},
+          {"workers",
+           {{"max_concurrent", w.max_concurrent},
+            {"defaults",
+             {{"memory_bytes", limit_or_null(w.default_memory_bytes)},
+              {"cpu_millicores", limit_or_null(w.default_cpu_millicores)},
+              {"pids", limit_or_null(w.default_pids)},
+              {"disk_bytes", limit_or_null(static_cast<std::int64_t>(w.default_disk))},
+              {"idle_timeout_seconds", limit_or_null(w.default_idle_timeout_seconds)},
+              {"max_runtime_seconds", limit_or_null(w.default_max_runtime_seconds)}}},
+            {"ceilings",
+             {{"memory_bytes", limit_or_null(w.max_memory_bytes)},
+              {"cpu_millicores", limit_or_null(w.max_cpu_millicores)},
+              {"pids", limit_or_null(w.max_pids)},
+              {"disk_bytes", limit_or_null(static_cast<std::int64_t>(w.max_disk))},
+              {"max_runtime_seconds", limit_or_null(w.max_runtime_seconds_ceiling)}}}}}}},
+        {"cgroup", {{"mode", host_.cgroup_mode}, {"limits", cgroup_limits}}},
+        {"conformance", {{"suite", "NPS-Node-L3 0.2"}, {"cases", conformance}}},
+    };
+    if (!host_.cgroup_problem.empty())
+        body["cgroup"]["problem"] = host_.cgroup_problem;
+    // The sandbox as the executor runs it (user and network namespaces).
+    if (hooks_.executor) {
+        Json executor = Json::parse(hooks_.executor(), nullptr, /*allow_exceptions=*/false);
+        if (executor.is_object())
+            body["namespaces"] = {{"user", executor.value("user_namespace", Json(nullptr))},
+                                  {"network", executor.value("network", Json(nullptr))}};
+    }
+    return json_response(200, body);
+}
+
+}  // namespace nps::api
