@@ -5,6 +5,7 @@
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
+#include "nps/proto/announce.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/spawn/spec_ref.hpp"
 
@@ -52,6 +53,18 @@ Result<net::HttpResponse> Api::put_announce(const net::HttpRequest& request, con
     if (*ref)
         if (auto syntax = spawn::check_spawn_spec_ref_syntax(**ref); !syntax)
             return invalid(syntax.error());
+    // NDP §7.4 rule 1, before anything changes: a signature must verify
+    // under a trusted key of the NID; [ndp] require_signed refuses unsigned
+    // announces and NIDs without a trusted key.
+    // The path names the NID of a body without one (a signed body names its own).
+    std::string framed;
+    if (!*body_nid) {
+        Json with_nid = body;
+        with_nid["nid"] = nid;
+        framed = with_nid.dump();
+    }
+    const auto signature = NPS_TRY(
+        proto::ndp::check_announce_trust(framed.empty() ? request.body : framed, config_.announce_trust));
 
     NPS_TRY_VOID(NPS_TRY(stores_.acquire())->put_announce({
         .nid = nid,
@@ -61,7 +74,10 @@ Result<net::HttpResponse> Api::put_announce(const net::HttpRequest& request, con
         .announced_at_ms = 0,
         .body_json = body.dump(),
     }));
-    return json_response(200, {{"nid", nid}, {"status", ttl->value_or(1) == 0 ? "offline" : "registered"}});
+    return json_response(200, {{"nid", nid},
+                               {"status", ttl->value_or(1) == 0 ? "offline" : "registered"},
+                               {"signature", signature == proto::ndp::SignatureStatus::verified ? "verified"
+                                                                                                 : "unverified"}});
 }
 
 Result<net::HttpResponse> Api::list_announces()

@@ -15,6 +15,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/image/reference.hpp"
 #include "nps/proto/destination_policy.hpp"
+#include "nps/proto/ed25519.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/proto/url.hpp"
 #include "nps/spawn/quantity.hpp"
@@ -573,6 +574,48 @@ Result<void> apply_spawn(const TableReader& t, Config& c)
     return {};
 }
 
+// [ndp]: require_signed, and [ndp.trusted_keys] "NID" = "ed25519:…" (or a
+// list of them: a publisher may rotate keys).
+Result<void> apply_ndp(const toml::table* table, const TableReader& t, const std::string& origin, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"require_signed", "trusted_keys"}));
+    if (auto v = NPS_TRY(t.boolean("require_signed")))
+        c.announce_trust.require_signed = *v;
+    const toml::node* keys = table ? table->get("trusted_keys") : nullptr;
+    if (!keys)
+        return {};
+    if (!keys->is_table())
+        return internal_error("Invalid configuration in '" + origin +
+                              "': ndp.trusted_keys must be a table of \"NID\" = \"ed25519:…\"");
+    for (const auto& [key, value] : *keys->as_table()) {
+        const std::string nid(key.str());
+        const std::string name = "ndp.trusted_keys.\"" + nid + "\"";
+        if (!proto::is_valid_nid(nid))
+            return internal_error("Invalid configuration in '" + origin + "': " + name + ": the key must be a NID");
+        std::vector<std::string> texts;
+        if (auto text = value.value<std::string>())
+            texts.push_back(*text);
+        else if (const toml::array* list = value.as_array())
+            for (const auto& item : *list) {
+                auto text = item.value<std::string>();
+                if (!text)
+                    return internal_error("Invalid configuration in '" + origin + "': " + name +
+                                          ": expected \"ed25519:…\" strings");
+                texts.push_back(*text);
+            }
+        else
+            return internal_error("Invalid configuration in '" + origin + "': " + name +
+                                  ": expected \"ed25519:…\" or a list of them");
+        for (const auto& text : texts) {
+            auto raw = proto::decode_ed25519_public_key(text, "NPS-SERVER-INTERNAL", name);
+            if (!raw)
+                return internal_error("Invalid configuration in '" + origin + "': " + raw.error().message);
+            c.announce_trust.keys.push_back({.nid = nid, .public_key = std::move(*raw)});
+        }
+    }
+    return {};
+}
+
 Result<void> apply_report(const TableReader& t, Config& c)
 {
     NPS_TRY_VOID(t.check_keys({"task_store_url", "task_store_token", "task_store_token_file", "ca_file",
@@ -667,7 +710,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     }
     Config config;
     static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox", "images",
-                                                       "workers", "spawn", "report"};
+                                                       "workers", "spawn", "report", "ndp"};
     for (const auto& [key, node] : root) {
         std::string name(key.str());
         if (!sections.count(name))
@@ -685,6 +728,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     NPS_TRY_VOID(apply_workers(root["workers"].as_table(), table("workers"), config));
     NPS_TRY_VOID(apply_spawn(table("spawn"), config));
     NPS_TRY_VOID(apply_report(table("report"), config));
+    NPS_TRY_VOID(apply_ndp(root["ndp"].as_table(), table("ndp"), origin, config));
     if (config.runner_nid.empty())
         config.runner_nid = default_runner_nid();
     return config;

@@ -16,6 +16,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
+#include "nps/proto/announce.hpp"
 #include "nps/store/store.hpp"
 
 namespace nps::config {
@@ -160,6 +161,10 @@ struct Config {
     std::size_t spawn_cache_entries = limits::kDefaultSpawnCacheEntries;
 
     ReportPolicy report;
+
+    // [ndp] (docs/api.md "Signed announces"): require_signed and the trusted
+    // publisher keys, by NID (raw 32-byte Ed25519 keys).
+    proto::ndp::AnnounceTrust announce_trust;
 
     std::string database_path() const { return state_dir + "/runner.db"; }
     std::string generated_token_path() const { return state_dir + "/" + kGeneratedTokenFile; }
