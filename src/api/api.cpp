@@ -104,18 +104,26 @@ Result<void> Api::check_inbox_nid(const std::string& nid) const
 void Api::handle(const net::HttpRequest& request, net::Responder responder)
 {
     ++metrics_.http_requests;
-    auto body = read_request_body(request, config_.max_message_bytes);
-    const Reply reply = [this, responder = std::move(responder), what = request.method + " " + request.path,
-                         framing = answer_framing(request, body ? body->frame : std::nullopt)](
-                            Result<net::HttpResponse> result) { finish(what, std::move(result), framing, responder); };
+    // The answer is framed as Accept asks, in the tier of the request's frame once it is read.
+    auto framed_reply = [this, responder = std::move(responder),
+                         what = request.method + " " + request.path](std::optional<AnswerFraming> framing) -> Reply {
+        return [this, responder, what, framing = std::move(framing)](Result<net::HttpResponse> result) {
+            finish(what, std::move(result), framing, responder);
+        };
+    };
+    Reply reply = framed_reply(answer_framing(request, std::nullopt));
     try {
         if (request.body_too_large)
-            reply(error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit"));
-        else if (!authorized(request))
-            reply(error_response("NWP-HTTP-UNAUTHENTICATED",
-                                 "Missing or wrong bearer token: send 'Authorization: Bearer TOKEN' (api.token, or "
-                                 "the token serve generated in <state_dir>/api.token)"));
-        else if (!body)
+            return reply(error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit"));
+        if (!authorized(request))
+            return reply(error_response("NWP-HTTP-UNAUTHENTICATED",
+                                        "Missing or wrong bearer token: send 'Authorization: Bearer TOKEN' "
+                                        "(api.token, or the token serve generated in <state_dir>/api.token)"));
+        // Only now, for an authorised client, is a frame body decoded.
+        auto body = read_request_body(request, config_.max_message_bytes);
+        if (body && body->frame)
+            reply = framed_reply(answer_framing(request, body->frame));
+        if (!body)
             reply(std::move(body).error());
         else if (!body->frame)
             dispatch(request, reply);

@@ -33,13 +33,6 @@
 
 namespace nps::net {
 
-const std::string& HttpRequest::header(const std::string& lowercase_name) const
-{
-    static const std::string empty;
-    const auto it = headers.find(lowercase_name);
-    return it == headers.end() ? empty : it->second;
-}
-
 namespace {
 
 constexpr std::size_t kThreadStackBytes = 1 << 20;
