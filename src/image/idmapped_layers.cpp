@@ -10,64 +10,76 @@
 #include <cstdint>
 #include <utility>
 
-#include "nps/base/unique_fd.hpp"
-
 namespace nps::image::detail {
 
-namespace {
-
-Result<void> attach_one(const std::string& source, const std::string& target, int userns_fd)
+Result<IdmappedLayers> IdmappedLayers::clone(const std::vector<std::string>& lower_dirs, int userns_fd)
 {
-    UniqueFd tree(static_cast<int>(::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
-    if (!tree)
-        return system_error_errno("Failed to clone the mount of layer '" + source + "' (open_tree)");
-    mount_attr attr{};
-    attr.attr_set = MOUNT_ATTR_IDMAP;
-    attr.userns_fd = static_cast<std::uint64_t>(userns_fd);
-    if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-        return system_error_errno("Failed to idmap layer '" + source +
-                                  "' for the worker's user namespace (mount_setattr MOUNT_ATTR_IDMAP)");
-    if (::mkdir(target.c_str(), 0700) < 0)
-        return system_error_errno("Failed to create '" + target + "'");
-    if (::move_mount(tree.get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) < 0) {
-        int err = errno;
-        ::rmdir(target.c_str());
-        return system_error("Failed to attach the idmapped layer '" + source + "' at '" + target + "'", err);
-    }
-    return {};
-}
-
-}  // namespace
-
-Result<IdmappedLayers> IdmappedLayers::attach(const std::vector<std::string>& lower_dirs, const std::string& dir,
-                                              int userns_fd)
-{
-    if (::mkdir(dir.c_str(), 0700) < 0)
-        return system_error_errno("Failed to create '" + dir + "'");
-    IdmappedLayers layers(dir);  // from here on the destructor undoes
-    layers.paths_.reserve(lower_dirs.size());
-    for (std::size_t i = 0; i < lower_dirs.size(); ++i) {
-        std::string target = dir + "/" + std::to_string(i);
-        NPS_TRY_VOID(attach_one(lower_dirs[i], target, userns_fd));
-        layers.paths_.push_back(std::move(target));
+    IdmappedLayers layers;
+    layers.sources_ = lower_dirs;
+    layers.trees_.reserve(lower_dirs.size());
+    for (const std::string& source : lower_dirs) {
+        UniqueFd tree(static_cast<int>(::open_tree(AT_FDCWD, source.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
+        if (!tree)
+            return system_error_errno("Failed to clone the mount of layer '" + source + "' (open_tree)");
+        mount_attr attr{};
+        attr.attr_set = MOUNT_ATTR_IDMAP;
+        attr.userns_fd = static_cast<std::uint64_t>(userns_fd);
+        if (::mount_setattr(tree.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+            return system_error_errno("Failed to idmap layer '" + source +
+                                      "' for the worker's user namespace (mount_setattr MOUNT_ATTR_IDMAP)");
+        layers.trees_.push_back(std::move(tree));
     }
     return layers;
 }
 
 IdmappedLayers::IdmappedLayers(IdmappedLayers&& other) noexcept
-    : dir_(std::exchange(other.dir_, std::string())), paths_(std::exchange(other.paths_, {}))
+    : sources_(std::move(other.sources_)),
+      trees_(std::move(other.trees_)),
+      dir_(std::exchange(other.dir_, std::string())),
+      paths_(std::exchange(other.paths_, {}))
 {
 }
 
 IdmappedLayers::~IdmappedLayers()
 {
-    if (dir_.empty())
-        return;
     for (const std::string& path : paths_) {
         ::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW);
         ::rmdir(path.c_str());
     }
-    ::rmdir(dir_.c_str());
+    if (!dir_.empty())
+        ::rmdir(dir_.c_str());
+}
+
+std::vector<int> IdmappedLayers::fds() const
+{
+    std::vector<int> fds;
+    fds.reserve(trees_.size());
+    for (const UniqueFd& tree : trees_)
+        fds.push_back(tree.get());
+    return fds;
+}
+
+Result<void> IdmappedLayers::attach(const std::string& dir)
+{
+    if (!dir_.empty())
+        return internal_error("The idmapped layers are already attached under '" + dir_ + "'");
+    if (::mkdir(dir.c_str(), 0700) < 0)
+        return system_error_errno("Failed to create '" + dir + "'");
+    dir_ = dir;  // from here on the destructor undoes
+    paths_.reserve(trees_.size());
+    for (std::size_t i = 0; i < trees_.size(); ++i) {
+        std::string target = dir + "/" + std::to_string(i);
+        if (::mkdir(target.c_str(), 0700) < 0)
+            return system_error_errno("Failed to create '" + target + "'");
+        if (::move_mount(trees_[i].get(), "", AT_FDCWD, target.c_str(), MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+            int err = errno;
+            ::rmdir(target.c_str());
+            return system_error("Failed to attach the idmapped layer '" + sources_[i] + "' at '" + target + "'",
+                                err);
+        }
+        paths_.push_back(std::move(target));
+    }
+    return {};
 }
 
 }  // namespace nps::image::detail

@@ -4,10 +4,11 @@
 //
 // An overlay mount itself cannot be idmapped on the kernels we support, but
 // its layers can (overlayfs accepts idmapped layers from Linux 5.19): each
-// unpacked layer is cloned (open_tree OPEN_TREE_CLONE), the clone idmapped
-// (mount_setattr MOUNT_ATTR_IDMAP) and attached at <dir>/<i>, and the
-// overlay is mounted from those. Overlayfs keeps private clones of its
-// layers, so the attached mounts are detached as soon as the overlay is
+// unpacked layer is cloned (open_tree OPEN_TREE_CLONE) and the clone idmapped
+// (mount_setattr MOUNT_ATTR_IDMAP). From Linux 6.13 overlayfs takes such a
+// detached clone directly ("lowerdir+" by file descriptor); older kernels
+// need it attached at a path first (attach(): <dir>/<i>). Overlayfs keeps
+// private clones of its layers, so ours go as soon as the overlay is
 // mounted: nothing stays behind but the overlay itself. The shared layer
 // cache is never changed; its files owned by 0 show as the namespace's 0.
 #pragma once
@@ -16,28 +17,36 @@
 #include <vector>
 
 #include "nps/base/result.hpp"
+#include "nps/base/unique_fd.hpp"
 
 namespace nps::image::detail {
 
 class IdmappedLayers {
 public:
-    // Attaches an idmapped clone of every directory in `lower_dirs` under
-    // `dir` (made 0700; must not exist), in the same order.
-    static Result<IdmappedLayers> attach(const std::vector<std::string>& lower_dirs, const std::string& dir,
-                                         int userns_fd);
+    // A detached idmapped clone of every directory in `lower_dirs`, in order.
+    static Result<IdmappedLayers> clone(const std::vector<std::string>& lower_dirs, int userns_fd);
 
     IdmappedLayers(IdmappedLayers&& other) noexcept;
     IdmappedLayers& operator=(IdmappedLayers&&) = delete;
     IdmappedLayers(const IdmappedLayers&) = delete;
     IdmappedLayers& operator=(const IdmappedLayers&) = delete;
-    // Detaches every attached clone (MNT_DETACH) and removes `dir`.
+    // Detaches every attached clone (MNT_DETACH), removes `dir` and closes
+    // the clones (which dissolves the detached ones).
     ~IdmappedLayers();
 
-    // The attached clones, in the order of lower_dirs.
+    // The detached clones, in the order of lower_dirs (until attach()).
+    std::vector<int> fds() const;
+
+    // Attaches the clones under `dir` (made 0700; must not exist), for
+    // kernels that take layers only by path. Once.
+    Result<void> attach(const std::string& dir);
+    // The attached clones, in the order of lower_dirs; empty before attach().
     const std::vector<std::string>& paths() const { return paths_; }
 
 private:
-    explicit IdmappedLayers(std::string dir) : dir_(std::move(dir)) {}
+    IdmappedLayers() = default;
+    std::vector<std::string> sources_;
+    std::vector<UniqueFd> trees_;
     std::string dir_;
     std::vector<std::string> paths_;
 };

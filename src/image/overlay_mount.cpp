@@ -71,8 +71,9 @@ enum class Outcome { mounted, unsupported, legacy_context };
 // The new mount API, one "lowerdir+" per layer. `unsupported` when the
 // kernel refuses the first "lowerdir+" in this form (or has no fsopen());
 // what it said then goes to *refusal, in case the refusal had another cause.
+// `lower_fds`, when given, are the layers (by == fd), held by the caller.
 Result<Outcome> mount_with_fsconfig(const OverlayMount& m, LowerBy by, int upper_fd, int work_fd,
-                                    std::string* refusal)
+                                    std::string* refusal, const std::vector<int>* lower_fds = nullptr)
 {
     UniqueFd fs(::fsopen("overlay", FSOPEN_CLOEXEC));
     if (!fs) {
@@ -81,9 +82,12 @@ Result<Outcome> mount_with_fsconfig(const OverlayMount& m, LowerBy by, int upper
         return mount_error(m, errno, "fsopen");
     }
     for (std::size_t i = 0; i < m.lower_dirs.size(); ++i) {
-        UniqueFd lower = NPS_TRY(open_dir(m.lower_dirs[i]));
-        int r = by == LowerBy::fd ? ::fsconfig(fs.get(), FSCONFIG_SET_FD, "lowerdir+", nullptr, lower.get())
-                                  : ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "lowerdir+", fd_path(lower.get()).c_str(), 0);
+        UniqueFd opened;
+        if (lower_fds == nullptr)
+            opened = NPS_TRY(open_dir(m.lower_dirs[i]));
+        const int lower = lower_fds != nullptr ? (*lower_fds)[i] : opened.get();
+        int r = by == LowerBy::fd ? ::fsconfig(fs.get(), FSCONFIG_SET_FD, "lowerdir+", nullptr, lower)
+                                  : ::fsconfig(fs.get(), FSCONFIG_SET_STRING, "lowerdir+", fd_path(lower).c_str(), 0);
         if (r < 0) {
             int err = errno;
             if (i == 0 && err == EOPNOTSUPP) {
@@ -174,6 +178,26 @@ Result<void> mount_overlay(const OverlayMount& m)
         return e;
     }
     return legacy;
+}
+
+Result<bool> mount_overlay_from_fds(const OverlayMount& m, const std::vector<int>& lower_fds)
+{
+    if (lower_fds.size() != m.lower_dirs.size())
+        return internal_error("Failed to mount overlay on '" + m.target + "': " + std::to_string(lower_fds.size()) +
+                              " layer descriptors for " + std::to_string(m.lower_dirs.size()) + " layers");
+    if (m.api != OverlayMountApi::automatic && m.api != OverlayMountApi::lowerdir_by_fd)
+        return false;
+    UniqueFd upper = NPS_TRY(open_dir(m.upper_dir));
+    UniqueFd work = NPS_TRY(open_dir(m.work_dir));
+    std::string refusal;
+    Outcome outcome = NPS_TRY(mount_with_fsconfig(m, LowerBy::fd, upper.get(), work.get(), &refusal, &lower_fds));
+    if (outcome == Outcome::mounted)
+        return true;
+    if (m.api == OverlayMountApi::lowerdir_by_fd)
+        return system_error("Failed to mount overlay on '" + m.target + "' (\"lowerdir+\" by descriptor refused: " +
+                                refusal + ")",
+                            EINVAL);
+    return false;
 }
 
 }  // namespace nps::image::detail

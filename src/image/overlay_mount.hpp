@@ -25,4 +25,11 @@ struct OverlayMount {
 // Mounts the overlay (nodev) on target.
 Result<void> mount_overlay(const OverlayMount& mount);
 
+// Mounts the overlay (nodev) on target from `lower_fds` (one per entry of
+// mount.lower_dirs, which name them in messages; detached mounts welcome),
+// by "lowerdir+" descriptor. false, with nothing mounted, when the kernel
+// cannot take layers that way (before 6.13) or mount.api rules it out: the
+// caller then needs the layers at paths.
+Result<bool> mount_overlay_from_fds(const OverlayMount& mount, const std::vector<int>& lower_fds);
+
 }  // namespace nps::image::detail

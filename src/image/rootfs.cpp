@@ -114,19 +114,30 @@ Result<OverlayRootfs> OverlayRootfs::mount(const OverlayOptions& options)
     NPS_TRY_VOID(make_dir(options.worker_dir + "/rootfs", 0755));
     fs.rootfs_ = options.worker_dir + "/rootfs";
 
-    std::optional<detail::IdmappedLayers> idmapped;
-    if (options.idmap_userns_fd >= 0)
-        idmapped.emplace(NPS_TRY(
-            detail::IdmappedLayers::attach(options.lower_dirs, options.worker_dir + "/layers", options.idmap_userns_fd)));
-    NPS_TRY_VOID(detail::mount_overlay({
-        .lower_dirs = idmapped ? idmapped->paths() : options.lower_dirs,
+    const detail::OverlayMount mount{
+        .lower_dirs = options.lower_dirs,
         .upper_dir = fs.upper_,
         .work_dir = fs.work_,
         .target = fs.rootfs_,
         .api = options.mount_api,
-    }));
+    };
+    if (options.idmap_userns_fd >= 0) {
+        // The overlay holds its own clones of the layers once mounted: ours
+        // go at the end of this block.
+        detail::IdmappedLayers idmapped =
+            NPS_TRY(detail::IdmappedLayers::clone(options.lower_dirs, options.idmap_userns_fd));
+        if (!NPS_TRY(detail::mount_overlay_from_fds(mount, idmapped.fds()))) {
+            NPS_TRY_VOID(idmapped.attach(options.worker_dir + "/layers"));
+            NPS_TRY_VOID(detail::mount_overlay({.lower_dirs = idmapped.paths(),
+                                                .upper_dir = fs.upper_,
+                                                .work_dir = fs.work_,
+                                                .target = fs.rootfs_,
+                                                .api = options.mount_api}));
+        }
+    } else {
+        NPS_TRY_VOID(detail::mount_overlay(mount));
+    }
     fs.mounted_ = true;
-    idmapped.reset();  // the overlay holds its own clones of the layers
     NPS_TRY_VOID(ensure_mount_points(fs.rootfs_));
     return fs;
 }

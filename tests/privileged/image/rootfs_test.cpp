@@ -19,6 +19,7 @@
 #include "nps/image/layer_cache.hpp"
 #include "nps/image/rootfs.hpp"
 #include "nps/sandbox/spawner.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "temp_dir.hpp"
 
 using namespace nps::image;
@@ -222,6 +223,49 @@ TEST_CASE("a chain of 100 layers mounts with every mount API: lowerdir+ by fd, b
             CHECK(slurp(rootfs.path() + name) == std::to_string(i) + "\n");
         }
     }
+}
+
+TEST_CASE("idmapped layers show the layer's root as the namespace's root with every mount API, and go with the overlay")
+{
+    TempDir tmp("nps-overlay");
+    auto lowers = unpack_chain(tmp, {{.scenario = "lower"}, {.scenario = "upper", .compression = "gzip"}});
+    struct stat layer_file {};
+    REQUIRE(::stat((lowers.back() + "/a/keep").c_str(), &layer_file) == 0);
+    REQUIRE(layer_file.st_uid == 0);
+    constexpr uid_t kHostRoot = 1879048192 + 65536 * 11;
+    auto ns = nps::sandbox::UserNamespaceFd::create(kHostRoot, kHostRoot, 65536);
+    REQUIRE_MESSAGE(ns, ns.error().describe());
+
+    // automatic takes layers by descriptor from 6.13 and attaches them at
+    // paths before; by_path and legacy always attach them.
+    for (OverlayMountApi api : {OverlayMountApi::automatic, OverlayMountApi::lowerdir_by_path,
+                                OverlayMountApi::legacy}) {
+        CAPTURE(static_cast<int>(api));
+        const std::string worker = tmp / ("workers/idmap-" + std::to_string(static_cast<int>(api)));
+        {
+            auto rootfs = OverlayRootfs::mount({.lower_dirs = lowers,
+                                                .worker_dir = worker,
+                                                .mount_api = api,
+                                                .disk_bytes = 16 << 20,
+                                                .space_owner_uid = kHostRoot,
+                                                .space_owner_gid = kHostRoot,
+                                                .idmap_userns_fd = ns->fd()});
+            REQUIRE_MESSAGE(rootfs, rootfs.error().describe());
+            struct stat seen {};
+            REQUIRE(::stat((rootfs->path() + "/a/keep").c_str(), &seen) == 0);
+            CHECK(seen.st_uid == kHostRoot);
+            CHECK(seen.st_gid == kHostRoot);
+            CHECK(slurp(rootfs->path() + "/a/keep") == "keep\n");
+            CHECK_FALSE(exists(rootfs->path() + "/a/gone"));  // the whiteout still works through the idmap
+            // No attached clone is left once the overlay is up.
+            CHECK_FALSE(exists(worker + "/layers"));
+        }
+        CHECK_FALSE(is_mounted(worker + "/rootfs"));
+        CHECK(std::filesystem::is_empty(worker));
+    }
+    // The shared layers are unchanged.
+    REQUIRE(::stat((lowers.back() + "/a/keep").c_str(), &layer_file) == 0);
+    CHECK(layer_file.st_uid == 0);
 }
 
 TEST_CASE("chains beyond what a mount can take fail with a clear error")
