@@ -6,6 +6,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/announce.hpp"
+#include "nps/proto/ndp_registry.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/spawn/spec_ref.hpp"
 
@@ -53,29 +54,61 @@ Result<net::HttpResponse> Api::put_announce(const net::HttpRequest& request, con
     if (*ref)
         if (auto syntax = spawn::check_spawn_spec_ref_syntax(**ref); !syntax)
             return invalid(syntax.error());
-    // NDP §7.4 rule 1, before anything changes: a signature must verify
-    // under a trusted key of the NID; [ndp] require_signed refuses unsigned
-    // announces and NIDs without a trusted key.
-    // The path names the NID of a body without one (a signed body names its own).
-    std::string framed;
+    // The path names the NID of a body without one (a signed body names its
+    // own); the frame is stored, checked and compared in that form.
+    std::string framed = request.body;
     if (!*body_nid) {
         Json with_nid = body;
         with_nid["nid"] = nid;
         framed = with_nid.dump();
     }
-    const auto signature = NPS_TRY(
-        proto::ndp::check_announce_trust(framed.empty() ? request.body : framed, config_.announce_trust));
+    // NDP §7.4 rule 1, before anything changes: a signature must verify
+    // under a trusted key of the NID; [ndp] require_signed refuses unsigned
+    // announces and NIDs without a trusted key.
+    const auto signature = NPS_TRY(proto::ndp::check_announce_trust(framed, config_.announce_trust));
+    auto facts = proto::ndp::announce_facts(framed);
+    if (!facts)
+        return invalid(facts.error());
+    // Rule 5: an announce whose own time plus ttl has passed is stale on arrival.
+    const std::int64_t now = clock_.now_ms();
+    if (ttl->value_or(1) != 0 && facts->fresh_until_ms && *facts->fresh_until_ms <= now)
+        return protocol_error("NDP-ANNOUNCE-STALE", "The announce of '" + nid + "' was fresh only until " +
+                                                        format_rfc3339_ms(*facts->fresh_until_ms) +
+                                                        " (its timestamp plus ttl)");
 
-    NPS_TRY_VOID(NPS_TRY(stores_.acquire())->put_announce({
-        .nid = nid,
-        .activation_mode = activation,
-        .spawn_spec_ref = ref->value_or(""),
-        .ttl_seconds = *ttl,
-        .announced_at_ms = 0,
-        .body_json = body.dump(),
-    }));
+    // Rule 3, in the store's transaction: once a NID announced a graph_seq,
+    // a lower one is refused, an exact retransmission dropped, and other
+    // content under the same graph_seq refused. Announces that carry no
+    // graph_seq, to a NID that never had one, replace each other
+    // (docs/protocol-choices.md "Local announces").
+    auto decision = proto::ndp::Decision::accepted;
+    auto admit = [&](const store::Announce* stored) -> Result<bool> {
+        if (stored == nullptr)
+            return true;
+        auto fence = proto::ndp::announce_facts(stored->body_json);
+        if (!fence)
+            return internal_error("The stored announce of '" + nid + "' cannot be read: " + fence.error().message);
+        if (!facts->has_graph_seq && !fence->has_graph_seq)
+            return true;
+        decision = NPS_TRY(proto::ndp::check_sequence(nid, *facts, &*fence));
+        return decision != proto::ndp::Decision::duplicate;
+    };
+    NPS_TRY_VOID(NPS_TRY(stores_.acquire())->put_announce(
+        {
+            .nid = nid,
+            .activation_mode = activation,
+            .spawn_spec_ref = ref->value_or(""),
+            .ttl_seconds = *ttl,
+            .announced_at_ms = facts->seen_at_ms.value_or(0),
+            .body_json = framed,
+        },
+        admit));
+    const char* status = decision == proto::ndp::Decision::duplicate ? "duplicate"
+                         : ttl->value_or(1) == 0                    ? "offline"
+                                                                    : "registered";
     return json_response(200, {{"nid", nid},
-                               {"status", ttl->value_or(1) == 0 ? "offline" : "registered"},
+                               {"status", status},
+                               {"decision", proto::ndp::decision_name(decision)},
                                {"signature", signature == proto::ndp::SignatureStatus::verified ? "verified"
                                                                                                  : "unverified"}});
 }

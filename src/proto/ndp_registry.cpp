@@ -142,6 +142,48 @@ std::string_view decision_name(Decision decision)
     return "rejected";
 }
 
+Result<AnnounceFacts> announce_facts(std::string_view frame_json)
+{
+    simdjson::dom::parser parser;
+    const element root = NPS_TRY(parse_json(parser, frame_json, "announce"));
+    const object obj = NPS_TRY(read_object(root, kProfile, "announce"));
+    AnnounceFacts facts;
+    if (auto v = optional_member(obj, "graph_seq")) {
+        facts.graph_seq = NPS_TRY(read_uint(*v, kProfile, "graph_seq", 0, std::numeric_limits<std::uint64_t>::max()));
+        facts.has_graph_seq = true;
+    }
+    if (auto t = optional_member(obj, "timestamp"))
+        facts.seen_at_ms = NPS_TRY(read_time(*t, "timestamp"));
+    if (auto v = optional_member(obj, "last_seen"))
+        facts.seen_at_ms = NPS_TRY(read_time(*v, "last_seen"));
+    if (auto v = optional_member(obj, "ttl")) {
+        const auto ttl = NPS_TRY(read_uint(*v, kProfile, "ttl", 0, std::numeric_limits<std::uint32_t>::max()));
+        if (facts.seen_at_ms)
+            facts.fresh_until_ms = *facts.seen_at_ms + static_cast<std::int64_t>(ttl) * 1000;
+    }
+    facts.signed_body = NPS_TRY(announce_signed_body(frame_json));
+    facts.wire_form = NPS_TRY(announce_wire_form(frame_json));
+    return facts;
+}
+
+Result<Decision> check_sequence(std::string_view nid, const AnnounceFacts& incoming, const AnnounceFacts* fence)
+{
+    if (fence == nullptr || incoming.graph_seq > fence->graph_seq)
+        return Decision::accepted;
+    if (incoming.graph_seq < fence->graph_seq)
+        return protocol_error("NDP-GRAPH-SEQ-ROLLBACK", "announce of '" + std::string(nid) + "': graph_seq " +
+                                                            std::to_string(incoming.graph_seq) +
+                                                            " is below the accepted " +
+                                                            std::to_string(fence->graph_seq));
+    if (incoming.wire_form == fence->wire_form)
+        return Decision::duplicate;
+    if (incoming.signed_body != fence->signed_body)
+        return protocol_error("NDP-ANNOUNCE-CONFLICT", "announce of '" + std::string(nid) + "': graph_seq " +
+                                                           std::to_string(incoming.graph_seq) +
+                                                           " was accepted with other signed content");
+    return Decision::refreshed;
+}
+
 RegistryModel::RegistryModel(RegistryOptions options) : options_(options) {}
 
 Admission RegistryModel::admit(std::string_view frame_json, const Result<void>& signature,
@@ -173,39 +215,24 @@ Admission RegistryModel::admit(std::string_view frame_json, const Result<void>& 
     }
 
     // 3. sequence and covered content.
-    auto body = announce_signed_body(frame_json);
-    auto wire = announce_wire_form(frame_json);
-    if (!body)
-        return rejected(std::move(body).error());
-    if (!wire)
-        return rejected(std::move(wire).error());
-    bool refresh = false;
+    auto facts = announce_facts(frame_json);
+    if (!facts)
+        return rejected(std::move(facts).error());
     const auto fence = fences_.find(entry.nid);
-    if (fence != fences_.end()) {
-        if (entry.graph_seq < fence->second.graph_seq)
-            return rejected(protocol_error("NDP-GRAPH-SEQ-ROLLBACK",
-                                           "announce of '" + entry.nid + "': graph_seq " +
-                                               std::to_string(entry.graph_seq) + " is below the accepted " +
-                                               std::to_string(fence->second.graph_seq)));
-        if (entry.graph_seq == fence->second.graph_seq) {
-            if (*wire == fence->second.wire_form)
-                return {.decision = Decision::duplicate, .error = std::nullopt};
-            if (*body != fence->second.signed_body)
-                return rejected(protocol_error("NDP-ANNOUNCE-CONFLICT",
-                                               "announce of '" + entry.nid + "': graph_seq " +
-                                                   std::to_string(entry.graph_seq) +
-                                                   " was accepted with other signed content"));
-            refresh = true;
-        }
-    } else if (fences_.size() >= options_.max_entries) {
+    if (fence == fences_.end() && fences_.size() >= options_.max_entries)
         return rejected(protocol_error("NDP-REGISTRY-UNAVAILABLE", "registry holds " +
                                                                        std::to_string(options_.max_entries) +
                                                                        " NIDs, its limit"));
-    }
+    auto sequence = check_sequence(entry.nid, *facts, fence == fences_.end() ? nullptr : &fence->second);
+    if (!sequence)
+        return rejected(std::move(sequence).error());
+    if (*sequence == Decision::duplicate)
+        return {.decision = Decision::duplicate, .error = std::nullopt};
+    const bool refresh = *sequence == Decision::refreshed;
 
     // 4. offline.
     if (entry.ttl_seconds == 0) {
-        fences_[entry.nid] = Fence{.graph_seq = entry.graph_seq, .signed_body = *body, .wire_form = *wire};
+        fences_[entry.nid] = std::move(*facts);
         entries_.erase(entry.nid);
         return {.decision = Decision::removed, .error = std::nullopt};
     }
@@ -217,8 +244,8 @@ Admission RegistryModel::admit(std::string_view frame_json, const Result<void>& 
                                                                  format_rfc3339_ms(entry.fresh_until_ms())));
 
     // 6. store.
-    fences_[entry.nid] = Fence{.graph_seq = entry.graph_seq, .signed_body = *body, .wire_form = *wire};
-    entry.signed_body = std::move(*body);
+    entry.signed_body = facts->signed_body;
+    fences_[entry.nid] = std::move(*facts);
     entry.frame_json = std::string(frame_json);
     const std::string nid = entry.nid;
     entries_[nid] = std::move(entry);

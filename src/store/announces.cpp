@@ -24,12 +24,24 @@ Announce read_announce(const SQLite::Statement& st)
 
 }  // namespace
 
-Result<void> SqliteStore::put_announce(const Announce& announce)
+Result<void> SqliteStore::put_announce(const Announce& announce, const AnnounceAdmission& admit)
 {
     return guarded<void>(
         [&] { return "Failed to store the announce of '" + announce.nid + "'"; },
         [&]() -> Result<void> {
             WriteTransaction txn(*this);
+            {
+                std::optional<Announce> stored;
+                {
+                    auto st =
+                        use(announce_get_, "SELECT " NPS_STORE_ANNOUNCE_COLUMNS " FROM announces WHERE nid = ?1");
+                    st->bindNoCopy(1, announce.nid);
+                    if (st->executeStep())
+                        stored = read_announce(*st);
+                }
+                if (!NPS_TRY(admit(stored ? &*stored : nullptr)))
+                    return {};
+            }
             {
                 auto st = use(announce_put_,
                               "INSERT OR REPLACE INTO announces (" NPS_STORE_ANNOUNCE_COLUMNS ") "
@@ -41,7 +53,9 @@ Result<void> SqliteStore::put_announce(const Announce& announce)
                     st->bind(4, *announce.ttl_seconds);
                 else
                     st->bind(4);
-                st->bind(5, static_cast<std::int64_t>(now_ms()));
+                const std::int64_t now = now_ms();
+                st->bind(5, announce.announced_at_ms > 0 && announce.announced_at_ms < now ? announce.announced_at_ms
+                                                                                          : now);
                 st->bindNoCopy(6, announce.body_json);
                 st->exec();
             }

@@ -163,7 +163,8 @@ public:
                               const std::optional<std::string>& lease_holder) override;
     Result<std::vector<TaskEvent>> events(const std::string& task_id) override;
 
-    Result<void> put_announce(const Announce& announce) override;
+    using Store::put_announce;
+    Result<void> put_announce(const Announce& announce, const AnnounceAdmission& admit) override;
     Result<Announce> resolve_announce(const std::string& nid) override;
     Result<std::vector<Announce>> list_announces() override;
 

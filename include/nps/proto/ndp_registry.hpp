@@ -66,6 +66,26 @@ struct RegistryEntry {
     bool live_at(std::int64_t now_ms) const { return fresh_until_ms() > now_ms; }
 };
 
+// What §7.4 rules 3 and 5 read of one announce, for callers that keep
+// their own registry (the daemon's announce route keeps it in the store).
+struct AnnounceFacts {
+    std::uint64_t graph_seq = 0;  // absent = 0 (local-dev)
+    bool has_graph_seq = false;
+    std::optional<std::int64_t> seen_at_ms;      // last_seen ?? timestamp
+    std::optional<std::int64_t> fresh_until_ms;  // seen_at + ttl, when both are present
+    std::string signed_body;  // announce_signed_body
+    std::string wire_form;    // announce_wire_form
+};
+// Only the fields above are checked: graph_seq a uint64, timestamp and
+// last_seen RFC 3339, ttl a uint32 (NDP-ANNOUNCE-PROFILE-VIOLATION).
+Result<AnnounceFacts> announce_facts(std::string_view frame_json);
+
+// §7.4 rule 3, `incoming` against the NID's fence (nullptr: none → accepted):
+// a lower graph_seq → NDP-GRAPH-SEQ-ROLLBACK; the same with an equal wire
+// form → duplicate (drop it); the same signed content → refreshed; other
+// content under the same graph_seq → NDP-ANNOUNCE-CONFLICT; higher → accepted.
+Result<Decision> check_sequence(std::string_view nid, const AnnounceFacts& incoming, const AnnounceFacts* fence);
+
 enum class BridgeDirection { inbound, outbound };
 
 struct RegistryOptions {
@@ -99,15 +119,9 @@ public:
     std::vector<std::string> bridges(BridgeDirection direction, std::string_view protocol) const;
 
 private:
-    struct Fence {
-        std::uint64_t graph_seq = 0;
-        std::string signed_body;
-        std::string wire_form;
-    };
-
     RegistryOptions options_;
     std::map<std::string, RegistryEntry, std::less<>> entries_;
-    std::map<std::string, Fence, std::less<>> fences_;
+    std::map<std::string, AnnounceFacts, std::less<>> fences_;
 };
 
 }  // namespace nps::proto::ndp

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -158,7 +159,18 @@ public:
     virtual Result<std::vector<TaskEvent>> events(const std::string& task_id) = 0;
 
     // --- local NDP registry ----------------------------------------------------------
-    virtual Result<void> put_announce(const Announce& announce) = 0;  // insert or replace
+    // Decides, inside put_announce's transaction and given the NID's stored
+    // announce (nullptr when none), whether `announce` replaces it: true
+    // writes it, false leaves the store as it was; an error aborts the put
+    // and is what put_announce returns (the NDP sequence rules live above
+    // the store, api/routes_ndp.cpp).
+    using AnnounceAdmission = std::function<Result<bool>(const Announce* stored)>;
+    virtual Result<void> put_announce(const Announce& announce, const AnnounceAdmission& admit) = 0;
+    // Insert or replace, unconditionally.
+    Result<void> put_announce(const Announce& announce)
+    {
+        return put_announce(announce, [](const Announce*) -> Result<bool> { return true; });
+    }
     // NDP-RESOLVE-NOT-FOUND when absent or offline (ttl 0); NDP-RESOLVE-STALE
     // when announced_at + ttl <= now.
     virtual Result<Announce> resolve_announce(const std::string& nid) = 0;

@@ -145,7 +145,9 @@ struct Announce {
     std::string activation_mode{};  // "ephemeral" | "resident" | "hybrid"
     std::string spawn_spec_ref{};
     std::optional<std::uint32_t> ttl_seconds{};  // absent → no expiry; 0 → offline
-    std::int64_t announced_at_ms = 0;          // set by the store
+    // When its freshness began: the announce's own time when it gives one
+    // and that is not in the future, else 0 and the store uses its now.
+    std::int64_t announced_at_ms = 0;
     std::string body_json{};                     // the announce as received
 };
 
