@@ -54,16 +54,6 @@ bool acceptable_content_type(const std::string& header)
     return type == "application/json" || type == "application/nwp-frame" || type == "application/x-nps-frame";
 }
 
-int default_priority(proto::TaskPriority priority)
-{
-    switch (priority) {
-    case proto::TaskPriority::low: return -10;
-    case proto::TaskPriority::high: return 10;
-    case proto::TaskPriority::normal: break;
-    }
-    return 0;
-}
-
 Json message_json(const store::Message& m)
 {
     return {
@@ -98,7 +88,7 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
                               "Content-Type '" + content_type + "' is not a JSON TaskFrame type");
     auto frame = NPS_TRY(proto::decode_task_frame(request.body));
     auto priority = NPS_TRY(bounded_integer(request.header("x-nps-inbox-priority"), "X-Nps-Inbox-Priority",
-                                            default_priority(frame.priority), limits::kMinInboxPriority,
+                                            proto::inbox_priority(frame.priority), limits::kMinInboxPriority,
                                             limits::kMaxInboxPriority));
     auto ttl = NPS_TRY(bounded_integer(request.header("x-nps-inbox-ttl-seconds"), "X-Nps-Inbox-Ttl-Seconds",
                                        config_.default_ttl_seconds, 1, limits::kMaxInboxTtlSeconds));

@@ -15,7 +15,8 @@ int serve(int argc, char** argv, int first)
 {
     static const VerbSpec spec{
         "serve",
-        "[--config FILE] [--state-dir DIR] [--listen ADDR:PORT] [--socket PATH] [--runner-nid NID] [--inbox NID]...",
+        "[--config FILE] [--state-dir DIR] [--listen ADDR:PORT] [--socket PATH] [--runner-nid NID] [--inbox NID]...\n"
+        "      [--upstream-npsd URL]",
         "Run the nps-runner daemon: the HTTP API (inbox, claims, leases, tasks, NDP registry,\n"
         "/healthz, /metrics) on TCP and on a unix socket, over the durable store in the state directory.",
         "Settings come from the config file; flags override it. The TCP listener binds loopback\n"
@@ -27,7 +28,12 @@ int serve(int argc, char** argv, int first)
         "SIGTERM or SIGINT stop the daemon cleanly; with NOTIFY_SOCKET set it reports readiness to systemd.\n"
         "SIGHUP reloads the config file: policy keys (api.token, inbox limits, runner pacing and caps,\n"
         "[workers] limits, log_format) take effect at once; other changed keys are logged and wait for a\n"
-        "restart; a file that does not load changes nothing.",
+        "restart; a file that does not load changes nothing.\n"
+        "With --upstream-npsd (or [upstream] npsd_url) the daemon also takes the TaskFrames of the first\n"
+        "--inbox from that npsd inbox API into its own durable inbox, acking upstream only once each is\n"
+        "on disk, and runs them as usual: e.g.\n"
+        "  nps-runner serve --upstream-npsd https://npsd.example:8443 --inbox urn:nps:agent:example.com:jobs\n"
+        "([upstream] token_file for the npsd's bearer token; docs/upstream.md).",
         {
             {"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml; missing default is fine)"},
             {"--state-dir", "DIR", "state directory holding runner.db (default /var/lib/nps-runner)"},
@@ -35,6 +41,7 @@ int serve(int argc, char** argv, int first)
             {"--socket", "PATH", "unix socket (default /run/nps-runner/api.sock; 'none' disables it)"},
             {"--runner-nid", "NID", "this runner's NID (default urn:nps:node:<hostname>:nps-runner)"},
             {"--inbox", "NID", "an inbox this runner claims and executes from", true},
+            {"--upstream-npsd", "URL", "pull the (first) inbox's TaskFrames from this npsd (http(s) API root)"},
         },
         0,
         0,
@@ -54,6 +61,10 @@ int serve(int argc, char** argv, int first)
             return kExitUsage;
         }
     }
+    if (auto v = args->value("--upstream-npsd"); v && !config::is_service_url(*v)) {
+        std::fprintf(stderr, "nps-runner: --upstream-npsd '%s' is not an http(s) URL with a host\n", v->c_str());
+        return kExitUsage;
+    }
     daemon::ConfigLoader load = [args = *args]() -> Result<config::Config> {
         auto config_path = args.value("--config");
         auto config = NPS_TRY(config::load_config(config_path.value_or(config::kDefaultConfigPath),
@@ -68,6 +79,13 @@ int serve(int argc, char** argv, int first)
             config.runner_nid = *v;
         if (args.flag("--inbox"))
             config.inboxes = args.values("--inbox");
+        if (auto v = args.value("--upstream-npsd")) {
+            config.upstream.npsd_url = *v;
+            while (config.upstream.npsd_url->size() > 1 && config.upstream.npsd_url->back() == '/')
+                config.upstream.npsd_url->pop_back();
+            if (args.flag("--inbox"))
+                config.upstream.inbox = config.inboxes.front();
+        }
         return config;
     };
     auto config = load();

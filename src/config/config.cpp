@@ -35,6 +35,8 @@ public:
     TableReader(const toml::table* table, std::string name, const std::string& origin)
         : table_(table), name_(std::move(name)), origin_(origin) {}
 
+    const std::string& name() const { return name_; }
+
     Result<void> check_keys(std::set<std::string> known) const
     {
         if (!table_)
@@ -530,12 +532,7 @@ Result<std::optional<std::string>> service_url(const TableReader& t, const std::
     auto v = NPS_TRY(t.string(key));
     if (!v)
         return v;
-    const auto parts = proto::split_url(*v);
-    const bool ok = v->size() <= limits::kMaxUrlChars && parts &&
-                    (proto::iequals(parts->scheme, "http") || proto::iequals(parts->scheme, "https")) &&
-                    !parts->host.empty() && !parts->has_userinfo &&
-                    parts->rest.find_first_of("?#") == std::string_view::npos;
-    if (!ok)
+    if (!is_service_url(*v))
         return t.fail(key, "'" + *v + "' is not an http(s) URL with a host and no user-info, query or fragment");
     return v;
 }
@@ -616,6 +613,55 @@ Result<void> apply_ndp(const toml::table* table, const TableReader& t, const std
     return {};
 }
 
+// A bearer token for a service, given inline (`key`) or in a file
+// (`file_key`); either needs the service's URL (`url_key`) set.
+Result<std::optional<std::string>> service_token(const TableReader& t, const std::string& key,
+                                                 const std::string& file_key, bool has_url, const std::string& url_key)
+{
+    auto token = NPS_TRY(t.string(key));
+    auto token_file = NPS_TRY(t.string(file_key));
+    if (token && token_file)
+        return t.fail(key, "set either " + key + " or " + file_key + ", not both");
+    if (token_file) {
+        if (token_file->empty())
+            return t.fail(file_key, "must name a file");
+        token = NPS_TRY(read_token_file(*token_file, t.name() + "." + file_key, 1));
+    }
+    if (!token)
+        return token;
+    const bool ok = !token->empty() && token->size() <= limits::kMaxReportTokenChars && !has_control(*token) &&
+                    token->find(' ') == std::string::npos;
+    if (!ok)
+        return t.fail(token_file ? file_key : key, "the token must be 1 to " +
+                                                       std::to_string(limits::kMaxReportTokenChars) +
+                                                       " characters without spaces or control characters");
+    if (!has_url)
+        return t.fail(key, "is set but " + url_key + " is not");
+    return token;
+}
+
+Result<void> apply_upstream(const TableReader& t, Config& c)
+{
+    NPS_TRY_VOID(t.check_keys({"npsd_url", "inbox", "token", "token_file", "wait_seconds", "batch"}));
+    UpstreamPolicy& u = c.upstream;
+    u.npsd_url = NPS_TRY(service_url(t, "npsd_url"));
+    if (u.npsd_url)
+        while (u.npsd_url->size() > 1 && u.npsd_url->back() == '/')
+            u.npsd_url->pop_back();
+    // The URL may come from serve --upstream-npsd, so a token alone is fine here.
+    u.token = NPS_TRY(service_token(t, "token", "token_file", true, "npsd_url"));
+    if (auto v = NPS_TRY(t.string("inbox"))) {
+        if (!proto::is_valid_nid(*v))
+            return t.fail("inbox", "'" + *v + "' is not a NID (urn:nps:…)");
+        u.inbox = *v;
+    }
+    if (auto v = NPS_TRY(t.integer("wait_seconds", 1, limits::kMaxPeekWaitSeconds)))
+        u.wait_seconds = static_cast<std::uint32_t>(*v);
+    if (auto v = NPS_TRY(t.integer("batch", 1, limits::kMaxPeekBatch)))
+        u.batch = static_cast<std::uint32_t>(*v);
+    return {};
+}
+
 Result<void> apply_report(const TableReader& t, Config& c)
 {
     NPS_TRY_VOID(t.check_keys({"task_store_url", "task_store_token", "task_store_token_file", "ca_file",
@@ -626,26 +672,8 @@ Result<void> apply_report(const TableReader& t, Config& c)
     if (r.task_store_url)
         while (r.task_store_url->size() > 1 && r.task_store_url->back() == '/')  // ".../tasks/" = ".../tasks"
             r.task_store_url->pop_back();
-    auto token = NPS_TRY(t.string("task_store_token"));
-    auto token_file = NPS_TRY(t.string("task_store_token_file"));
-    if (token && token_file)
-        return t.fail("task_store_token", "set either task_store_token or task_store_token_file, not both");
-    if (token_file) {
-        if (token_file->empty())
-            return t.fail("task_store_token_file", "must name a file");
-        token = NPS_TRY(read_token_file(*token_file, "report.task_store_token_file", 1));
-    }
-    if (token) {
-        const bool ok = !token->empty() && token->size() <= limits::kMaxReportTokenChars && !has_control(*token) &&
-                        token->find(' ') == std::string::npos;
-        if (!ok)
-            return t.fail(token_file ? "task_store_token_file" : "task_store_token",
-                          "the token must be 1 to " + std::to_string(limits::kMaxReportTokenChars) +
-                              " characters without spaces or control characters");
-        if (!r.task_store_url)
-            return t.fail("task_store_token", "is set but task_store_url is not");
-        r.task_store_token = *token;
-    }
+    r.task_store_token = NPS_TRY(service_token(t, "task_store_token", "task_store_token_file",
+                                               r.task_store_url.has_value(), "task_store_url"));
     if (auto v = NPS_TRY(t.string("ca_file"))) {
         if (v->empty() || v->front() != '/')
             return t.fail("ca_file", "must be an absolute path to a PEM file");
@@ -681,6 +709,14 @@ std::int64_t WorkerPolicy::default_max_cpu_millicores()
     return std::max<std::int64_t>(std::int64_t{4000}, cpus > 0 ? cpus * 1000 : 0);
 }
 
+bool is_service_url(std::string_view url)
+{
+    const auto parts = proto::split_url(url);
+    return url.size() <= limits::kMaxUrlChars && parts &&
+           (proto::iequals(parts->scheme, "http") || proto::iequals(parts->scheme, "https")) &&
+           !parts->host.empty() && !parts->has_userinfo && parts->rest.find_first_of("?#") == std::string_view::npos;
+}
+
 std::string default_runner_nid()
 {
     char host[256] = {};
@@ -710,7 +746,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     }
     Config config;
     static const std::set<std::string> sections = {"runner", "api", "inbox", "store", "sandbox", "images",
-                                                       "workers", "spawn", "report", "ndp"};
+                                                       "workers", "spawn", "report", "ndp", "upstream"};
     for (const auto& [key, node] : root) {
         std::string name(key.str());
         if (!sections.count(name))
@@ -729,6 +765,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     NPS_TRY_VOID(apply_spawn(table("spawn"), config));
     NPS_TRY_VOID(apply_report(table("report"), config));
     NPS_TRY_VOID(apply_ndp(root["ndp"].as_table(), table("ndp"), origin, config));
+    NPS_TRY_VOID(apply_upstream(table("upstream"), config));
     if (config.runner_nid.empty())
         config.runner_nid = default_runner_nid();
     return config;

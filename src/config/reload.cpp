@@ -122,6 +122,12 @@ const std::vector<Key>& keys()
         restart_only("report.retry_max_ms", NPS_FIELD(report.retry_max_ms)),
         restart_only("report.max_age_seconds", NPS_FIELD(report.max_age_seconds)),
         restart_only("report.callback_allow_destinations", NPS_FIELD(report.callback_allow_destinations)),
+        // [upstream]
+        restart_only("upstream.npsd_url", NPS_FIELD(upstream.npsd_url)),
+        restart_only("upstream.inbox", NPS_FIELD(upstream.inbox)),
+        restart_only("upstream.token", NPS_FIELD(upstream.token)),
+        restart_only("upstream.wait_seconds", NPS_FIELD(upstream.wait_seconds)),
+        restart_only("upstream.batch", NPS_FIELD(upstream.batch)),
     };
     return table;
 }

@@ -27,6 +27,7 @@
 #include "access.hpp"
 #include "executor.hpp"
 #include "job_pool.hpp"
+#include "upstream_inbox.hpp"
 
 namespace nps::daemon {
 
@@ -268,6 +269,11 @@ Result<void> run(config::Config config, ConfigLoader reload)
     loop->add_timer_after(std::chrono::milliseconds(kHousekeepingIntervalMs), housekeeping);
 
     executor->start();
+    // TaskFrames of a remote npsd inbox into ours (docs/upstream.md); stops
+    // before the executor and the store pool it deposits through.
+    std::unique_ptr<UpstreamInbox> upstream;
+    if (config.upstream.npsd_url)
+        upstream = NPS_TRY(UpstreamInbox::start(config, pool, [&executor] { executor->wake(); }));
     log::info("ready, runner " + config.runner_nid);
     notify_systemd("READY=1");
     NPS_TRY_VOID(loop->run());

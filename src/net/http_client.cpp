@@ -55,6 +55,12 @@ bool has_header(const ClientRequest& request, std::string_view lowercase_name)
                        [&](const auto& header) { return lower(header.first) == lowercase_name; });
 }
 
+// libcurl calls this at least once a second; non-zero aborts the transfer.
+int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
+{
+    return static_cast<const std::atomic<bool>*>(user)->load() ? 1 : 0;
+}
+
 }  // namespace
 
 Result<ClientResponse> http_request(const ClientRequest& request)
@@ -84,6 +90,11 @@ Result<ClientResponse> http_request(const ClientRequest& request)
     if (request.timeout_ms > 0) {
         set(CURLOPT_TIMEOUT_MS, request.timeout_ms);
         set(CURLOPT_CONNECTTIMEOUT_MS, request.timeout_ms);
+    }
+    if (request.cancel != nullptr) {
+        set(CURLOPT_XFERINFOFUNCTION, &on_progress);
+        set(CURLOPT_XFERINFODATA, const_cast<void*>(static_cast<const void*>(request.cancel)));
+        set(CURLOPT_NOPROGRESS, 0L);
     }
     if (request.unix_socket) {
         set(CURLOPT_UNIX_SOCKET_PATH, request.unix_socket->c_str());

@@ -221,4 +221,14 @@ Result<TaskFrame> decode_task_frame(std::string_view json_text)
     }
 }
 
+int inbox_priority(TaskPriority priority)
+{
+    switch (priority) {
+    case TaskPriority::low: return -10;
+    case TaskPriority::high: return 10;
+    case TaskPriority::normal: break;
+    }
+    return 0;
+}
+
 }  // namespace nps::proto

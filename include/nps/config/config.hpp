@@ -99,6 +99,16 @@ struct ReportPolicy {
     std::vector<std::string> callback_allow_destinations;  // private callback destinations allowed (IP, CIDR, host name)
 };
 
+// [upstream] (docs/upstream.md): take the TaskFrames of an inbox on a
+// remote npsd (or any server of the npsd inbox API) into ours.
+struct UpstreamPolicy {
+    std::optional<std::string> npsd_url;  // "https://npsd.example:8443" (the API root); unset: no upstream
+    std::string inbox;                    // the NID pulled; "": the first of [runner] inboxes
+    std::optional<std::string> token;     // sent as a bearer token
+    std::uint32_t wait_seconds = 20;      // long-poll wait per peek (1..30, npsd's cap)
+    std::uint32_t batch = 16;             // messages per peek (1..256)
+};
+
 struct Config {
     // [runner]
     std::string state_dir = kDefaultStateDir;
@@ -161,6 +171,7 @@ struct Config {
     std::size_t spawn_cache_entries = limits::kDefaultSpawnCacheEntries;
 
     ReportPolicy report;
+    UpstreamPolicy upstream;
 
     // [ndp] (docs/api.md "Signed announces"): require_signed and the trusted
     // publisher keys, by NID (raw 32-byte Ed25519 keys).
@@ -176,6 +187,10 @@ Result<Config> load_config(const std::string& path, bool required);
 
 // Parses TOML text (for tests); `origin` names the source in errors.
 Result<Config> parse_config(const std::string& toml_text, const std::string& origin);
+
+// An http(s) URL with a host and no user-info, query or fragment: what every
+// service URL of the config (and serve --upstream-npsd) must be.
+bool is_service_url(std::string_view url);
 
 // The default runner NID for this host.
 std::string default_runner_nid();

@@ -3,6 +3,7 @@
 // daemon over TCP or its unix socket.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -26,6 +27,9 @@ struct ClientRequest {
     std::optional<std::string> body;
     long timeout_ms = 30000;                  // whole request incl. connect; <= 0: no limit
     std::size_t max_response_bytes = 16 << 20;
+    // When set, the request is abandoned (an error) within about a second
+    // of *cancel becoming true: a long-poll that must end at shutdown.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ClientResponse {

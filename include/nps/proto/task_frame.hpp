@@ -47,6 +47,8 @@
 namespace nps::proto {
 
 enum class TaskPriority { low, normal, high };
+// The inbox priority a deposit gets when it names none: low -10, normal 0, high 10.
+int inbox_priority(TaskPriority priority);
 // none: a failure compensates nothing (the TypeScript SDK's default, "none").
 enum class CompensationPolicy { best_effort, strict, none };
 enum class Backoff { exponential, fixed, linear };
