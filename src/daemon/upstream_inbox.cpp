@@ -38,6 +38,14 @@ struct Deposited {
     bool fresh = false;  // a new local deposit (not a duplicate)
 };
 
+// A string member of an object, or `fallback` when absent or not a string
+// (the listing is untrusted: nothing here may throw).
+std::string string_member(const Json& object, const char* key, const std::string& fallback)
+{
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 std::int64_t now_ms()
 {
     using namespace std::chrono;
@@ -98,7 +106,13 @@ void UpstreamInbox::run()
     log::info("upstream: pulling inbox " + inbox_ + " from " + *policy_.npsd_url);
     unsigned backoff = kFirstBackoffMs;
     while (!stopping_) {
-        if (pull_once()) {
+        bool pulled = false;
+        try {
+            pulled = pull_once();
+        } catch (const std::exception& e) {  // out of memory, say: never take the daemon down
+            log::error(std::string("upstream: ") + e.what());
+        }
+        if (pulled) {
             backoff = kFirstBackoffMs;
             continue;
         }
@@ -149,12 +163,11 @@ bool UpstreamInbox::pull_once()
         }
 
         auto deposited = [&]() -> Result<Deposited> {
-            const std::string b64 = message.value("payload_b64", std::string());
-            auto payload = base64_decode(b64);
+            auto payload = base64_decode(string_member(message, "payload_b64", ""));
             if (!payload)
                 return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "payload_b64 is not base64");
             net::HttpRequest carried;
-            carried.headers["content-type"] = message.value("content_type", std::string("application/json"));
+            carried.headers["content-type"] = string_member(message, "content_type", "application/json");
             carried.body = std::move(*payload);
             if (carried.body.size() > max_message_bytes_)
                 return protocol_error("NWP-HTTP-BODY-TOO-LARGE", std::to_string(carried.body.size()) +
@@ -165,13 +178,12 @@ bool UpstreamInbox::pull_once()
             const proto::TaskFrame frame = NPS_TRY(proto::decode_task_frame(body.json));
 
             int priority = proto::inbox_priority(frame.priority);
-            if (message.contains("priority") && message["priority"].is_number_integer())
-                priority = static_cast<int>(std::clamp<std::int64_t>(message["priority"].get<std::int64_t>(),
-                                                                     limits::kMinInboxPriority,
+            if (auto p = message.find("priority"); p != message.end() && p->is_number_integer())
+                priority = static_cast<int>(std::clamp<std::int64_t>(p->get<std::int64_t>(), limits::kMinInboxPriority,
                                                                      limits::kMaxInboxPriority));
             std::int64_t ttl = default_ttl_seconds_;
-            if (message.contains("expires_at") && message["expires_at"].is_string())
-                if (auto expires = parse_rfc3339_ms(message["expires_at"].get<std::string>()))
+            if (auto e = message.find("expires_at"); e != message.end() && e->is_string())
+                if (auto expires = parse_rfc3339_ms(e->get<std::string>()))
                     ttl = std::clamp<std::int64_t>((*expires - now_ms() + 999) / 1000, 1, limits::kMaxInboxTtlSeconds);
 
             auto result = NPS_TRY(NPS_TRY(stores_.acquire())->deposit({
