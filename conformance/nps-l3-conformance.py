@@ -11,6 +11,7 @@ import argparse
 import base64
 import datetime
 import http.client
+import http.server
 import json
 import os
 import platform
@@ -194,12 +195,67 @@ def event_names(task):
     return [e.get("event") for e in task.get("events", [])]
 
 
+class TaskStoreRecorder:
+    """The orchestrator's task store, as far as a runner reports to it: records
+    every PATCH {prefix}/{task_id}/nodes/{node_id} (NPS-5 §3.2 node state
+    reports; the runner's [report] task_store_url points here) and answers 204."""
+
+    def __init__(self, listen):
+        host, _, port = listen.rpartition(":")
+        self.reports = []
+        self.lock = threading.Lock()
+        recorder = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_PATCH(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length > 0 else b""
+                try:
+                    body = json.loads(raw or b"null")
+                except ValueError:
+                    body = None
+                with recorder.lock:
+                    recorder.reports.append({"path": urllib.parse.unquote(self.path), "body": body,
+                                             "idempotency_key": self.headers.get("Idempotency-Key")})
+                self.send_response(204)
+                self.end_headers()
+
+        self.server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port)), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def node_states(self, task_id, timeout=20.0):
+        """{node_id: [reported states, in order]} for `task_id`, once no new report came for 1 s."""
+        deadline = time.monotonic() + timeout
+        last, quiet_since = -1, time.monotonic()
+        while time.monotonic() < deadline:
+            with self.lock:
+                mine = [r for r in self.reports if "/%s/nodes/" % task_id in r["path"]]
+            if len(mine) != last:
+                last, quiet_since = len(mine), time.monotonic()
+            elif mine and time.monotonic() - quiet_since >= 1.0:
+                break
+            time.sleep(0.1)
+        states = {}
+        for r in mine:
+            body = r["body"] if isinstance(r["body"], dict) else {}
+            node = r["path"].rsplit("/nodes/", 1)[-1]
+            check(body.get("task_id") == task_id and body.get("node_id") == node,
+                  "a task store PATCH names another task or node than its path", r)
+            check(bool(r["idempotency_key"]), "a task store PATCH carries no Idempotency-Key", r)
+            states.setdefault(node, []).append(body.get("state"))
+        return states
+
+
 class Context:
     def __init__(self, args, client):
         self.args = args
         self.client = client
         self.run_id = time.strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.cleanup = []  # task ids to cancel at the end (best effort)
+        self.task_store = TaskStoreRecorder(args.task_store_listen) if args.task_store_listen else None
 
     # Identifiers unique to this run, so a deployment can be tested again
     # without colliding with an earlier run's tasks and announces.
@@ -621,7 +677,16 @@ def dag_01(ctx, notes):
             "report:attempt:1", "report:completed", "task:completed"]
     notes["canonical_events"] = canonical
     check(canonical == want, "canonical event order differs", {"got": canonical, "want": want})
-    return "COMPLETED, aggregate {answer: 4}, results 2 → 4 → 4, canonical event order"
+    if not ctx.task_store:
+        notes["task_store"] = "not checked (no --task-store-listen)"
+        return "COMPLETED, aggregate {answer: 4}, results 2 → 4 → 4, canonical event order"
+    reported = ctx.task_store.node_states(frame["task_id"])
+    notes["task_store_patches"] = reported
+    want_reports = {"fetch": ["COMPLETED"], "double": ["COMPLETED"], "report": ["COMPLETED"]}
+    check(reported == want_reports, "terminal PATCHes to the task store differ",
+          {"got": reported, "want": want_reports})
+    return ("COMPLETED, aggregate {answer: 4}, results 2 → 4 → 4, canonical event order, "
+            "one terminal PATCH per node")
 
 
 def saga_01(ctx, notes):
@@ -651,7 +716,16 @@ def saga_01(ctx, notes):
     want = ["charge:compensating", "charge:compensated", "reserve:compensating", "reserve:compensated"]
     notes["compensation_events"] = saga
     check(saga == want, "compensation order differs", {"got": saga, "want": want})
-    return "ship FAILED → charge, reserve COMPENSATING → COMPENSATED in reverse order; task FAILED"
+    if not ctx.task_store:
+        notes["task_store"] = "not checked (no --task-store-listen)"
+        return "ship FAILED → charge, reserve COMPENSATING → COMPENSATED in reverse order; task FAILED"
+    reported = ctx.task_store.node_states(frame["task_id"])
+    notes["task_store_patches"] = reported
+    want_reports = {"reserve": ["COMPLETED", "COMPENSATING", "COMPENSATED"],
+                    "charge": ["COMPLETED", "COMPENSATING", "COMPENSATED"], "ship": ["FAILED"]}
+    check(reported == want_reports, "PATCHes to the task store differ", {"got": reported, "want": want_reports})
+    return ("ship FAILED → charge, reserve COMPENSATING → COMPENSATED in reverse order; task FAILED; "
+            "every node state PATCHed to the task store in order")
 
 
 CASES = [
@@ -717,6 +791,10 @@ exit status: 0 when no case FAILED (skips allowed), 1 when one did,
                         "(default: a fresh NID per run)")
     p.add_argument("--report", metavar="FILE", default="conformance-report.json",
                    help="write the JSON report here (default %(default)s)")
+    p.add_argument("--task-store-listen", metavar="HOST:PORT",
+                   help="serve a recording task store here; the runner's [report] task_store_url must be "
+                        "http://HOST:PORT/tasks. DAG-01 and Saga-01 then also check the node state PATCHes "
+                        "the runner sends it (NPS-5 §3.2)")
     p.add_argument("--cases", metavar="LIST",
                    help="comma-separated case ids to run (e.g. Claim-01,DAG-01); default all")
     p.add_argument("--task-timeout", type=float, default=90.0, metavar="S",

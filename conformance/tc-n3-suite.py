@@ -16,6 +16,7 @@ Usage: tc-n3-suite.py [--report FILE]
 import argparse
 import json
 import os
+import socket
 import shutil
 import signal
 import subprocess
@@ -134,10 +135,18 @@ def main():
         # The daemon: executes INBOX; trusts the test CA and the loopback spec
         # server. No api.token: the default, a token serve generates in
         # <state>/api.token, which the suite passes to the runner below.
+        # The orchestrator's task store is the conformance runner's recorder
+        # (--task-store-listen) on a loopback port picked now; reports sent
+        # before it listens are retried by the outbox.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            task_store_port = probe.getsockname()[1]
         config = os.path.join(state, "config.toml")
         with open(config, "w", encoding="utf-8") as f:
             f.write('[runner]\ninboxes = ["%s"]\nshutdown_grace_seconds = 2\n'
-                    '[spawn]\nallow_destinations = ["127.0.0.1"]\nca_file = "%s/ca.pem"\n' % (INBOX, pki))
+                    '[spawn]\nallow_destinations = ["127.0.0.1"]\nca_file = "%s/ca.pem"\n'
+                    '[report]\ntask_store_url = "http://127.0.0.1:%d/tasks"\nretry_initial_ms = 200\n'
+                    'retry_max_ms = 1000\n' % (INBOX, pki, task_store_port))
         run([os.path.join(ROOT, "demo/make-image"), os.path.join(work, "image")], os.path.join(work, "image.log"))
         run([binary, "image", "import", os.path.join(work, "image/oci"), "--name", IMAGE,
              "--state-dir", state, "--config", config], os.path.join(work, "image.log"))
@@ -160,7 +169,8 @@ def main():
 
         # The suite, as a third party runs it.
         argv = [sys.executable, conformance, "--url", url, "--token", token, "--inbox", INBOX, "--image", IMAGE,
-                "--spec-base-url", "https://127.0.0.1:%s/specs" % port, "--report", args.report]
+                "--spec-base-url", "https://127.0.0.1:%s/specs" % port, "--report", args.report,
+                "--task-store-listen", "127.0.0.1:%d" % task_store_port]
         print("$ " + " ".join(argv), flush=True)
         status = subprocess.run(argv).returncode
         report = json.loads(read(args.report) or "{}")
