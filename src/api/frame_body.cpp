@@ -6,25 +6,13 @@
 #include <cstdlib>
 
 #include "nps/api/json_io.hpp"
+#include "nps/base/ascii.hpp"
 
 namespace nps::api {
 
 namespace {
 
 namespace ncp = proto::ncp;
-
-// "type/subtype" of a media-type header value or list element, lower case.
-std::string media_type_of(std::string_view value)
-{
-    value = value.substr(0, value.find(';'));
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-        value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
-        value.remove_suffix(1);
-    std::string out(value);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
-}
 
 // The q parameter of an Accept element (1 when absent, 0 when unreadable).
 double quality_of(std::string_view element)
@@ -56,6 +44,16 @@ bool starts_like_json(std::string_view body)
 }
 
 }  // namespace
+
+std::string media_type_of(std::string_view value)
+{
+    value = value.substr(0, value.find(';'));
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+        value.remove_prefix(1);
+    while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
+        value.remove_suffix(1);
+    return ascii_lower(value);
+}
 
 bool is_frame_media_type(std::string_view content_type)
 {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "nps/api/api.hpp"
+#include "nps/api/frame_body.hpp"
 #include "nps/api/json_io.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/limits.hpp"
@@ -47,11 +48,8 @@ bool acceptable_content_type(const std::string& header)
 {
     if (header.empty())
         return true;
-    std::string type = header.substr(0, header.find(';'));
-    while (!type.empty() && type.back() == ' ')
-        type.pop_back();
-    std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
-    return type == "application/json" || type == "application/nwp-frame" || type == "application/x-nps-frame";
+    const std::string type = media_type_of(header);
+    return type == "application/json" || is_frame_media_type(type);
 }
 
 Json message_json(const store::Message& m)

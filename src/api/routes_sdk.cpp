@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "nps/base/ascii.hpp"
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
 
@@ -19,9 +20,7 @@ namespace {
 // The SDKs' TaskState spelling of our task states.
 std::string sdk_state(const std::string& state)
 {
-    std::string out = state;
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
+    return ascii_lower(state);
 }
 
 }  // namespace

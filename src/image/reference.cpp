@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "nps/base/ascii.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/image/content_digest.hpp"
 
@@ -158,8 +159,7 @@ bool same_registry(std::string_view a, std::string_view b)
     if (a.size() != b.size())
         return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
-        const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-        if (lower(a[i]) != lower(b[i]))
+        if (ascii_lower(a[i]) != ascii_lower(b[i]))
             return false;
     }
     return true;

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "json_document.hpp"
+#include "nps/base/ascii.hpp"
 #include "nps/base/limits.hpp"
 
 namespace nps::image {
@@ -29,14 +30,6 @@ bool is_token68_char(char c)
 {
     const auto u = static_cast<unsigned char>(c);
     return std::isalnum(u) || c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
-}
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
 }
 
 // A cursor over the header value; errors say where parsing stopped.
@@ -140,7 +133,7 @@ Result<std::vector<AuthChallenge>> parse_www_authenticate(std::string_view value
         if (challenges.size() >= limits::kMaxAuthChallenges)
             return p.fail("more than " + std::to_string(limits::kMaxAuthChallenges) + " challenges");
         AuthChallenge challenge;
-        challenge.scheme = lower(scheme);
+        challenge.scheme = ascii_lower(scheme);
         if (!p.at_end() && p.peek() != ' ' && p.peek() != '\t' && p.peek() != ',')
             return p.fail("expected a space after the scheme '" + std::string(scheme) + "'");
         p.skip_ows();
@@ -186,8 +179,8 @@ Result<std::vector<AuthChallenge>> parse_www_authenticate(std::string_view value
             }
             if (challenge.params.size() >= limits::kMaxAuthParams)
                 return p.fail("more than " + std::to_string(limits::kMaxAuthParams) + " parameters in one challenge");
-            if (!challenge.params.emplace(lower(name), std::move(param_value)).second)
-                return p.fail("parameter '" + lower(name) + "' given twice");
+            if (!challenge.params.emplace(ascii_lower(name), std::move(param_value)).second)
+                return p.fail("parameter '" + ascii_lower(name) + "' given twice");
             p.skip_ows();
             if (p.at_end())
                 break;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "json_document.hpp"
+#include "nps/base/ascii.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/small_file.hpp"
@@ -26,14 +27,6 @@
 namespace nps::image::detail {
 
 namespace {
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
 
 // The trusted CAs: the system bundle and the configured one.
 Result<std::string> ca_bundle(const std::string& ca_file)
@@ -97,7 +90,7 @@ std::string content_type(const HttpAnswer& answer)
     value = value.substr(0, value.find(';'));
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t'))
         value.remove_suffix(1);
-    return lower(value);
+    return ascii_lower(value);
 }
 
 std::string seconds_text(long ms)
@@ -120,7 +113,7 @@ std::string url_authority(const std::string& url, bool* https)
     } else {
         return {};
     }
-    return lower(rest.substr(0, rest.find_first_of("/?#")));
+    return ascii_lower(rest.substr(0, rest.find_first_of("/?#")));
 }
 
 std::string tls_hint(HttpOutcome::Tls tls)

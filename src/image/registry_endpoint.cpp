@@ -4,19 +4,12 @@
 // path the registry expects.
 #include <cctype>
 
+#include "nps/base/ascii.hpp"
 #include "nps/image/registry.hpp"
 
 namespace nps::image {
 
 namespace {
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
 
 }  // namespace
 
@@ -41,7 +34,7 @@ Result<RegistryEndpoint> resolve_endpoint(const ImageReference& reference, const
     }
     if (!is_valid_registry_host(registry))
         return internal_error("Invalid registry '" + registry + "': expected HOST[:PORT]");
-    out.registry = lower(registry);
+    out.registry = ascii_lower(registry);
     out.repository = reference.repository;
     std::string host = out.registry;
     // Docker Hub: the name everyone writes is not where its API lives, and

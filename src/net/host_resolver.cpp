@@ -13,6 +13,8 @@
 #include <system_error>
 #include <thread>
 
+#include "nps/base/ascii.hpp"
+
 namespace nps::net {
 
 namespace {
@@ -21,10 +23,7 @@ std::string lookup_key(std::string host)
 {
     if (!host.empty() && host.back() == '.')
         host.pop_back();
-    for (char& c : host)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return host;
+    return ascii_lower(host);
 }
 
 void add_unique(std::vector<proto::IpAddress>& out, const proto::IpAddress& address)

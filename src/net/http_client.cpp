@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "nps/base/ascii.hpp"
 #include "nps/net/curl_easy.hpp"
 #include "nps/net/http_server.hpp"  // is_loopback_host
 
@@ -34,14 +35,6 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     return bytes;
 }
 
-std::string lower(std::string_view text)
-{
-    std::string out(text);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user)
 {
     const std::size_t bytes = size * count;
@@ -52,7 +45,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
 bool has_header(const ClientRequest& request, std::string_view lowercase_name)
 {
     return std::any_of(request.headers.begin(), request.headers.end(),
-                       [&](const auto& header) { return lower(header.first) == lowercase_name; });
+                       [&](const auto& header) { return ascii_lower(header.first) == lowercase_name; });
 }
 
 // libcurl calls this at least once a second; non-zero aborts the transfer.

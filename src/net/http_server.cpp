@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "listen_socket.hpp"
+#include "nps/base/ascii.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/net/http_target.hpp"
 
@@ -146,19 +147,11 @@ struct RequestContext {
     detail::PendingRequest* pending = nullptr;    // while a Responder exists
 };
 
-std::string lower(std::string_view text)
-{
-    std::string out(text);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
-}
-
 MHD_Result collect_header(void* cls, MHD_ValueKind /*kind*/, const char* key, size_t key_size,
                           const char* value, size_t value_size)
 {
     auto& headers = *static_cast<std::map<std::string, std::string>*>(cls);
-    std::string name = lower(std::string_view(key, key_size));
+    std::string name = ascii_lower(std::string_view(key, key_size));
     std::string text = value != nullptr ? std::string(value, value_size) : std::string();
     auto [it, inserted] = headers.try_emplace(std::move(name), text);
     if (!inserted)  // a repeated header is a comma-joined list (RFC 9110 §5.3)
@@ -650,7 +643,7 @@ private:
             [](void* cls, MHD_ValueKind, const char* key, size_t key_size, const char* value,
                size_t value_size) -> MHD_Result {
                 auto& s = *static_cast<Seen*>(cls);
-                const std::string name = lower(std::string_view(key, key_size));
+                const std::string name = ascii_lower(std::string_view(key, key_size));
                 if (name == "transfer-encoding") {
                     s.transfer_encoding = true;
                 } else if (name == "content-length") {
@@ -747,7 +740,7 @@ private:
     static bool expects_continue(MHD_Connection* connection)
     {
         const char* expect = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
-        return expect != nullptr && lower(expect) == "100-continue";
+        return expect != nullptr && ascii_lower(expect) == "100-continue";
     }
 
     HttpRequest build_request(const Listener& listener, MHD_Connection* connection, const char* url,

@@ -8,22 +8,12 @@
 #include <set>
 #include <utility>
 
+#include "nps/base/ascii.hpp"
 #include "nps/nop/aggregate.hpp"
 #include "nps/nop/subtask_id.hpp"
 #include "task_run_state.hpp"
 
 namespace nps::nop {
-
-namespace {
-
-std::string lowercase(std::string text)
-{
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
-    return text;
-}
-
-}  // namespace
 
 TaskRun::State::State(const proto::TaskFrame& frame, TaskHost& task_host, RunOptions run_options)
     : task(frame),
@@ -289,7 +279,7 @@ void TaskRun::State::end_task(const std::string& state, std::optional<std::strin
         detail["error_code"] = *code;
     if (message)
         detail["error_message"] = *message;
-    event("task:" + lowercase(state), detail);
+    event("task:" + ascii_lower(state), detail);
     host.on_task_end(TaskEnd{.state = state,
                              .error_code = std::move(code),
                              .error_message = std::move(message),

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "message_text.hpp"
+#include "nps/base/ascii.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/proto/url.hpp"
 
@@ -22,7 +23,6 @@ Error refusal(const DestinationRules& rules, std::string_view what, const std::s
 
 bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 std::string_view without_trailing_dot(std::string_view host)
 {
@@ -35,7 +35,7 @@ std::string normalized_name(std::string_view host)
 {
     std::string out(without_trailing_dot(host));
     for (char& c : out)
-        c = lower(c);
+        c = ascii_lower(c);
     return out;
 }
 

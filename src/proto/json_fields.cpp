@@ -5,6 +5,8 @@
 
 #include "message_text.hpp"
 
+#include "nps/base/ascii.hpp"
+
 namespace nps::proto {
 
 std::string_view json_type_name(simdjson::dom::element value)
@@ -63,7 +65,7 @@ std::string folded(std::string_view key)
     for (char c : key) {
         if (c == '_' || c == '-')
             continue;
-        out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+        out += ascii_lower(c);
     }
     return out;
 }

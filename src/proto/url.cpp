@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "nps/base/ascii.hpp"
+
 namespace nps::proto {
 
 namespace {
@@ -10,7 +12,6 @@ namespace {
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 bool valid_scheme(std::string_view scheme)
 {
@@ -56,7 +57,7 @@ bool iequals(std::string_view a, std::string_view b)
     if (a.size() != b.size())
         return false;
     for (std::size_t i = 0; i < a.size(); ++i)
-        if (lower(a[i]) != lower(b[i]))
+        if (ascii_lower(a[i]) != ascii_lower(b[i]))
             return false;
     return true;
 }

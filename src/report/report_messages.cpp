@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nps/base/ascii.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/net/http_client.hpp"
@@ -41,13 +42,6 @@ Json text_or_null(const std::optional<std::string>& text, std::size_t max = std:
     if (!text || text->empty())
         return nullptr;
     return cut_utf8(*text, max);
-}
-
-std::string lowercase(std::string text)
-{
-    for (char& c : text)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return text;
 }
 
 // Compact, sorted keys (nlohmann's object order); invalid UTF-8 replaced, so
@@ -128,14 +122,14 @@ std::string callback_body(const store::TaskRecord& task, const std::vector<store
         if (n.dedup_key != task.dedup_key)
             continue;  // a record under another DAG of the same task_id is not this task's
         node_states[n.node_id] = {
-            {"state", lowercase(n.state)},
+            {"state", ascii_lower(n.state)},
             {"attempts", n.attempts},
             {"error_code", text_or_null(n.error_code)},
         };
     }
     const Json body = {
         {"task_id", task.task_id},
-        {"state", lowercase(task.state)},
+        {"state", ascii_lower(task.state)},
         {"error_code", text_or_null(task.error_code)},
         {"aggregate", parsed_or_null(task.aggregate_json)},
         {"nodes", std::move(node_states)},

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "nps/base/ascii.hpp"
 #include "nps/base/limits.hpp"
 
 namespace nps::spawn {
@@ -17,15 +18,6 @@ std::string_view trim(std::string_view text)
     while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
         text.remove_suffix(1);
     return text;
-}
-
-std::string lower(std::string_view text)
-{
-    std::string out(text);
-    for (char& c : out)
-        if (c >= 'A' && c <= 'Z')
-            c = static_cast<char>(c - 'A' + 'a');
-    return out;
 }
 
 // Delta-seconds (RFC 9111 §1.2.2): digits; too large saturates. A quoted
@@ -60,7 +52,7 @@ Freshness freshness_from_headers(const std::map<std::string, std::string>& heade
             const std::string_view directive = trim(rest.substr(0, comma));
             rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
             const auto eq = directive.find('=');
-            const std::string name = lower(trim(directive.substr(0, eq)));
+            const std::string name = ascii_lower(trim(directive.substr(0, eq)));
             const std::string_view value = eq == std::string_view::npos ? std::string_view{} : trim(directive.substr(eq + 1));
             if (name == "no-store") {
                 no_store = true;

@@ -25,6 +25,10 @@
 
 namespace nps::api {
 
+// "type/subtype" of a media-type header value or list element, lower case,
+// without parameters or surrounding white space.
+std::string media_type_of(std::string_view value);
+
 // True for the media types of a binary NCP frame (parameters and case ignored).
 bool is_frame_media_type(std::string_view content_type);
 

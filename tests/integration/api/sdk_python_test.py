@@ -15,11 +15,12 @@ routes").
 import argparse
 import asyncio
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from serve_daemon import start_serve  # noqa: E402
 
 SKIP = 77
 INBOX = "urn:nps:agent:sdk-py.test:worker"
@@ -43,21 +44,12 @@ def main():
 
     with tempfile.TemporaryDirectory(prefix="nps-sdk-py-") as state:
         Path(state, "config.toml").write_text(f'[api]\ntask_inbox = "{INBOX}"\n')
-        log = open(Path(state, "serve.log"), "w+")
-        daemon = subprocess.Popen([args.runner, "serve", "--config", f"{state}/config.toml", "--state-dir", state,
-                                   "--listen", "127.0.0.1:0", "--socket", "none"], stdout=log, stderr=log)
         try:
-            base = None
-            for _ in range(300):
-                text = Path(state, "serve.log").read_text()
-                if "ready" in text and "listening on http://" in text:
-                    base = text.split("listening on ")[1].split()[0]
-                    break
-                time.sleep(0.05)
-            if not base:
-                print("FAIL: the daemon did not start:\n" + Path(state, "serve.log").read_text())
-                return 1
-            token = Path(state, "api.token").read_text().strip()
+            daemon, base, token = start_serve(args.runner, state)
+        except RuntimeError as e:
+            print(f"FAIL: {e}")
+            return 1
+        try:
             host = base.removeprefix("http://")
             return asyncio.run(exercise(NopClient(f"http://nps:{token}@{host}"), frames, models))
         finally:

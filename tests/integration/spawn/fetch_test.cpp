@@ -45,7 +45,7 @@ struct Env {
             o.allow_destinations.push_back(*nps::proto::parse_destination_allow_entry(entry));
         o.ca_file = pki.ca_file;
         o.host_resolver = &dns;
-        o.fetch.timeout_ms = 10'000;
+        o.fetch.timeout_ms = 30'000;  // generous: CI machines are shared and loaded
         return o;
     }
 

@@ -22,6 +22,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from serve_daemon import start_serve  # noqa: E402
+
 INBOX = "urn:nps:agent:hostile.test:jobs"
 GOOD = {"task_id": "good-1", "dag": {"nodes": [{"id": "a", "action": "nwp://x.test/a/invoke",
                                                    "agent": "urn:nps:agent:x.test:w"}], "edges": []}}
@@ -93,23 +96,12 @@ def main():
         # Pulled, not claimed here: the local inbox can be read afterwards.
         Path(state, "config.toml").write_text(
             '[upstream]\nwait_seconds = 1\ninbox = "urn:nps:agent:hostile.test:unclaimed"\n')
-        log = open(Path(state, "serve.log"), "w+")
-        daemon = subprocess.Popen([args.runner, "serve", "--config", f"{state}/config.toml", "--state-dir", state,
-                                   "--listen", "127.0.0.1:0", "--socket", "none", "--upstream-npsd", upstream],
-                                  stdout=log, stderr=log)
         try:
-            base = None
-            for _ in range(300):
-                text = Path(state, "serve.log").read_text()
-                if "ready" in text and "listening on http://" in text:
-                    base = text.split("listening on ")[1].split()[0]
-                    break
-                time.sleep(0.05)
-            if not base:
-                print("FAIL: the daemon did not start:\n" + Path(state, "serve.log").read_text())
-                return 1
-            token = Path(state, "api.token").read_text().strip()
-
+            daemon, base, token = start_serve(args.runner, state, ["--upstream-npsd", upstream])
+        except RuntimeError as e:
+            print(f"FAIL: {e}")
+            return 1
+        try:
             def get(path):
                 req = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"})
                 with urllib.request.urlopen(req, timeout=5) as r:

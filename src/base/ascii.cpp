@@ -1,0 +1,14 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/base/ascii.hpp"
+
+namespace nps {
+
+std::string ascii_lower(std::string_view text)
+{
+    std::string out(text);
+    for (char& c : out)
+        c = ascii_lower(c);
+    return out;
+}
+
+}  // namespace nps

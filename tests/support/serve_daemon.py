@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`nps-runner serve` for the Python tests: started on a state directory with
+a TCP listener on a free loopback port and no unix socket, its log in
+<state>/serve.log."""
+
+import subprocess
+import time
+from pathlib import Path
+
+
+def start_serve(runner, state, extra_args=()):
+    """Starts serve --config <state>/config.toml; returns (process, base URL,
+    generated token) once it logged "ready", or raises RuntimeError with the log."""
+    log_path = Path(state, "serve.log")
+    log = open(log_path, "w+")
+    daemon = subprocess.Popen([runner, "serve", "--config", f"{state}/config.toml", "--state-dir", state,
+                               "--listen", "127.0.0.1:0", "--socket", "none", *extra_args],
+                              stdout=log, stderr=log)
+    for _ in range(300):
+        text = log_path.read_text()
+        if "ready" in text and "listening on http://" in text:
+            base = text.split("listening on ")[1].split()[0]
+            return daemon, base, Path(state, "api.token").read_text().strip()
+        if daemon.poll() is not None:
+            break
+        time.sleep(0.05)
+    daemon.kill()
+    daemon.wait()
+    raise RuntimeError("the daemon did not start:\n" + log_path.read_text())
