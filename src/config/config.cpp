@@ -594,11 +594,11 @@ Result<void> apply_ndp(const toml::table* table, const TableReader& t, const std
             texts.push_back(*text);
         else if (const toml::array* list = value.as_array())
             for (const auto& item : *list) {
-                auto text = item.value<std::string>();
-                if (!text)
+                auto item_text = item.value<std::string>();
+                if (!item_text)
                     return internal_error("Invalid configuration in '" + origin + "': " + name +
                                           ": expected \"ed25519:…\" strings");
-                texts.push_back(*text);
+                texts.push_back(*item_text);
             }
         else
             return internal_error("Invalid configuration in '" + origin + "': " + name +
