@@ -5,9 +5,11 @@
 #   worker emit JSON     data JSON
 #   worker double        data {"value": 2 × params.value}
 #   worker report        data {"answer": params.answer}
+#   worker echo          data {"params": the frame's params} (a flat params object)
 #   worker fail CODE     error {code: CODE, retryable: false}
 #   worker sleep S       silent for S seconds, then data {}
 #   worker chatter S     a line on stderr every second for S seconds, then data {}
+#   worker progress N    N progress frames {"step": i}, 0.3 s apart, then data {"steps": N}
 # An action ending in "/compensate" is a saga compensation: it answers
 # {"compensated": "<node>"} whatever the mode.
 read -r frame || { echo "worker: no DelegateFrame on stdin" >&2; exit 2; }
@@ -28,12 +30,22 @@ case "$mode" in
 emit) final "$1" ;;
 double) v=$(param value); final "{\"value\":$((v * 2))}" ;;
 report) v=$(param answer); final "{\"answer\":${v:-null}}" ;;
+echo) p=$(printf '%s' "$frame" | sed -n 's/.*"params":\({[^}]*}\).*/\1/p'); final "{\"params\":${p:-null}}" ;;
 fail) printf '{"seq":0,"is_final":true,"error":{"code":"%s","message":"asked to fail","retryable":false}}\n' "$1" ;;
 sleep) sleep "$1"; final '{}' ;;
 chatter)
     i=0
     while [ "$i" -lt "$1" ]; do echo "tick $i" >&2; sleep 1; i=$((i + 1)); done
     final '{}'
+    ;;
+progress)
+    i=0
+    while [ "$i" -lt "$1" ]; do
+        printf '{"seq":%d,"is_final":false,"data":{"step":%d}}\n' "$i" "$i"
+        sleep 0.3
+        i=$((i + 1))
+    done
+    printf '{"seq":%d,"is_final":true,"data":{"steps":%d}}\n' "$1" "$1"
     ;;
 *) echo "worker: unknown mode '$mode'" >&2; exit 2 ;;
 esac

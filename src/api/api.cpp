@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "nps/api/json_io.hpp"
+#include "nps/api/process_metrics.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/log.hpp"
 #include "nps/proto/task_frame.hpp"
@@ -205,6 +206,8 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
         return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
 
     const std::string& area = s[1];
+    if (area == "workers" && n == 2)
+        return m == "GET" ? list_workers() : method_not_allowed("GET");
     if (area == "capabilities" && n == 2)
         return m == "GET" ? capabilities() : method_not_allowed("GET");
     if (area == "inbox" && n == 3) {
@@ -227,9 +230,9 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
     if (area == "leases" && n == 3)
         return m == "DELETE" ? release(r, s[2]) : method_not_allowed("DELETE");
     if (area == "tasks" && n == 2)
-        return m == "GET" ? list_tasks(r) : method_not_allowed("GET");
+        return m == "GET" ? list_tasks(r) : m == "DELETE" ? prune_tasks(r) : method_not_allowed("GET, DELETE");
     if (area == "tasks" && n == 3)
-        return m == "GET" ? get_task(s[2]) : method_not_allowed("GET");
+        return m == "GET" ? get_task(s[2]) : m == "DELETE" ? remove_task(s[2]) : method_not_allowed("GET, DELETE");
     if (area == "tasks" && n == 4 && s[3] == "cancel")
         return m == "POST" ? cancel_task(s[2]) : method_not_allowed("POST");
     if (area == "tasks" && n == 5 && s[3] == "nodes")
@@ -239,7 +242,7 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
     if (area == "ndp" && n == 3 && s[2] == "announces")
         return m == "GET" ? list_announces() : method_not_allowed("GET");
     if (area == "ndp" && n == 4 && s[2] == "announces")
-        return m == "PUT" ? put_announce(r, s[3]) : method_not_allowed("PUT");
+        return m == "PUT" ? put_announce(r, s[3]) : m == "DELETE" ? remove_announce(s[3]) : method_not_allowed("PUT, DELETE");
     if (area == "ndp" && n == 3 && s[2] == "resolve")
         return m == "GET" ? resolve(r) : method_not_allowed("GET");
     if (area == "spawnspecs" && n == 3 && s[2] == "resolve")
@@ -281,6 +284,16 @@ Result<net::HttpResponse> Api::health()
     return json_response(200, {{"status", "ok"}, {"version", NPS_RUNNER_VERSION}});
 }
 
+Result<net::HttpResponse> Api::list_workers()
+{
+    nlohmann::json workers = nlohmann::json::array();
+    if (hooks_.workers)
+        workers = nlohmann::json::parse(hooks_.workers(), nullptr, false);
+    if (!workers.is_array())
+        return internal_error("the executor's worker list is not a JSON array");
+    return json_response(200, {{"count", workers.size()}, {"workers", std::move(workers)}});
+}
+
 Result<net::HttpResponse> Api::readyz()
 {
     std::string problem;
@@ -318,6 +331,7 @@ Result<net::HttpResponse> Api::render_metrics()
     gauges += "# HELP nps_api_long_polls_parked Long-poll peeks waiting for a deposit or their deadline.\n"
               "# TYPE nps_api_long_polls_parked gauge\nnps_api_long_polls_parked " +
               std::to_string(parked_.size()) + "\n";
+    gauges += render_process_metrics(config_.database_path());
     if (hooks_.metrics)
         gauges += hooks_.metrics();
     net::HttpResponse response;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/api/json_io.hpp"
 
+#include <charconv>
 #include <limits>
 
 #include "nps/base/limits.hpp"
@@ -110,6 +111,21 @@ net::HttpResponse json_response(int status, const Json& body)
     response.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
     response.body.push_back('\n');
     return response;
+}
+
+Result<std::int64_t> bounded_integer(const std::string& text, const char* name, std::int64_t fallback,
+                                     std::int64_t min, std::int64_t max)
+{
+    if (text.empty())
+        return fallback;
+    std::int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size())
+        return protocol_error("NWP-HTTP-PARAM-INVALID", std::string(name) + " '" + text + "' is not an integer");
+    if (value < min || value > max)
+        return protocol_error("NWP-HTTP-PARAM-INVALID", std::string(name) + " must be between " +
+                                                            std::to_string(min) + " and " + std::to_string(max));
+    return value;
 }
 
 net::HttpResponse empty_response(int status)

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "nps/api/api.hpp"
+#include "nps/api/task_deposit.hpp"
 #include "nps/api/frame_body.hpp"
 #include "nps/api/json_io.hpp"
 #include "nps/base/digest.hpp"
@@ -19,22 +20,6 @@
 namespace nps::api {
 
 namespace {
-
-// An integer header or query value within [min, max]; `fallback` when absent.
-Result<std::int64_t> bounded_integer(const std::string& text, const char* name, std::int64_t fallback,
-                                     std::int64_t min, std::int64_t max)
-{
-    if (text.empty())
-        return fallback;
-    std::int64_t value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size())
-        return protocol_error("NWP-HTTP-PARAM-INVALID", std::string(name) + " '" + text + "' is not an integer");
-    if (value < min || value > max)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", std::string(name) + " must be between " +
-                                                            std::to_string(min) + " and " + std::to_string(max));
-    return value;
-}
 
 std::string query_value(const net::HttpRequest& request, const char* name)
 {
@@ -92,18 +77,12 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
                                        config_.default_ttl_seconds, 1, limits::kMaxInboxTtlSeconds));
 
     auto store = NPS_TRY(stores_.acquire());
-    auto result = NPS_TRY(store->deposit({
-        .nid = nid,
-        .task_id = frame.task_id,
-        .payload = request.body,
-        .content_type = content_type.empty() ? "application/json" : content_type,
-        .frame_hash = frame.canonical_frame_hash,
-        .dag_hash = frame.dag_hash,
-        .dedup_key = frame.dedup_key,
-        .priority = static_cast<int>(priority),
-        .ttl_seconds = ttl,
-        .max_depth = config_.max_depth,
-    }));
+    store::DepositRequest deposit = task_deposit(nid, frame, request.body, config_);
+    if (!content_type.empty())
+        deposit.content_type = content_type;
+    deposit.priority = static_cast<int>(priority);
+    deposit.ttl_seconds = ttl;
+    auto result = NPS_TRY(store->deposit(deposit));
     if (result.duplicate) {
         ++metrics_.deposits_duplicate;
     } else {

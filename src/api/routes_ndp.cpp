@@ -4,6 +4,7 @@
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
+#include "nps/base/log.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/announce.hpp"
 #include "nps/proto/ndp_registry.hpp"
@@ -131,6 +132,14 @@ Result<net::HttpResponse> Api::resolve(const net::HttpRequest& request)
     auto store = NPS_TRY(stores_.acquire());
     auto announce = NPS_TRY(store->resolve_announce(it->second));
     return json_response(200, announce_json(announce));
+}
+
+Result<net::HttpResponse> Api::remove_announce(const std::string& nid)
+{
+    auto store = NPS_TRY(stores_.acquire());
+    NPS_TRY_VOID(store->remove_announce(nid));
+    log::info("announce of " + nid + " removed");
+    return json_response(200, {{"nid", nid}, {"removed", true}});
 }
 
 }  // namespace nps::api

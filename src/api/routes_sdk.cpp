@@ -62,6 +62,10 @@ Result<net::HttpResponse> Api::sdk_task_route(const net::HttpRequest& request, c
     }
     if (m != "GET")
         return method_not_allowed("GET");
+    if (task.results_expired(clock_.now_ms()))
+        return protocol_error("NOP-TASK-RESULT-EXPIRED", "The results of task '" + task_id +
+                                                             "' expired (its result_ttl_seconds); its state is " +
+                                                             task.state);
     Json node_results = Json::object();
     for (const auto& r : NPS_TRY(store->node_results(task_id)))
         if (r.dedup_key == task.dedup_key)

@@ -3,7 +3,9 @@
 #include "nps/api/api.hpp"
 
 #include <cstdlib>
+#include <limits>
 #include <optional>
+#include <string_view>
 
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
@@ -16,7 +18,12 @@ namespace nps::api {
 
 namespace {
 
-Json task_summary(const store::TaskRecord& t)
+Json time_or_null(const std::optional<std::int64_t>& ms)
+{
+    return ms ? Json(format_rfc3339_ms(*ms)) : Json(nullptr);
+}
+
+Json task_summary(const store::TaskRecord& t, std::int64_t now_ms)
 {
     return {
         {"task_id", t.task_id},
@@ -25,6 +32,8 @@ Json task_summary(const store::TaskRecord& t)
         {"error_code", text_or_null(t.error_code)},
         {"created_at", format_rfc3339_ms(t.created_at_ms)},
         {"updated_at", format_rfc3339_ms(t.updated_at_ms)},
+        {"finished_at", time_or_null(t.finished_at_ms)},
+        {"results_expired", t.results_expired(now_ms)},
     };
 }
 
@@ -44,16 +53,32 @@ Json error_status(const std::optional<std::string>& code)
     return {{"status", std::string(info.nps_status)}, {"http", info.http_status}};
 }
 
+// 404 NOP-TASK-RESULT-EXPIRED, with the task's state (which stays visible
+// until the task itself is pruned) under "task".
+net::HttpResponse results_expired_response(const store::TaskRecord& task, std::int64_t now_ms)
+{
+    const std::int64_t expired_at = task.results_expired_at_ms.value_or(task.results_expire_at_ms.value_or(now_ms));
+    auto response = error_response("NOP-TASK-RESULT-EXPIRED",
+                                   "The results of task '" + task.task_id + "' expired at " +
+                                       format_rfc3339_ms(expired_at) + " (its result_ttl_seconds); its state is " +
+                                       task.state);
+    Json body = Json::parse(response.body);
+    body["task"] = task_summary(task, now_ms);
+    return json_response(response.status, body);
+}
+
 }  // namespace
 
 Result<net::HttpResponse> Api::get_task(const std::string& task_id)
 {
     auto store = NPS_TRY(stores_.acquire());
     auto task = NPS_TRY(store->task(task_id));
+    if (task.results_expired(clock_.now_ms()))
+        return results_expired_response(task, clock_.now_ms());
     auto results = NPS_TRY(store->node_results(task_id));
     auto events = NPS_TRY(store->events(task_id));
 
-    Json body = task_summary(task);
+    Json body = task_summary(task, clock_.now_ms());
     body["error_message"] = text_or_null(task.error_message);
     body["error_status"] = error_status(task.error_code);
     body["aggregate"] = json_or_null(task.aggregate_json);
@@ -80,15 +105,22 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
             {"recorded_at", format_rfc3339_ms(r.recorded_at_ms)},
         };
     }
-    body["nodes"] = std::move(nodes);
     Json event_list = Json::array();
+    constexpr std::string_view kProgress = ":progress";
     for (const auto& e : events) {
         Json detail = Json::parse(e.detail_json, nullptr, false);
-        event_list.push_back({{"seq", e.seq},
-                              {"at", format_rfc3339_ms(e.at_ms)},
-                              {"event", e.name},
-                              {"detail", detail.is_discarded() ? Json::object() : detail}});
+        if (detail.is_discarded())
+            detail = Json::object();
+        // The newest progress frame of each node (docs/api.md "Progress").
+        if (e.name.size() > kProgress.size() && e.name.ends_with(kProgress) && detail.is_object()) {
+            Json progress = detail;
+            progress["at"] = format_rfc3339_ms(e.at_ms);
+            nodes[e.name.substr(0, e.name.size() - kProgress.size())]["progress"] = std::move(progress);
+        }
+        event_list.push_back(
+            {{"seq", e.seq}, {"at", format_rfc3339_ms(e.at_ms)}, {"event", e.name}, {"detail", std::move(detail)}});
     }
+    body["nodes"] = std::move(nodes);
     body["events"] = std::move(event_list);
     return json_response(200, body);
 }
@@ -120,7 +152,7 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
     auto tasks = NPS_TRY(store->list_tasks(filter));
     Json list = Json::array();
     for (const auto& t : tasks)
-        list.push_back(task_summary(t));
+        list.push_back(task_summary(t, clock_.now_ms()));
     return json_response(200, {{"count", list.size()}, {"tasks", std::move(list)}});
 }
 
@@ -242,7 +274,44 @@ Result<net::HttpResponse> Api::cancel_task(const std::string& task_id)
     auto task = NPS_TRY(store->cancel(task_id));
     if (hooks_.cancelled)
         hooks_.cancelled(task_id);
-    return json_response(200, task_summary(task));
+    return json_response(200, task_summary(task, clock_.now_ms()));
+}
+
+Result<net::HttpResponse> Api::remove_task(const std::string& task_id)
+{
+    auto store = NPS_TRY(stores_.acquire());
+    NPS_TRY_VOID(store->remove_task(task_id));
+    return json_response(200, {{"task_id", task_id}, {"removed", true}});
+}
+
+Result<net::HttpResponse> Api::prune_tasks(const net::HttpRequest& request)
+{
+    // DELETE /v1/tasks?older_than_seconds=N[&state=S]
+    const auto older = request.query.find("older_than_seconds");
+    if (older == request.query.end())
+        return protocol_error("NWP-HTTP-PARAM-INVALID",
+                              "DELETE /v1/tasks needs older_than_seconds (finished tasks older than that are removed)");
+    const std::int64_t seconds = NPS_TRY(
+        bounded_integer(older->second, "older_than_seconds", 0, 0, limits::kMaxRetentionSeconds));
+    store::PruneRequest prune{.finished_before_ms = clock_.now_ms() - seconds * 1000};
+    if (auto it = request.query.find("state"); it != request.query.end() && !it->second.empty()) {
+        std::string state = it->second;
+        for (auto& c : state)
+            c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        prune.state = state;
+    }
+    // Batches of the store's size until none is left: a hand prune of a big
+    // backlog holds the write lock for one batch at a time.
+    auto store = NPS_TRY(stores_.acquire());
+    std::int64_t removed = 0;
+    for (;;) {
+        const std::int64_t n = NPS_TRY(store->prune_tasks(prune));
+        removed += n;
+        if (n < prune.limit)
+            break;
+    }
+    NPS_TRY(store->reclaim_space(std::numeric_limits<std::uint32_t>::max()));
+    return json_response(200, {{"removed", removed}});
 }
 
 }  // namespace nps::api

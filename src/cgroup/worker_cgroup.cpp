@@ -231,6 +231,23 @@ Result<std::uint64_t> WorkerCgroup::cpu_usage_usec() const
     return internal_error("No CPU accounting for this cgroup");
 }
 
+Result<std::uint64_t> WorkerCgroup::memory_usage_bytes() const
+{
+    std::string path;
+    if (memory_v2_)
+        path = v2_dir_ + "/memory.current";
+    else if (!memory_dir_.empty())
+        path = memory_dir_ + "/memory.usage_in_bytes";
+    else
+        return internal_error("No memory accounting for this cgroup");
+    auto text = NPS_TRY(read_file(path));
+    std::uint64_t bytes = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+    if (ec != std::errc{})
+        return internal_error("Unexpected content of '" + path + "'");
+    return bytes;
+}
+
 Result<void> WorkerCgroup::remove()
 {
     v2_fd_.reset();

@@ -44,6 +44,10 @@ Result<ParsedArgs> parse_args(const VerbSpec& spec, int argc, char** argv, int f
     bool options_done = false;
     for (int i = first; i < argc; ++i) {
         std::string arg = argv[i];
+        if (!options_done && arg == "-h") {
+            parsed.help = true;
+            return parsed;
+        }
         if (options_done || arg == "-" || arg.rfind("--", 0) != 0) {
             if (!options_done && arg.size() > 1 && arg[0] == '-' && arg != "-")
                 return usage_error(spec, "Unknown option '" + arg + "' for '" + spec.command + "'");
@@ -110,7 +114,7 @@ std::string help_text(const VerbSpec& spec)
                 out << "\n" << std::string(26, ' ');
             out << option.help << (option.repeatable ? " (repeatable)" : "") << '\n';
         }
-        out << "  --help                  show this help\n";
+        out << "  -h, --help              show this help\n";
     }
     return out.str();
 }

@@ -20,13 +20,17 @@ execution, and runs each DAG node as an ephemeral sandboxed worker.
 Verbs:
   serve                     run the daemon (HTTP API on 127.0.0.1:17437 and a unix socket)
   submit [--to NID] FILE|-  deposit a TaskFrame; prints its task_id
+  invoke AGENT [--params J] run one node on AGENT and (--wait) print its result
   task show ID [--json]     a task's state, nodes and events
   task ls                   list tasks (--state, --limit)
   task wait ID              wait until a task is terminal (--timeout S)
   task cancel ID            cancel a task
+  task rm ID...             delete finished tasks now
+  task prune --older-than D delete the tasks that finished more than D (7d, 2h) ago
   announce NID --spawn-spec REF
                             register an agent NID in the local NDP registry
   announce ls               list registered agents
+  announce rm NID...        remove agents from the registry
   announce resolve NID      show the SpawnSpec an agent resolves to, or why it does not
   run --image REF | --rootfs DIR -- CMD
                             run one command in a sandbox, attached
@@ -36,6 +40,7 @@ Verbs:
   image ls | rm REF... | gc | inspect REF
                             list, remove, garbage-collect and inspect stored images
   status                    summarise a running daemon: cgroups, tasks, workers, inboxes
+  ps                        the running workers: task, node, pid, uptime, memory, CPU
   version                   print the version
 
 Run 'nps-runner VERB --help' for a verb's options; 'man nps-runner' for more.
@@ -54,7 +59,10 @@ constexpr Verb kVerbs[] = {
     {"task", "ls", task_ls},
     {"task", "wait", task_wait},
     {"task", "cancel", task_cancel},
+    {"task", "rm", task_rm},
+    {"task", "prune", task_prune},
     {"announce", "ls", announce_ls},
+    {"announce", "rm", announce_rm},
     {"announce", "resolve", announce_resolve},
     {"announce", nullptr, announce},
     {"run", nullptr, run},
@@ -65,6 +73,8 @@ constexpr Verb kVerbs[] = {
     {"image", "gc", image_gc},
     {"image", "inspect", image_inspect},
     {"status", nullptr, status},
+    {"ps", nullptr, ps},
+    {"invoke", nullptr, invoke},
     {"version", nullptr, version},
 };
 
@@ -72,7 +82,7 @@ constexpr Verb kVerbs[] = {
 
 int main(int argc, char** argv)
 {
-    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "help")) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
         std::fputs(kOverview, argc < 2 ? stderr : stdout);
         return argc < 2 ? kExitUsage : kExitOk;
     }
@@ -86,13 +96,20 @@ int main(int argc, char** argv)
         if (argc > 2 && !std::strcmp(argv[2], verb.second))
             return verb.run(argc, argv, 3);
     }
-    if (!std::strcmp(argv[1], "task")) {
-        std::fprintf(stderr, "nps-runner: 'task' needs a sub-verb: show, ls, wait or cancel\n");
-        return kExitUsage;
-    }
-    if (!std::strcmp(argv[1], "image")) {
-        std::fprintf(stderr, "nps-runner: 'image' needs a sub-verb: import, pull, ls, rm, gc or inspect\n");
-        return kExitUsage;
+    // A group verb without its sub-verb: the sub-verbs, on stdout for
+    // --help (exit 0), else as a usage error.
+    for (const char* group : {"task", "image"}) {
+        if (std::strcmp(argv[1], group) != 0)
+            continue;
+        std::string subs;
+        for (const auto& verb : kVerbs)
+            if (!std::strcmp(verb.first, group) && verb.second)
+                subs += std::string(subs.empty() ? "" : ", ") + verb.second;
+        const bool help = argc > 2 && (!std::strcmp(argv[2], "--help") || !std::strcmp(argv[2], "-h"));
+        std::fprintf(help ? stdout : stderr,
+                     "%s'%s' needs a sub-verb: %s\nRun 'nps-runner %s SUB-VERB --help' for one's options.\n",
+                     help ? "" : "nps-runner: ", group, subs.c_str(), group);
+        return help ? kExitOk : kExitUsage;
     }
     std::fprintf(stderr, "nps-runner: unknown verb '%s'\nTry 'nps-runner --help'.\n", argv[1]);
     return kExitUsage;

@@ -5,6 +5,7 @@
 
 #include "nps/cli/verb_runner.hpp"
 #include "nps/net/http_client.hpp"
+#include "task_client.hpp"
 
 namespace nps::cli {
 
@@ -111,6 +112,18 @@ int announce_ls(int argc, char** argv, int first)
                         a["activation_mode"].get<std::string>().c_str(), ref.c_str());
         }
         return kExitOk;
+    });
+}
+
+int announce_rm(int argc, char** argv, int first)
+{
+    VerbSpec spec{"announce rm", "NID...",
+                  "Remove agents from the local NDP registry. Tasks dispatched afterwards to a removed\n"
+                  "agent fail with NDP-RESOLVE-NOT-FOUND (unless [spawn] registry_url knows it); running\n"
+                  "workers are not touched. Exit 1 if any NID had no announce.",
+                  "", {}, 1, 1000};
+    return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
+        return remove_each(client, args.positionals, "/v1/ndp/announces/");
     });
 }
 

@@ -8,6 +8,7 @@
 #include "nps/cli/verb_runner.hpp"
 #include "nps/cli/verbs.hpp"
 #include "nps/net/http_client.hpp"
+#include "worker_table.hpp"
 
 namespace nps::cli {
 
@@ -28,7 +29,8 @@ int status(int argc, char** argv, int first)
 {
     VerbSpec spec{"status", "[--json]",
                   "Summarise a running daemon: version, runner NID, cgroup mode and the limits it can\n"
-                  "enforce, tasks and workers running, and the depth of each inbox it claims from.",
+                  "enforce, tasks and workers running (each worker, as ps shows it), and the depth of\n"
+                  "each inbox it claims from.",
                   "",
                   {{"--json", nullptr, "print GET /healthz as JSON"}},
                   0,
@@ -72,6 +74,10 @@ int status(int argc, char** argv, int first)
                         text(e["max_tasks"]).c_str());
             std::printf("workers   %s running (at most %s)\n", text(e["workers_running"]).c_str(),
                         text(e["max_workers"]).c_str());
+        }
+        if (auto workers = client.call("GET", "/v1/workers"); workers && !(*workers)["workers"].empty()) {
+            std::printf("running:\n");
+            print_worker_table((*workers)["workers"], Output{});
         }
         if (h["inboxes"].is_array() && !h["inboxes"].empty()) {
             std::printf("inboxes:\n");

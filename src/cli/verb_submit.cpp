@@ -6,10 +6,13 @@
 #include <cstdio>
 
 #include "nps/base/limits.hpp"
+#include "nps/base/random_id.hpp"
 #include "nps/base/unique_fd.hpp"
+#include "nps/cli/output.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/config/config.hpp"
 #include "nps/net/http_client.hpp"
+#include "task_client.hpp"
 
 namespace nps::cli {
 
@@ -43,6 +46,20 @@ Result<std::string> read_input(const std::string& path)
                           " bytes");
 }
 
+using Json = nlohmann::json;
+
+// The frame with a generated task_id when it is a JSON object without one
+// (`generated` set); any other text is sent as it is, for the daemon to judge.
+Result<std::string> with_task_id(std::string frame, std::optional<std::string>& generated)
+{
+    Json parsed = Json::parse(frame, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_object() || parsed.contains("task_id"))
+        return frame;
+    generated = NPS_TRY(random_uuid());
+    parsed["task_id"] = *generated;
+    return parsed.dump();
+}
+
 }  // namespace
 
 int submit(int argc, char** argv, int first)
@@ -52,11 +69,12 @@ int submit(int argc, char** argv, int first)
         "[--to NID] [--priority N] [--ttl S] FILE|-",
         "Deposit a TaskFrame (JSON) into an inbox and print its task_id.",
         "The frame is validated at the door: a malformed frame or DAG is refused with its NOP\n"
-        "error code and nothing is stored. Submitting the same frame again is harmless (the\n"
-        "original deposit is returned); the same task_id with a different frame is refused.\n\n"
+        "error code and nothing is stored. A frame without a task_id gets a random UUID (said on\n"
+        "stderr). Submitting the same frame again is harmless: the original deposit is returned\n"
+        "and stderr says it was a replay; the same task_id with a different frame is refused.\n\n"
         "Example:\n  nps-runner submit --to urn:nps:agent:example.com:worker task.json",
         {
-            {"--to", "NID", "inbox to deposit into (default: the first runner.inboxes entry of the config)"},
+            {"--to", "NID", "inbox to deposit into (default: the daemon's inbox when it claims from one, else the config's first runner.inboxes entry)"},
             {"--priority", "N", "X-Nps-Inbox-Priority: higher is claimed first (default from the frame's priority)"},
             {"--ttl", "S", "X-Nps-Inbox-Ttl-Seconds: seconds the task may wait for its first claim"},
             {"--json", nullptr, "print the whole deposit response as JSON"},
@@ -67,16 +85,18 @@ int submit(int argc, char** argv, int first)
     return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
         std::optional<std::string> to = args.value("--to");
         if (!to) {
-            auto path = args.value("--config");
-            auto config = config::load_config(path.value_or(config::kDefaultConfigPath), path.has_value());
-            if (config && !config->inboxes.empty())
-                to = config->inboxes.front();
+            auto found = default_inbox(args, client);
+            if (!found) {
+                std::fprintf(stderr, "nps-runner: %s\n", found.error().describe().c_str());
+                return kExitUsage;
+            }
+            to = *found;
         }
-        if (!to) {
-            std::fprintf(stderr, "nps-runner: no target inbox: pass --to NID (or set runner.inboxes in the config)\n");
-            return kExitUsage;
-        }
-        auto frame = read_input(args.positionals[0]);
+        auto input = read_input(args.positionals[0]);
+        if (!input)
+            return report_error(input.error());
+        std::optional<std::string> generated;
+        auto frame = with_task_id(std::move(*input), generated);
         if (!frame)
             return report_error(frame.error());
         std::vector<std::pair<std::string, std::string>> headers;
@@ -87,10 +107,19 @@ int submit(int argc, char** argv, int first)
         auto response = client.call("POST", "/v1/inbox/" + net::url_encode(*to), *frame, headers);
         if (!response)
             return report_error(response.error());
+        const Output out{};
+        const std::string task_id = (*response)["task_id"].is_string() ? (*response)["task_id"].get<std::string>() : "";
+        if (generated)
+            std::fprintf(stderr, "nps-runner: the frame names no task_id; it was given %s\n", generated->c_str());
+        if ((*response)["duplicate"] == true)
+            std::fprintf(stderr,
+                         "nps-runner: task %s already existed with this very frame: nothing new was deposited "
+                         "(see: nps-runner task show %s)\n",
+                         out.text(task_id).c_str(), out.text(task_id).c_str());
         if (args.flag("--json"))
-            std::printf("%s\n", response->dump(2).c_str());
+            out.print_json(*response);
         else
-            std::printf("%s\n", response->value("task_id", std::string()).c_str());
+            std::printf("%s\n", out.text(task_id).c_str());
         return kExitOk;
     });
 }

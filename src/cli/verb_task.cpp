@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// task show | ls | wait | cancel
+// task show | ls | wait | cancel | rm | prune
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
-#include <thread>
 
 #include "nps/cli/output.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/net/http_client.hpp"
+#include "task_client.hpp"
 
 namespace nps::cli {
 
@@ -31,7 +33,9 @@ void print_task(const Json& task, const Output& out)
                     f(task["lease"]["lease_expiry"]).c_str());
     std::printf("claims    %s\n", f(task["claims"]).c_str());
     std::printf("created   %s\nupdated   %s\n", f(task["created_at"]).c_str(), f(task["updated_at"]).c_str());
-    if (!task["aggregate"].is_null())
+    if (task["results_expired"] == true)
+        std::printf("result    expired (result_ttl_seconds)\n");
+    else if (!task["aggregate"].is_null())
         std::printf("result    %s\n", f(task["aggregate"]).c_str());
     if (task["nodes"].is_object() && !task["nodes"].empty()) {
         std::printf("nodes:\n");
@@ -47,9 +51,23 @@ void print_task(const Json& task, const Output& out)
     }
 }
 
-bool is_terminal(const std::string& state)
+// "90", "90s", "15m", "2h", "7d" → seconds; nullopt for anything else.
+std::optional<std::int64_t> parse_duration_seconds(const std::string& text)
 {
-    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+    if (text.empty())
+        return std::nullopt;
+    std::int64_t unit = 1;
+    std::string digits = text;
+    switch (text.back()) {
+    case 's': unit = 1; digits.pop_back(); break;
+    case 'm': unit = 60; digits.pop_back(); break;
+    case 'h': unit = 3600; digits.pop_back(); break;
+    case 'd': unit = 86400; digits.pop_back(); break;
+    default: break;
+    }
+    if (digits.empty() || digits.size() > 12 || digits.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    return std::stoll(digits) * unit;
 }
 
 }  // namespace
@@ -84,7 +102,7 @@ int task_show(int argc, char** argv, int first)
                 out.write_text((*log)["text"].get_ref<const std::string&>());
             return kExitOk;
         }
-        auto task = client.call("GET", "/v1/tasks/" + net::url_encode(args.positionals[0]));
+        auto task = fetch_task(client, args.positionals[0]);
         if (!task)
             return report_error(task.error());
         if (args.flag("--json"))
@@ -144,28 +162,19 @@ int task_wait(int argc, char** argv, int first)
                 return kExitUsage;
             }
         }
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-        auto delay = std::chrono::milliseconds(5);
-        for (;;) {
-            auto task = client.call("GET", "/v1/tasks/" + net::url_encode(args.positionals[0]));
-            if (!task)
-                return report_error(task.error());
-            std::string state = (*task)["state"].is_string() ? (*task)["state"].get<std::string>() : "";
-            if (is_terminal(state)) {
-                if (args.flag("--json"))
-                    out.print_json(*task);
-                else
-                    print_task(*task, out);
-                return state == "COMPLETED" ? kExitOk : kExitFailure;
-            }
-            if (std::chrono::steady_clock::now() >= deadline) {
-                std::fprintf(stderr, "nps-runner: task '%s' is still %s after %.0f s\n",
-                             out.text(args.positionals[0]).c_str(), out.text(state).c_str(), timeout_s);
-                return kExitTimeout;
-            }
-            std::this_thread::sleep_for(delay);
-            delay = std::min(delay * 2, std::chrono::milliseconds(200));
+        auto task = wait_for_task(client, args.positionals[0], std::chrono::duration<double>(timeout_s));
+        if (!task)
+            return report_error(task.error());
+        if (!*task) {
+            std::fprintf(stderr, "nps-runner: task '%s' is still not finished after %.0f s\n",
+                         out.text(args.positionals[0]).c_str(), timeout_s);
+            return kExitTimeout;
         }
+        if (args.flag("--json"))
+            out.print_json(**task);
+        else
+            print_task(**task, out);
+        return (**task)["state"] == "COMPLETED" ? kExitOk : kExitFailure;
     });
 }
 
@@ -178,6 +187,57 @@ int task_cancel(int argc, char** argv, int first)
         if (!task)
             return report_error(task.error());
         std::printf("%s %s\n", out.field((*task)["task_id"]).c_str(), out.field((*task)["state"]).c_str());
+        return kExitOk;
+    });
+}
+
+int task_rm(int argc, char** argv, int first)
+{
+    VerbSpec spec{"task rm", "ID...",
+                  "Delete finished tasks now: each task's record, frame, events, node results and reports.\n"
+                  "A task still PENDING or RUNNING is refused (cancel it first). Exit 1 if any ID\n"
+                  "could not be removed.",
+                  "Finished tasks are also deleted on their own after [store] task_retention_hours.",
+                  {},
+                  1, 1000};
+    return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
+        return remove_each(client, args.positionals, "/v1/tasks/");
+    });
+}
+
+int task_prune(int argc, char** argv, int first)
+{
+    VerbSpec spec{"task prune", "--older-than DURATION [--state STATE] [--json]",
+                  "Delete the tasks that finished more than DURATION ago (90s, 15m, 2h, 7d; a bare\n"
+                  "number is seconds), optionally only those in STATE (COMPLETED, FAILED or\n"
+                  "CANCELLED). A task with a report still to deliver is kept. Prints how many went.",
+                  "The daemon prunes on its own after [store] task_retention_hours (default 168).",
+                  {{"--older-than", "DURATION", "finished at least this long ago (required)"},
+                   {"--state", "STATE", "only tasks that ended COMPLETED, FAILED or CANCELLED"},
+                   {"--json", nullptr, "print the API's JSON"}},
+                  0, 0};
+    return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
+        const auto older = args.value("--older-than");
+        if (!older) {
+            std::fprintf(stderr, "nps-runner: task prune needs --older-than DURATION (e.g. 7d)\n");
+            return kExitUsage;
+        }
+        const auto seconds = parse_duration_seconds(*older);
+        if (!seconds) {
+            std::fprintf(stderr, "nps-runner: --older-than '%s' is not a duration (90s, 15m, 2h, 7d)\n",
+                         Output{}.text(*older).c_str());
+            return kExitUsage;
+        }
+        std::string path = "/v1/tasks?older_than_seconds=" + std::to_string(*seconds);
+        if (auto state = args.value("--state"))
+            path += "&state=" + net::url_encode(*state);
+        auto pruned = client.call("DELETE", path, std::nullopt, {}, 600'000);
+        if (!pruned)
+            return report_error(pruned.error());
+        if (args.flag("--json"))
+            Output{}.print_json(*pruned);
+        else
+            std::printf("%s finished task(s) removed\n", Output{}.field((*pruned)["removed"]).c_str());
         return kExitOk;
     });
 }

@@ -29,6 +29,14 @@ constexpr std::int64_t kMaxWorkerPids = 4'194'304;              // the kernel's 
 constexpr std::int64_t kMaxRuntimeSecondsCeiling = 2'147'483'647;  // a SpawnSpec's own maximum
 constexpr std::uint64_t kMaxWorkerLogsTotalBytes = std::uint64_t{1} << 50;
 
+// A bound as a person writes it: 0.000278, 876000.
+std::string format_number(double value)
+{
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
 // Reads one table, rejecting keys it does not know.
 class TableReader {
 public:
@@ -69,6 +77,24 @@ public:
         if (*v < min || *v > max)
             return fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
         return std::optional<std::int64_t>{*v};
+    }
+
+    // An integer or a float, within [min, max].
+    Result<std::optional<double>> number(const std::string& key, double min, double max) const
+    {
+        const toml::node* node = find(key);
+        if (!node)
+            return std::optional<double>{};
+        std::optional<double> v;
+        if (auto i = node->value_exact<std::int64_t>())
+            v = static_cast<double>(*i);
+        else if (auto d = node->value_exact<double>())
+            v = *d;
+        if (!v)
+            return fail(key, "expected a number");
+        if (!(*v >= min && *v <= max))
+            return fail(key, "must be between " + format_number(min) + " and " + format_number(max));
+        return v;
     }
 
     Result<std::optional<bool>> boolean(const std::string& key) const
@@ -221,7 +247,9 @@ Result<void> apply_api(const TableReader& t, Config& c)
 
 Result<void> apply_inbox(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"default_ttl_seconds", "max_depth", "max_message_bytes"}));
+    NPS_TRY_VOID(t.check_keys({"default_ttl_seconds", "max_depth", "max_message_bytes", "max_inboxes"}));
+    if (auto v = NPS_TRY(t.integer("max_inboxes", 1, 1'000'000)))
+        c.max_inboxes = *v;
     if (auto v = NPS_TRY(t.integer("default_ttl_seconds", 1, limits::kMaxInboxTtlSeconds)))
         c.default_ttl_seconds = *v;
     if (auto v = NPS_TRY(t.integer("max_depth", 1, 100'000'000)))
@@ -233,7 +261,10 @@ Result<void> apply_inbox(const TableReader& t, Config& c)
 
 Result<void> apply_store(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"synchronous", "progress_synchronous"}));
+    NPS_TRY_VOID(t.check_keys({"synchronous", "progress_synchronous", "task_retention_hours"}));
+    // 1 s to 100 years; fractions of an hour allowed (0.5 = 30 minutes).
+    if (auto v = NPS_TRY(t.number("task_retention_hours", 1.0 / 3600, 876'000)))
+        c.task_retention_seconds = static_cast<std::int64_t>(*v * 3600 + 0.5);
     for (auto [key, target] : {std::pair{"synchronous", &c.synchronous},
                                std::pair{"progress_synchronous", &c.progress_synchronous}}) {
         if (auto v = NPS_TRY(t.string(key))) {

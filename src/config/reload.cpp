@@ -57,9 +57,11 @@ const std::vector<Key>& keys()
         reloadable("inbox.default_ttl_seconds", NPS_FIELD(default_ttl_seconds)),
         reloadable("inbox.max_depth", NPS_FIELD(max_depth)),
         reloadable("inbox.max_message_bytes", NPS_FIELD(max_message_bytes)),
+        reloadable("inbox.max_inboxes", NPS_FIELD(max_inboxes)),
         // [store]
         restart_only("store.synchronous", NPS_FIELD(synchronous)),
         restart_only("store.progress_synchronous", NPS_FIELD(progress_synchronous)),
+        restart_only("store.task_retention_hours", NPS_FIELD(task_retention_seconds)),
         // [sandbox]
         restart_only("sandbox.allow_host_network", NPS_FIELD(allow_host_network)),
         restart_only("sandbox.allow_unenforced_limits", NPS_FIELD(allow_unenforced_limits)),

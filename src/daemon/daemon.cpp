@@ -6,10 +6,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "nps/api/api.hpp"
 #include "nps/api/loop_server.hpp"
@@ -27,6 +30,7 @@
 #include "access.hpp"
 #include "executor.hpp"
 #include "job_pool.hpp"
+#include "retention_sweeper.hpp"
 #include "upstream_inbox.hpp"
 
 namespace nps::daemon {
@@ -77,6 +81,23 @@ Result<void> check_listen_policy(const config::Config& config)
 }
 
 // Tells systemd (Type=notify) that we are ready, if it asked.
+// The watchdog interval systemd asks for (WATCHDOG_USEC, for this process
+// when WATCHDOG_PID names it), halved as sd_watchdog_enabled(3) advises;
+// nullopt when there is none.
+std::optional<std::chrono::milliseconds> watchdog_interval()
+{
+    const char* usec = std::getenv("WATCHDOG_USEC");
+    if (!usec)
+        return std::nullopt;
+    if (const char* pid = std::getenv("WATCHDOG_PID"); pid && std::strtol(pid, nullptr, 10) != ::getpid())
+        return std::nullopt;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(usec, &end, 10);
+    if (*usec == '\0' || *end != '\0' || value == 0)
+        return std::nullopt;
+    return std::chrono::milliseconds(std::max<unsigned long long>(value / 2000, 1));
+}
+
 void notify_systemd(const char* state)
 {
     const char* path = std::getenv("NOTIFY_SOCKET");
@@ -218,6 +239,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
                    .metrics = [&executor] { return executor->render_metrics(); },
                    .executor = [&executor] { return executor->status_json(); },
                    .not_ready = [&executor] { return executor->not_ready_reason(); },
+                   .workers = [&executor] { return executor->workers_json(); },
                    .offload = [&api_jobs](std::function<void()> work, std::function<void()> done) {
                        api_jobs->submit(std::move(work), std::move(done));
                    }});
@@ -247,7 +269,9 @@ Result<void> run(config::Config config, ConfigLoader reload)
 
     on_signal = [&](int signo) {
         if (signo == SIGHUP) {
+            notify_systemd("RELOADING=1");
             reload_config(config, reload, *executor, group);
+            notify_systemd("READY=1");
             return;
         }
         log::info(std::string("received ") + strsignal(signo) + ", shutting down");
@@ -268,6 +292,21 @@ Result<void> run(config::Config config, ConfigLoader reload)
     };
     loop->add_timer_after(std::chrono::milliseconds(kHousekeepingIntervalMs), housekeeping);
 
+    // systemd's watchdog is fed from the loop, so a stuck loop stops the
+    // pings; each ping carries the one-line STATUS= systemctl status shows.
+    std::function<void()> watchdog;
+    if (const auto interval = watchdog_interval()) {
+        watchdog = [&, interval = *interval] {
+            const std::string status = "WATCHDOG=1\nSTATUS=" + std::to_string(executor->running_tasks()) +
+                                       " task(s) running, " + std::to_string(executor->supervisor().running()) +
+                                       " worker(s), " + std::to_string(executor->supervisor().queued()) + " queued";
+            notify_systemd(status.c_str());
+            loop->add_timer_after(interval, watchdog);
+        };
+        loop->add_timer_after(std::chrono::milliseconds(0), watchdog);
+    }
+
+    RetentionSweeper retention(config.task_retention_seconds, pool, clock);
     executor->start();
     // TaskFrames of a remote npsd inbox into ours (docs/upstream.md); stops
     // before the executor and the store pool it deposits through.

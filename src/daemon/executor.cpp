@@ -153,6 +153,15 @@ std::string Executor::status_json() const
            ",\"network\":{\"per_task\":true,\"pool_ready\":" + std::to_string(netns_pool_->ready()) + "}}";
 }
 
+std::string Executor::workers_json() const
+{
+    nlohmann::json workers = nlohmann::json::array();
+    const std::int64_t now = parts_.clock.now_ms();
+    for (const auto& [task_id, execution] : executions_)
+        execution->describe_workers(workers, now);
+    return workers.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string Executor::not_ready_reason() const
 {
     if (!started_)
@@ -346,6 +355,10 @@ void Executor::wake()
 
 void Executor::cancelled(const std::string& task_id)
 {
+    // Counted here, whoever ran the task: a cancelled execution writes no
+    // end of its own (the store has it already), and a task cancelled
+    // while pending was never ours to run.
+    metrics_.count_task(store::kTaskCancelled);
     jobs_->post([this, task_id] {
         if (auto it = executions_.find(task_id); it != executions_.end())
             it->second->cancelled_elsewhere();

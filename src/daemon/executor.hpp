@@ -83,6 +83,9 @@ public:
     // Any thread: {"tasks_running", "workers_running", "max_tasks", "max_workers", "spawn_pool",
     // "user_namespace": {"enabled", "configured", "reason"}, "network": {"per_task", "pool_ready"}} for /healthz.
     std::string status_json() const;
+    // Loop thread: the workers of the running tasks as a JSON array text
+    // (GET /v1/workers), by task id then node id.
+    std::string workers_json() const;
     const supervisor::Supervisor& supervisor() const { return *supervisor_; }
 
 private:

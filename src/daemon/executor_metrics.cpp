@@ -20,14 +20,31 @@ void sample(std::ostringstream& out, const char* name, const char* labels, const
 
 }  // namespace
 
-void ExecutorMetrics::observe_start(std::uint64_t microseconds)
+void DurationHistogram::observe(std::uint64_t microseconds)
 {
     std::size_t i = 0;
-    while (i < kStartBuckets.size() && static_cast<double>(microseconds) > kStartBuckets[i] * 1e6)
+    while (i < bounds.size() && static_cast<double>(microseconds) > bounds[i] * 1e6)
         ++i;
-    ++start_buckets[i];
-    ++start_count;
-    start_sum_us += microseconds;
+    ++buckets[i];
+    ++count;
+    sum_us += microseconds;
+}
+
+void DurationHistogram::render(std::ostringstream& out, const char* name, const char* help) const
+{
+    header(out, name, "histogram", help);
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+        cumulative += buckets[i].load(std::memory_order_relaxed);
+        out << name << "_bucket{le=\"";
+        if (i < bounds.size())
+            out << bounds[i];
+        else
+            out << "+Inf";
+        out << "\"} " << cumulative << '\n';
+    }
+    out << name << "_sum " << static_cast<double>(sum_us.load()) / 1e6 << '\n';
+    out << name << "_count " << count.load() << '\n';
 }
 
 void ExecutorMetrics::count_node(std::string_view state)
@@ -69,20 +86,9 @@ std::string ExecutorMetrics::render() const
     header(out, "nps_workers_running", "gauge", "Workers starting or running.");
     sample(out, "nps_workers_running", "", workers_running);
 
-    header(out, "nps_worker_start_seconds", "histogram",
-           "From dispatch to the worker running: SpawnSpec, image, rootfs and sandbox.");
-    std::uint64_t cumulative = 0;
-    for (std::size_t i = 0; i < start_buckets.size(); ++i) {
-        cumulative += start_buckets[i].load(std::memory_order_relaxed);
-        out << "nps_worker_start_seconds_bucket{le=\"";
-        if (i < kStartBuckets.size())
-            out << kStartBuckets[i];
-        else
-            out << "+Inf";
-        out << "\"} " << cumulative << '\n';
-    }
-    out << "nps_worker_start_seconds_sum " << static_cast<double>(start_sum_us.load()) / 1e6 << '\n';
-    out << "nps_worker_start_seconds_count " << start_count.load() << '\n';
+    start.render(out, "nps_worker_start_seconds",
+                 "From dispatch to the worker running: SpawnSpec, image, rootfs and sandbox.");
+    task_duration.render(out, "nps_task_duration_seconds", "From a task's claim to its end, for the tasks this runner ended.");
 
     header(out, "nps_worker_timeouts_total", "counter", "Workers killed for a lifecycle limit, by kind.");
     sample(out, "nps_worker_timeouts_total", "{kind=\"idle\"}", timeouts_idle);
@@ -97,7 +103,7 @@ std::string ExecutorMetrics::render() const
     sample(out, "nps_node_outcomes_total", "{state=\"cancelled\"}", nodes_cancelled);
     sample(out, "nps_node_outcomes_total", "{state=\"compensated\"}", nodes_compensated);
     sample(out, "nps_node_outcomes_total", "{state=\"compensation_failed\"}", nodes_compensation_failed);
-    header(out, "nps_task_outcomes_total", "counter", "Tasks this runner ended, by state.");
+    header(out, "nps_task_outcomes_total", "counter", "Tasks this runner ended, and tasks cancelled through its API, by state.");
     sample(out, "nps_task_outcomes_total", "{state=\"completed\"}", tasks_completed);
     sample(out, "nps_task_outcomes_total", "{state=\"failed\"}", tasks_failed);
     sample(out, "nps_task_outcomes_total", "{state=\"cancelled\"}", tasks_cancelled);

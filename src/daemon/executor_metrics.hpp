@@ -6,24 +6,35 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <string_view>
 
 namespace nps::daemon {
 
+// A Prometheus histogram of durations over ten fixed buckets (seconds).
+struct DurationHistogram {
+    std::array<double, 10> bounds;
+    std::array<std::atomic<std::uint64_t>, 11> buckets{};  // last: +Inf
+    std::atomic<std::uint64_t> count{0};
+    std::atomic<std::uint64_t> sum_us{0};
+
+    void observe(std::uint64_t microseconds);
+    void render(std::ostringstream& out, const char* name, const char* help) const;
+};
+
 struct ExecutorMetrics {
-    // Upper bounds (seconds) of the worker start-latency histogram buckets.
-    static constexpr std::array<double, 10> kStartBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,
-                                                             0.25,  0.5,  1,     2.5,  10};
 
     std::atomic<std::uint64_t> claims_granted{0};
     std::atomic<std::uint64_t> claims_reclaimed{0};
     std::atomic<std::int64_t> tasks_running{0};
     std::atomic<std::int64_t> workers_running{0};
     std::atomic<std::int64_t> leases_live{0};
-    std::array<std::atomic<std::uint64_t>, kStartBuckets.size() + 1> start_buckets{};  // last: +Inf
-    std::atomic<std::uint64_t> start_count{0};
-    std::atomic<std::uint64_t> start_sum_us{0};
+    // From dispatch to the worker's first instruction (resolution, image,
+    // rootfs, sandbox).
+    DurationHistogram start{.bounds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10}};
+    // From a task's claim to its end, for the tasks this runner ended.
+    DurationHistogram task_duration{.bounds = {0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120, 600, 3600}};
     std::atomic<std::uint64_t> timeouts_idle{0};
     std::atomic<std::uint64_t> timeouts_max_runtime{0};
     std::atomic<std::uint64_t> oom_kills{0};
@@ -37,9 +48,6 @@ struct ExecutorMetrics {
     std::atomic<std::uint64_t> tasks_failed{0};
     std::atomic<std::uint64_t> tasks_cancelled{0};
 
-    // From dispatch to the worker's first instruction (resolution, image,
-    // rootfs, sandbox), in microseconds.
-    void observe_start(std::uint64_t microseconds);
     // A node reached a terminal or saga state (store spelling).
     void count_node(std::string_view state);
     void count_task(std::string_view state);

@@ -9,6 +9,7 @@
 
 #include "delegate_frame.hpp"
 #include "nps/base/log.hpp"
+#include "nps/base/time_format.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/store/write_health.hpp"
 
@@ -20,6 +21,10 @@ constexpr const char* kClaimConflict = "NOP-CLAIM-CONFLICT";
 constexpr const char* kTaskNotFound = "NOP-TASK-NOT-FOUND";
 constexpr std::chrono::seconds kRenewRetry{1};
 constexpr std::chrono::seconds kRecordRetry{1};
+// Progress events: at most one a second per node, their data kept up to 4 KiB
+// (docs/api.md "Progress").
+constexpr std::chrono::seconds kProgressInterval{1};
+constexpr std::size_t kMaxProgressEventBytes = 4096;
 
 // The store cannot write for now (nps/store/write_health.hpp): keep the
 // record and try again, rather than give the task up.
@@ -101,6 +106,12 @@ struct TaskExecution::Slot {
     std::unique_ptr<PreparedWorker> prepared;  // held while the worker runs
     bool stop_requested = false;
     supervisor::EventLoop::TimePoint dispatched{};
+    // Progress frames become "<node>:progress" events, one per
+    // kProgressInterval at most: the newest frame not yet written waits
+    // here for the timer (or the attempt's end).
+    std::optional<std::pair<std::uint64_t, std::string>> progress_pending;
+    supervisor::EventLoop::TimePoint progress_written{};
+    supervisor::EventLoop::TimerId progress_timer = 0;
 };
 
 TaskExecution::TaskExecution(ExecutionContext& context, store::Lease lease, proto::TaskFrame task, Retired retired)
@@ -115,6 +126,43 @@ TaskExecution::~TaskExecution()
     ctx_.loop.cancel_timer(record_timer_);
     for (auto id : timers_)
         ctx_.loop.cancel_timer(id);
+}
+
+void TaskExecution::describe_workers(nlohmann::json& into, std::int64_t now_ms) const
+{
+    using Json = nlohmann::json;
+    const auto optional_number = [](const auto& value) { return value ? Json(*value) : Json(nullptr); };
+    for (const auto& [node_id, slot] : slots_) {
+        if (!slot->worker)
+            continue;
+        auto status = ctx_.supervisor.status(*slot->worker);
+        if (!status)
+            continue;
+        const auto ms = [](const std::optional<std::chrono::milliseconds>& d) {
+            return d && d->count() > 0 ? Json(d->count() / 1000.0) : Json(nullptr);
+        };
+        into.push_back({
+            {"task_id", task_id()},
+            {"node_id", node_id},
+            {"attempt", slot->attempt.number},
+            {"compensation", slot->attempt.compensation},
+            {"agent", slot->attempt.agent},
+            {"image", slot->prepared ? Json(slot->prepared->resolution.spec.image) : Json(nullptr)},
+            {"worker", status->name},
+            {"pid", optional_number(status->pid)},
+            {"state", !status->pid ? "queued" : status->stopping ? "stopping" : "running"},
+            {"started_at", status->started_at_ms ? Json(format_rfc3339_ms(status->started_at_ms)) : Json(nullptr)},
+            {"uptime_seconds", status->started_at_ms ? Json((now_ms - status->started_at_ms) / 1000.0) : Json(nullptr)},
+            {"memory_bytes", optional_number(status->memory_bytes)},
+            {"cpu_seconds", status->cpu_usec ? Json(static_cast<double>(*status->cpu_usec) / 1e6) : Json(nullptr)},
+            {"limits",
+             {{"memory_bytes", optional_number(status->limits.memory_bytes)},
+              {"cpu_millicores", optional_number(status->limits.cpu_millicores)},
+              {"pids", optional_number(status->limits.pids_max)},
+              {"idle_timeout_seconds", ms(status->lifecycle.idle_timeout)},
+              {"max_runtime_seconds", ms(status->lifecycle.max_runtime)}}},
+        });
+    }
 }
 
 void TaskExecution::start()
@@ -228,14 +276,21 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     worker.cgn_budget = spec.cgn_budget;
 
     auto id = ctx_.supervisor.start(
-        std::move(worker), {.on_outcome = [this, node_id, serial](const supervisor::WorkerOutcome& outcome) {
-            count_worker(node_id, serial, outcome);
-            if (ctx_.worker_logs_closed && !outcome.log_dir.empty())
-                ctx_.worker_logs_closed(outcome.log_dir);
-            if (!abandoned_)
-                on_event(node_id + ":worker", worker_event_detail(outcome));
-            finish_attempt(node_id, serial, from_worker(outcome));
-        }});
+        std::move(worker),
+        {.on_outcome =
+             [this, node_id, serial](const supervisor::WorkerOutcome& outcome) {
+                 count_worker(node_id, serial, outcome);
+                 if (ctx_.worker_logs_closed && !outcome.log_dir.empty())
+                     ctx_.worker_logs_closed(outcome.log_dir);
+                 flush_progress(node_id, serial);
+                 if (!abandoned_)
+                     on_event(node_id + ":worker", worker_event_detail(outcome));
+                 finish_attempt(node_id, serial, from_worker(outcome));
+             },
+         .on_progress = [this, node_id, serial](supervisor::WorkerId, std::uint64_t seq,
+                                                const std::string& data_json) {
+             progress(node_id, serial, seq, data_json);
+         }});
     if (!id) {
         finish_attempt(node_id, serial,
                        failure(protocol_error("NOP-RESOURCE-INSUFFICIENT",
@@ -248,6 +303,47 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     slot.prepared = std::move(prepared);
 }
 
+void TaskExecution::progress(const std::string& node_id, std::uint64_t serial, std::uint64_t seq,
+                             const std::string& data_json)
+{
+    auto it = slots_.find(node_id);
+    if (it == slots_.end() || it->second->serial != serial || abandoned_)
+        return;
+    Slot& slot = *it->second;
+    slot.progress_pending.emplace(seq, data_json);
+    if (slot.progress_timer)
+        return;  // the newest frame goes out when it fires
+    const auto due = slot.progress_written + kProgressInterval;
+    if (supervisor::EventLoop::now() >= due)
+        return flush_progress(node_id, serial);
+    slot.progress_timer = ctx_.loop.add_timer(due, [this, node_id, serial] {
+        if (auto found = slots_.find(node_id); found != slots_.end() && found->second->serial == serial)
+            found->second->progress_timer = 0;
+        flush_progress(node_id, serial);
+    });
+}
+
+void TaskExecution::flush_progress(const std::string& node_id, std::uint64_t serial)
+{
+    auto it = slots_.find(node_id);
+    if (it == slots_.end() || it->second->serial != serial)
+        return;
+    Slot& slot = *it->second;
+    ctx_.loop.cancel_timer(std::exchange(slot.progress_timer, 0));
+    if (!slot.progress_pending || abandoned_)
+        return;
+    auto [seq, data] = *std::exchange(slot.progress_pending, std::nullopt);
+    slot.progress_written = supervisor::EventLoop::now();
+    nlohmann::json detail = {{"attempt", slot.attempt.number}, {"seq", seq}};
+    if (data.size() <= kMaxProgressEventBytes)
+        detail["data"] = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
+    if (detail["data"].is_discarded() || data.size() > kMaxProgressEventBytes) {
+        detail["data"] = nullptr;
+        detail["data_bytes"] = data.size();  // too big to keep in the event log
+    }
+    on_event(node_id + ":progress", detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 void TaskExecution::count_worker(const std::string& node_id, std::uint64_t serial,
                                  const supervisor::WorkerOutcome& outcome)
 {
@@ -255,7 +351,7 @@ void TaskExecution::count_worker(const std::string& node_id, std::uint64_t seria
     auto it = slots_.find(node_id);
     if (it != slots_.end() && it->second->serial == serial && outcome.started > it->second->dispatched &&
         outcome.ended > outcome.started)
-        m.observe_start(static_cast<std::uint64_t>(
+        m.start.observe(static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(outcome.started - it->second->dispatched).count()));
     if (outcome.killed_reason == supervisor::KilledReason::idle_timeout)
         ++m.timeouts_idle;
@@ -274,6 +370,8 @@ void TaskExecution::finish_attempt(const std::string& node_id, std::uint64_t ser
         slot = std::move(it->second);
         slots_.erase(it);
     }
+    if (slot)
+        ctx_.loop.cancel_timer(slot->progress_timer);
     if (slot && slot->prepared) {
         // Unmounting and removing the worker's directories takes a few ms:
         // off the loop, so the next node does not wait for it.
@@ -455,6 +553,8 @@ void TaskExecution::write_records()
     else
         log::info("task " + task_id() + ": " + outcome.state + (outcome.error_code ? " " + *outcome.error_code : ""));
     ctx_.metrics.count_task(outcome.state);
+    ctx_.metrics.task_duration.observe(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(supervisor::EventLoop::now() - claimed_).count()));
     if (ctx_.recorded)
         ctx_.recorded();
     unrecorded_end_.reset();

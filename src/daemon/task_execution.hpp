@@ -26,6 +26,8 @@
 #include <set>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "execution_context.hpp"
 #include "nps/nop/task_run.hpp"
 #include "nps/proto/task_frame.hpp"
@@ -52,6 +54,9 @@ public:
     void shut_down();
 
     const std::string& task_id() const { return lease_.task_id; }
+    // One JSON object per attempt of this task that has a worker, queued or
+    // running (GET /v1/workers, docs/api.md), appended to `into`.
+    void describe_workers(nlohmann::json& into, std::int64_t now_ms) const;
     std::size_t workers() const { return outstanding_; }
 
     // nop::TaskHost
@@ -69,6 +74,11 @@ private:
     struct Slot;
 
     void launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared);
+    // A progress frame of the attempt (node_id, serial): written now as an
+    // event, or when the node's kProgressInterval has passed.
+    void progress(const std::string& node_id, std::uint64_t serial, std::uint64_t seq, const std::string& data_json);
+    // Writes the attempt's newest unwritten progress frame, if any.
+    void flush_progress(const std::string& node_id, std::uint64_t serial);
     void count_worker(const std::string& node_id, std::uint64_t serial, const supervisor::WorkerOutcome& outcome);
     void finish_attempt(const std::string& node_id, std::uint64_t serial, nop::AttemptOutcome outcome);
     void renew_lease();
@@ -88,6 +98,7 @@ private:
     proto::TaskFrame task_;
     Retired retired_;
     std::unique_ptr<nop::TaskRun> run_;
+    supervisor::EventLoop::TimePoint claimed_ = supervisor::EventLoop::now();  // for nps_task_duration_seconds
     std::map<std::string, std::unique_ptr<Slot>> slots_;  // by node id: the attempt in flight
     std::uint64_t next_serial_ = 1;
     std::size_t outstanding_ = 0;                          // preparations + workers not yet ended

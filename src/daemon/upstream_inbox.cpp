@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/api/frame_body.hpp"
+#include "nps/api/task_deposit.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/log.hpp"
@@ -74,10 +75,7 @@ Result<std::unique_ptr<UpstreamInbox>> UpstreamInbox::start(const config::Config
 
 UpstreamInbox::UpstreamInbox(const config::Config& config, api::StorePool& stores, std::function<void()> deposited,
                              std::string inbox)
-    : policy_(config.upstream),
-      default_ttl_seconds_(config.default_ttl_seconds),
-      max_depth_(config.max_depth),
-      max_message_bytes_(config.max_message_bytes),
+    : config_(config),
       stores_(stores),
       deposited_(std::move(deposited)),
       inbox_(std::move(inbox))
@@ -169,10 +167,10 @@ bool UpstreamInbox::pull_once()
             net::HttpRequest carried;
             carried.headers["content-type"] = string_member(message, "content_type", "application/json");
             carried.body = std::move(*payload);
-            if (carried.body.size() > max_message_bytes_)
+            if (carried.body.size() > config_.max_message_bytes)
                 return protocol_error("NWP-HTTP-BODY-TOO-LARGE", std::to_string(carried.body.size()) +
                                                                      " bytes exceed inbox.max_message_bytes");
-            api::RequestBody body = NPS_TRY(api::read_request_body(carried, max_message_bytes_));
+            api::RequestBody body = NPS_TRY(api::read_request_body(carried, config_.max_message_bytes));
             if (body.frame && body.frame->frame_type != proto::ncp::kTaskFrame)
                 return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "not a TaskFrame (0x40)");
             const proto::TaskFrame frame = NPS_TRY(proto::decode_task_frame(body.json));
@@ -181,23 +179,15 @@ bool UpstreamInbox::pull_once()
             if (auto p = message.find("priority"); p != message.end() && p->is_number_integer())
                 priority = static_cast<int>(std::clamp<std::int64_t>(p->get<std::int64_t>(), limits::kMinInboxPriority,
                                                                      limits::kMaxInboxPriority));
-            std::int64_t ttl = default_ttl_seconds_;
+            std::int64_t ttl = config_.default_ttl_seconds;
             if (auto e = message.find("expires_at"); e != message.end() && e->is_string())
                 if (auto expires = parse_rfc3339_ms(e->get<std::string>()))
                     ttl = std::clamp<std::int64_t>((*expires - now_ms() + 999) / 1000, 1, limits::kMaxInboxTtlSeconds);
 
-            auto result = NPS_TRY(NPS_TRY(stores_.acquire())->deposit({
-                .nid = inbox_,
-                .task_id = frame.task_id,
-                .payload = body.json,
-                .content_type = "application/json",
-                .frame_hash = frame.canonical_frame_hash,
-                .dag_hash = frame.dag_hash,
-                .dedup_key = frame.dedup_key,
-                .priority = priority,
-                .ttl_seconds = ttl,
-                .max_depth = max_depth_,
-            }));
+            store::DepositRequest deposit = api::task_deposit(inbox_, frame, std::move(body.json), config_);
+            deposit.priority = priority;
+            deposit.ttl_seconds = ttl;
+            auto result = NPS_TRY(NPS_TRY(stores_.acquire())->deposit(deposit));
             return Deposited{.fresh = !result.duplicate};
         }();
 

@@ -58,10 +58,8 @@ private:
     // Sleeps up to `ms` or until stopped.
     void pause(unsigned ms);
 
-    const config::UpstreamPolicy policy_;
-    const std::int64_t default_ttl_seconds_;
-    const std::int64_t max_depth_;
-    const std::size_t max_message_bytes_;
+    const config::Config config_;  // as at start: inbox limits, [upstream]
+    const config::UpstreamPolicy& policy_ = config_.upstream;
     api::StorePool& stores_;
     std::function<void()> deposited_;
     std::string inbox_;

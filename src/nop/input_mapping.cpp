@@ -31,6 +31,13 @@ Result<Json> resolve_one(const Json& path_text, const Json& root, const std::str
     return *value;
 }
 
+// A mapping value that is a JSONPath: a string starting with "$" (the spec's
+// paths start with "$."; any other string is a literal).
+bool is_path(const Json& value)
+{
+    return value.is_string() && value.get_ref<const std::string&>().starts_with('$');
+}
+
 Result<Json> apply(std::string_view mapping_json, const Json& root, std::string_view what)
 {
     const auto mapping = parse_json(mapping_json);
@@ -40,17 +47,17 @@ Result<Json> apply(std::string_view mapping_json, const Json& root, std::string_
     for (auto it = mapping->begin(); it != mapping->end(); ++it) {
         const std::string where = std::string(what) + "." + it.key();
         const Json& spec = it.value();
-        if (spec.is_string()) {
+        if (is_path(spec)) {
             params[it.key()] = NPS_TRY(resolve_one(spec, root, where));
         } else if (spec.is_array()) {
-            if (spec.empty())
-                return mapping_error(where, "an array of JSONPaths must not be empty");
             Json values = Json::array();
             for (std::size_t i = 0; i < spec.size(); ++i)
-                values.push_back(NPS_TRY(resolve_one(spec[i], root, where + "[" + std::to_string(i) + "]")));
+                values.push_back(is_path(spec[i])
+                                     ? NPS_TRY(resolve_one(spec[i], root, where + "[" + std::to_string(i) + "]"))
+                                     : spec[i]);
             params[it.key()] = std::move(values);
         } else {
-            params[it.key()] = spec;
+            params[it.key()] = spec;  // a literal, a string not starting with "$" included
         }
     }
     return params;

@@ -41,6 +41,7 @@ constexpr ErrorCodeInfo kTable[] = {
     {"NOP-RUNTIME-IDLE-TIMEOUT", "NPS-SERVER-TIMEOUT", 504},
     {"NOP-RUNTIME-MAX-RUNTIME", "NPS-SERVER-TIMEOUT", 504},
     {"NOP-STREAM-FRAME-INVALID", "NPS-CLIENT-BAD-FRAME", 400},  // (ours) malformed AlignStream from a worker
+    {"NOP-TASK-NOT-FINISHED", "NPS-CLIENT-CONFLICT", 409},     // (ours) removing a task that is still pending or running
     // NDP (NPS-4)
     {"NDP-RESOLVE-NOT-FOUND", "NPS-CLIENT-NOT-FOUND", 404},
     {"NDP-RESOLVE-STALE", "NPS-CLIENT-NOT-FOUND", 404},

@@ -42,25 +42,30 @@ Result<void> check_path_value(element value, const std::string& path)
     return {};
 }
 
-// A string is a path; an array merges several paths; any other value is a
-// literal passed through unchanged.
+bool is_path_string(element value)
+{
+    std::string_view text;
+    return value.get(text) == simdjson::SUCCESS && text.starts_with('$');
+}
+
+// A string starting with "$" is a path and must be a valid one; an array
+// holds paths (merging several upstreams) and literals; anything else,
+// other strings included, is a literal passed through unchanged
+// (docs/dag-engine.md "input_mapping").
 Result<void> check_mapping_value(element value, const std::string& path)
 {
-    switch (value.type()) {
-    case simdjson::dom::element_type::STRING:
+    if (is_path_string(value))
         return check_path_value(value, path);
-    case simdjson::dom::element_type::ARRAY: {
-        const array paths = NPS_TRY(read_array(value, kDagInvalid, path));
-        if (paths.size() == 0)
-            return field_error(kMappingError, path, "an array of JSONPaths must not be empty");
+    if (value.type() == simdjson::dom::element_type::ARRAY) {
+        const array items = NPS_TRY(read_array(value, kDagInvalid, path));
         std::size_t i = 0;
-        for (element item : paths)
-            NPS_TRY_VOID(check_path_value(item, index_path(path, i++)));
-        return {};
+        for (element item : items) {
+            if (is_path_string(item))
+                NPS_TRY_VOID(check_path_value(item, index_path(path, i)));
+            ++i;
+        }
     }
-    default:
-        return {};
-    }
+    return {};
 }
 
 }  // namespace

@@ -97,4 +97,19 @@ Result<std::vector<Announce>> SqliteStore::list_announces()
         });
 }
 
+Result<void> SqliteStore::remove_announce(const std::string& nid)
+{
+    return guarded<void>(
+        [&] { return "Failed to remove the announce of '" + nid + "'"; },
+        [&]() -> Result<void> {
+            WriteTransaction txn(*this);
+            auto st = use(announce_remove_, "DELETE FROM announces WHERE nid = ?1");
+            st->bindNoCopy(1, nid);
+            if (st->exec() == 0)
+                return protocol_error("NDP-RESOLVE-NOT-FOUND", "No announce for '" + nid + "'");
+            txn.commit();
+            return {};
+        });
+}
+
 }  // namespace nps::store::detail

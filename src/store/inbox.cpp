@@ -61,6 +61,8 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                                               " messages, limit " + std::to_string(request.max_depth) + ")");
             }
 
+            NPS_TRY_VOID(count_inbox_task(request.nid, request.max_inboxes, now));
+
             DepositResult out;
             Message& m = out.message;
             m.nid = request.nid;
@@ -73,8 +75,8 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                 // The tasks_deposited trigger logs inbox:deposited.
                 auto st = use(deposit_task_,
                               "INSERT INTO tasks (task_id, nid, content_type, priority, enqueued_at, expires_at, queue, "
-                              "state, dag_hash, dedup_key, frame_hash, created_at, updated_at) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', 'PENDING', ?7, ?8, ?9, ?5, ?5) "
+                              "state, dag_hash, dedup_key, frame_hash, created_at, updated_at, result_ttl_seconds) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', 'PENDING', ?7, ?8, ?9, ?5, ?5, ?10) "
                               "RETURNING message_id");
                 st->bindNoCopy(1, request.task_id);
                 st->bindNoCopy(2, request.nid);
@@ -85,6 +87,7 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                 st->bindNoCopy(7, request.dag_hash);
                 st->bindNoCopy(8, request.dedup_key);
                 st->bindNoCopy(9, request.frame_hash);
+                st->bind(10, static_cast<std::int64_t>(request.result_ttl_seconds));
                 if (!st->executeStep())
                     throw SQLite::Exception("the task insert returned no row");
                 m.message_id = st->getColumn(0).getInt64();
@@ -99,6 +102,31 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
             m.payload = request.payload;
             return out;
         });
+}
+
+Result<void> SqliteStore::count_inbox_task(const std::string& nid, std::int64_t max_inboxes, std::int64_t now)
+{
+    if (max_inboxes > 0) {
+        auto known = use(inbox_known_, "SELECT 1 FROM inboxes WHERE nid = ?1");
+        known->bindNoCopy(1, nid);
+        if (!known->executeStep()) {
+            auto count = use(inbox_count_, "SELECT count(*) FROM inboxes");
+            count->executeStep();
+            const std::int64_t inboxes = count->getColumn(0).getInt64();
+            if (inboxes >= max_inboxes)
+                return protocol_error("NWP-RATE-LIMIT-INBOX-FULL",
+                                      "No inbox for '" + nid + "': the runner already holds tasks of " +
+                                          std::to_string(inboxes) + " NIDs, its limit ([inbox] max_inboxes " +
+                                          std::to_string(max_inboxes) + ")");
+        }
+    }
+    auto st = use(inbox_add_,
+                  "INSERT INTO inboxes (nid, tasks, created_at) VALUES (?1, 1, ?2) "
+                  "ON CONFLICT (nid) DO UPDATE SET tasks = tasks + 1");
+    st->bindNoCopy(1, nid);
+    st->bind(2, static_cast<std::int64_t>(now));
+    st->exec();
+    return {};
 }
 
 Result<std::vector<Message>> SqliteStore::peek(const std::string& nid, std::uint32_t batch)

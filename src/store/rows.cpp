@@ -57,6 +57,14 @@ TaskRecord read_task(const SQLite::Statement& stmt, int first)
     t.created_at_ms = stmt.getColumn(first + 11).getInt64();
     t.updated_at_ms = stmt.getColumn(first + 12).getInt64();
     t.payload = stmt.getColumn(first + 13).getString();
+    const auto optional_int = [&stmt](int column) -> std::optional<std::int64_t> {
+        if (stmt.isColumnNull(column))
+            return std::nullopt;
+        return stmt.getColumn(column).getInt64();
+    };
+    t.finished_at_ms = optional_int(first + 14);
+    t.results_expire_at_ms = optional_int(first + 15);
+    t.results_expired_at_ms = optional_int(first + 16);
     return t;
 }
 

@@ -53,7 +53,7 @@ constexpr int kApplicationId = 0x4E505352;
 //    the head never touches the table rows it skips (live leases). `queue`
 //    is constant in the partial index but must be a column too: SQLite's
 //    covering-index check does not credit the index's WHERE.
-constexpr std::array<const char*, 3> kMigrations = {
+constexpr std::array<const char*, 4> kMigrations = {
     // 1: initial schema
     R"sql(
 CREATE TABLE tasks (
@@ -307,6 +307,46 @@ BEGIN
           FROM frames WHERE message_id = NEW.message_id)
     WHERE typeof(url) = 'text' AND url <> '';
 END;
+)sql",
+
+    // 4: retention (docs/retention.md).
+    //  - result_ttl_seconds is the TaskFrame's (NPS-5 §3.1, default 3600).
+    //    When the task reaches a terminal state the tasks_finished trigger
+    //    stamps finished_at and results_expire_at (finished_at + the TTL);
+    //    the retention sweep then deletes the aggregate and the node results
+    //    and sets results_expired_at, and the API answers
+    //    NOP-TASK-RESULT-EXPIRED from results_expire_at on, sweep or not.
+    //  - Finished tasks older than [store] task_retention_hours are deleted
+    //    with their frame, events, node records and dead reports, oldest
+    //    first (tasks_finished_order), never while a report is pending.
+    //  - inboxes counts the task rows of each NID ([inbox] max_inboxes caps
+    //    how many NIDs have any): deposit adds one, pruning takes them off
+    //    and deletes a NID's row when its last task goes.
+    R"sql(
+ALTER TABLE tasks ADD COLUMN result_ttl_seconds INTEGER NOT NULL DEFAULT 3600;
+ALTER TABLE tasks ADD COLUMN finished_at INTEGER;
+ALTER TABLE tasks ADD COLUMN results_expire_at INTEGER;
+ALTER TABLE tasks ADD COLUMN results_expired_at INTEGER;
+UPDATE tasks SET finished_at = updated_at, results_expire_at = updated_at + 3600000
+    WHERE state IN ('COMPLETED', 'FAILED', 'CANCELLED');
+CREATE INDEX tasks_results_expiry ON tasks (results_expire_at) WHERE results_expire_at IS NOT NULL;
+CREATE INDEX tasks_finished_order ON tasks (finished_at) WHERE finished_at IS NOT NULL;
+
+CREATE TRIGGER tasks_finished AFTER UPDATE OF state ON tasks
+WHEN (NEW.state = 'COMPLETED' OR NEW.state = 'FAILED' OR NEW.state = 'CANCELLED')
+  AND (OLD.state = 'PENDING' OR OLD.state = 'RUNNING')
+BEGIN
+    UPDATE tasks SET finished_at = NEW.updated_at,
+                     results_expire_at = NEW.updated_at + NEW.result_ttl_seconds * 1000
+    WHERE message_id = NEW.message_id;
+END;
+
+CREATE TABLE inboxes (
+    nid        TEXT    PRIMARY KEY,
+    tasks      INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO inboxes (nid, tasks, created_at) SELECT nid, count(*), min(created_at) FROM tasks GROUP BY nid;
 )sql",
 };
 

@@ -116,6 +116,11 @@ Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clo
                 path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX, options.busy_timeout_ms);
         }
 
+        // A new file gives the pages retention frees back to the file
+        // system (reclaim_space); the mode can only be chosen before the
+        // first table exists (docs/retention.md).
+        if (pragma(*db, "PRAGMA page_count") == "0")
+            db->exec("PRAGMA auto_vacuum=INCREMENTAL");
         // WAL: readers never block the writer and a commit appends to one
         // file. The mode is persistent in the file; asking again is cheap.
         const std::string mode = pragma(*db, "PRAGMA journal_mode=WAL");

@@ -108,7 +108,8 @@ Message read_message(const SQLite::Statement& stmt, int first);
 
 #define NPS_STORE_TASK_COLUMNS                                                                      \
     "t.task_id, t.nid, t.state, t.error_code, t.error_message, t.aggregate, t.dag_hash, "           \
-    "t.dedup_key, t.lease_owner, t.lease_expiry, t.claims, t.created_at, t.updated_at, f.payload"
+    "t.dedup_key, t.lease_owner, t.lease_expiry, t.claims, t.created_at, t.updated_at, f.payload, " \
+    "t.finished_at, t.results_expire_at, t.results_expired_at"
 TaskRecord read_task(const SQLite::Statement& stmt, int first);
 
 // One row returned by a claim UPDATE (claims.cpp).
@@ -167,8 +168,14 @@ public:
     Result<void> put_announce(const Announce& announce, const AnnounceAdmission& admit) override;
     Result<Announce> resolve_announce(const std::string& nid) override;
     Result<std::vector<Announce>> list_announces() override;
+    Result<void> remove_announce(const std::string& nid) override;
 
     Result<std::int64_t> sweep_expired() override;
+
+    Result<std::int64_t> expire_results(std::uint32_t max_tasks) override;
+    Result<std::int64_t> prune_tasks(const PruneRequest& request) override;
+    Result<void> remove_task(const std::string& task_id) override;
+    Result<std::int64_t> reclaim_space(std::uint32_t max_pages) override;
 
     Result<std::vector<ReportRow>> claim_reports(const ReportClaim& claim) override;
     Result<bool> mark_report_delivered(std::int64_t id, const std::string& owner,
@@ -242,6 +249,14 @@ private:
     Result<void> complete_locked(std::int64_t now, const std::vector<std::string>& task_ids,
                                  const std::string& runner_nid, const TaskOutcome& outcome);
     Result<TaskRecord> task_locked(const std::string& task_id);
+    // Inside deposit's transaction: counts one more task of nid in
+    // `inboxes`; a nid with no tasks yet is refused (NWP-RATE-LIMIT-INBOX-FULL)
+    // when max_inboxes (> 0) NIDs already have some.
+    Result<void> count_inbox_task(const std::string& nid, std::int64_t max_inboxes, std::int64_t now);
+    // Inside a write transaction: deletes the finished tasks listed (message
+    // ids, task ids, nids) with everything that refers to them (retention.cpp).
+    void delete_tasks_locked(const std::vector<std::int64_t>& message_ids, const std::vector<std::string>& task_ids,
+                             const std::vector<std::string>& nids);
     // Why runner_nid holds no live lease on task_id: NOP-TASK-NOT-FOUND or
     // NOP-CLAIM-CONFLICT with an explanation.
     Error lease_error(std::int64_t now, const std::string& task_id, const std::string& runner_nid);
@@ -257,7 +272,11 @@ private:
     CachedStatement event_list_, task_exists_;           // tasks.cpp
     // inbox.cpp
     CachedStatement deposit_find_, deposit_depth_, deposit_task_, deposit_frame_;
-    CachedStatement peek_, ack_, depth_, last_id_, sweep_;
+    CachedStatement peek_, ack_, depth_, last_id_, sweep_, inbox_known_, inbox_count_, inbox_add_;
+    // retention.cpp
+    CachedStatement expire_nodes_, expire_tasks_, prune_select_, remove_select_;
+    CachedStatement delete_events_, delete_nodes_, delete_reports_, delete_frames_, delete_tasks_;
+    CachedStatement uncount_inbox_, delete_inbox_;
     // claims.cpp, leases.cpp
     CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_, claim_renew_;
     CachedStatement lease_state_, renew_, release_, complete_;
@@ -266,7 +285,7 @@ private:
     // tasks.cpp
     CachedStatement task_get_, task_list_, cancel_task_;
     // announces.cpp
-    CachedStatement announce_put_, announce_get_, announce_list_;
+    CachedStatement announce_put_, announce_get_, announce_list_, announce_remove_;
     // outbox.cpp
     CachedStatement report_claim_, report_delivered_, report_retry_, report_dead_, report_release_;
     CachedStatement report_discard_, report_any_node_, report_counts_, report_due_, report_dead_list_;

@@ -38,7 +38,8 @@ Result<std::vector<TaskRecord>> SqliteStore::list_tasks(const TaskListFilter& fi
             auto st = use(task_list_,
                           "SELECT t.task_id, t.nid, t.state, t.error_code, t.error_message, t.aggregate, "
                           "t.dag_hash, t.dedup_key, t.lease_owner, t.lease_expiry, t.claims, t.created_at, "
-                          "t.updated_at, '' FROM tasks t WHERE (?1 IS NULL OR t.state = ?1) "
+                          "t.updated_at, '', t.finished_at, t.results_expire_at, t.results_expired_at "
+                          "FROM tasks t WHERE (?1 IS NULL OR t.state = ?1) "
                           "AND (?2 IS NULL OR t.nid = ?2) ORDER BY t.message_id DESC LIMIT ?3");
             bind_optional(*st, 1, filter.state);
             bind_optional(*st, 2, filter.nid);

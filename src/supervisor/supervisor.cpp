@@ -386,6 +386,32 @@ std::optional<pid_t> Supervisor::pid(WorkerId id) const
     return it->second->child.pid();
 }
 
+std::optional<WorkerStatus> Supervisor::status(WorkerId id) const
+{
+    const Worker* w = nullptr;
+    if (auto it = workers_.find(id); it != workers_.end())
+        w = it->second.get();
+    for (const auto& queued : queue_)
+        if (!w && queued->id == id)
+            w = queued.get();
+    if (!w)
+        return std::nullopt;
+    WorkerStatus s{.name = w->name,
+                   .stopping = w->stop_stage != StopStage::none || w->killed,
+                   .started_at_ms = w->started_at_ms,
+                   .limits = w->spec.limits,
+                   .lifecycle = w->limits};
+    if (w->child.valid())
+        s.pid = w->child.pid();
+    if (w->cgroup) {
+        if (auto bytes = w->cgroup->memory_usage_bytes())
+            s.memory_bytes = *bytes;
+        if (auto usec = w->cgroup->cpu_usage_usec())
+            s.cpu_usec = *usec;
+    }
+    return s;
+}
+
 std::vector<std::string> Supervisor::running_names() const
 {
     std::vector<std::string> names;

@@ -56,6 +56,7 @@ struct ApiHooks {
     std::function<std::string()> metrics;                       // more of GET /metrics (Prometheus text)
     std::function<std::string()> executor;                      // GET /healthz "executor": a JSON object text
     std::function<std::string()> not_ready;                     // GET /readyz: why not ready, "" when ready
+    std::function<std::string()> workers;                       // GET /v1/workers: a JSON array text
     // Runs `work` (which may block on the network) on another thread, then
     // `done` on the loop's thread. Unset: both run at once, on the loop
     // (tools and tests only: the loop then waits for the network).
@@ -128,6 +129,9 @@ private:
     Result<net::HttpResponse> node_log(const net::HttpRequest& request, const std::string& task_id,
                                        const std::string& node_id);
     Result<net::HttpResponse> cancel_task(const std::string& task_id);
+    Result<net::HttpResponse> remove_task(const std::string& task_id);
+    Result<net::HttpResponse> list_workers();
+    Result<net::HttpResponse> prune_tasks(const net::HttpRequest& request);
     // The official SDKs' NopClient routes under a base (routes_sdk.cpp):
     // `segments` follow the base; nid is the base's inbox.
     Result<net::HttpResponse> sdk_task_route(const net::HttpRequest& request, const std::string& nid,
@@ -135,6 +139,7 @@ private:
     // The inbox of POST /task: api.task_inbox, else the first of runner.inboxes.
     Result<std::string> sdk_inbox() const;
     Result<net::HttpResponse> put_announce(const net::HttpRequest& request, const std::string& nid);
+    Result<net::HttpResponse> remove_announce(const std::string& nid);
     Result<net::HttpResponse> list_announces();
     Result<net::HttpResponse> resolve(const net::HttpRequest& request);
     void resolve_spawn_spec(const net::HttpRequest& request, const Reply& reply);

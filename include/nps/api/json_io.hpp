@@ -32,6 +32,11 @@ Result<std::optional<std::string>> optional_string(const Json& object, const cha
 Result<std::uint32_t> required_uint32(const Json& object, const char* field);
 Result<std::optional<std::uint32_t>> optional_uint32(const Json& object, const char* field);
 
+// An integer header or query value within [min, max]; `fallback` when
+// absent (empty). NWP-HTTP-PARAM-INVALID naming `name` otherwise.
+Result<std::int64_t> bounded_integer(const std::string& text, const char* name, std::int64_t fallback,
+                                     std::int64_t min, std::int64_t max);
+
 // Responses.
 net::HttpResponse json_response(int status, const Json& body);
 net::HttpResponse empty_response(int status);

@@ -51,6 +51,8 @@ inline constexpr std::size_t kMaxBodyBytes = 1 << 20;          // any HTTP reque
 inline constexpr std::size_t kDefaultMaxMessageBytes = 256 * 1024;  // a deposited TaskFrame
 inline constexpr std::int64_t kDefaultInboxTtlSeconds = 3600;
 inline constexpr std::int64_t kMaxInboxTtlSeconds = 7 * 24 * 3600;
+// task prune --older-than and [store] task_retention_hours: at most 100 years.
+inline constexpr std::int64_t kMaxRetentionSeconds = std::int64_t{100} * 365 * 24 * 3600;
 inline constexpr std::int64_t kDefaultMaxInboxDepth = 10'000;
 inline constexpr int kMinInboxPriority = -1000;
 inline constexpr int kMaxInboxPriority = 1000;

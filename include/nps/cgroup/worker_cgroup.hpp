@@ -101,6 +101,9 @@ public:
     Result<bool> oom_killed() const;
     // CPU time used by the group, microseconds.
     Result<std::uint64_t> cpu_usage_usec() const;
+    // Memory the group uses now, bytes (memory.current, or v1's
+    // memory.usage_in_bytes); an error without a memory controller.
+    Result<std::uint64_t> memory_usage_bytes() const;
     // rmdirs every directory, waiting briefly (about 1 s) for the group to
     // empty; does not kill.
     Result<void> remove();

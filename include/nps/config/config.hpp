@@ -130,10 +130,14 @@ struct Config {
     std::int64_t default_ttl_seconds = 3600;
     std::int64_t max_depth = 10'000;
     std::size_t max_message_bytes = 256 * 1024;
+    std::int64_t max_inboxes = 1000;  // NIDs that may hold tasks at once (a deposit for one more is refused)
 
     // [store]
     store::Synchronous synchronous = store::Synchronous::full;           // deposits and the API's writes
     store::Synchronous progress_synchronous = store::Synchronous::normal;  // the executor's claims and node records
+    // task_retention_hours (docs/retention.md): finished tasks older than this
+    // are deleted; kept here in seconds (the key takes fractional hours).
+    std::int64_t task_retention_seconds = 168 * 3600;
     // [sandbox]
     bool allow_host_network = false;        // may workers use the host's network
     bool allow_unenforced_limits = false;   // run with a limit the host cannot enforce (warned)

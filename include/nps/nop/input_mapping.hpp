@@ -5,12 +5,14 @@
 // A mapping is a JSON object (DagNode::input_mapping_json /
 // compensate_params_mapping_json, already checked by the decoder). Each
 // member becomes one param:
-//   - a string is a JSONPath (json_path.hpp) resolved below `root`;
-//   - an array of strings is several JSONPaths; the param is the array of
-//     their values, in the order written (no flattening: ["$.a.x","$.b.y"]
+//   - a string starting with "$" is a JSONPath (json_path.hpp) resolved
+//     below `root` (the spec's paths start with "$.");
+//   - an array is the array of its items, each path resolved and each other
+//     item copied, in the order written (no flattening: ["$.a.x","$.b.y"]
 //     with x = [1] and y = 2 gives [[1], 2]);
-//   - any other value (number, boolean, null, object) is a literal copied
-//     unchanged (a string cannot be a literal: every string is a path).
+//   - any other value — a string not starting with "$", a number, boolean,
+//     null or object — is a literal copied unchanged, so a root node can be
+//     given {"city": "Oslo"} as it is.
 // A path that resolves to nothing or to null is NOP-INPUT-MAPPING-ERROR (the
 // portable runner's rule), the message naming the param and the path:
 //   input_mapping.value: "$.fetch.value" resolved to nothing

@@ -176,11 +176,34 @@ public:
     virtual Result<Announce> resolve_announce(const std::string& nid) = 0;
     // Every stored announce, stale and offline ones included, by nid.
     virtual Result<std::vector<Announce>> list_announces() = 0;
+    // Deletes nid's announce (its sequence state with it: a later announce
+    // starts afresh). None stored → NDP-RESOLVE-NOT-FOUND.
+    virtual Result<void> remove_announce(const std::string& nid) = 0;
 
     // --- housekeeping ----------------------------------------------------------------
     // Never-claimed messages past their TTL leave the inbox; their tasks go
     // FAILED with NOP-TASK-TIMEOUT and event "inbox:expired". Returns how many.
     virtual Result<std::int64_t> sweep_expired() = 0;
+
+    // --- retention (docs/retention.md) -------------------------------------------------
+    // Deletes the aggregate and node results of up to max_tasks finished
+    // tasks whose results_expire_at has passed, and stamps their
+    // results_expired_at; states, errors, events and frames stay. One
+    // transaction; returns how many tasks.
+    virtual Result<std::int64_t> expire_results(std::uint32_t max_tasks) = 0;
+    // Deletes up to request.limit finished tasks (their row, frame, events,
+    // node records and dead reports) that match request, oldest finished
+    // first, skipping any with a pending report; one transaction. Returns
+    // how many. A state that is not terminal → NWP-HTTP-PARAM-INVALID.
+    virtual Result<std::int64_t> prune_tasks(const PruneRequest& request) = 0;
+    // Deletes one finished task like prune_tasks, its pending reports too
+    // (the operator asked). Unknown → NOP-TASK-NOT-FOUND; not finished →
+    // NOP-TASK-NOT-FINISHED (cancel it first).
+    virtual Result<void> remove_task(const std::string& task_id) = 0;
+    // Gives up to max_pages free pages back to the file system (incremental
+    // vacuum; a file created before schema 4 keeps its size and reuses its
+    // free pages instead). Returns how many pages were free before.
+    virtual Result<std::int64_t> reclaim_space(std::uint32_t max_pages) = 0;
 
     // --- report outbox ---------------------------------------------------------------
     // Rows are written by the database itself, in the transaction of the change

@@ -47,6 +47,8 @@ struct DepositRequest {
     int priority = 0;
     std::int64_t ttl_seconds = 0;  // > 0
     std::int64_t max_depth = 0;    // inbox depth cap for this nid; 0 = unlimited
+    std::int64_t max_inboxes = 0;  // cap on NIDs holding tasks, a new nid refused at it; 0 = unlimited
+    std::uint32_t result_ttl_seconds = 3600;  // the TaskFrame's: results kept this long after the task ends
 };
 
 struct DepositResult {
@@ -91,6 +93,16 @@ struct TaskRecord {
     std::int64_t created_at_ms = 0;
     std::int64_t updated_at_ms = 0;
     std::string payload{};  // the deposited TaskFrame
+    std::optional<std::int64_t> finished_at_ms{};        // when it reached its terminal state
+    std::optional<std::int64_t> results_expire_at_ms{};  // finished_at + result_ttl_seconds, until expired
+    std::optional<std::int64_t> results_expired_at_ms{}; // when the sweep deleted the results
+
+    // True when the results are gone or due to go at now_ms: reading them
+    // answers NOP-TASK-RESULT-EXPIRED whether or not the sweep ran yet.
+    bool results_expired(std::int64_t now_ms) const
+    {
+        return results_expired_at_ms || (results_expire_at_ms && *results_expire_at_ms <= now_ms);
+    }
 };
 
 struct TaskOutcome {
@@ -132,6 +144,14 @@ struct TaskEvent {
     std::int64_t at_ms = 0;
     std::string name{};         // "inbox:deposited", "lease:granted", "task:running", "fetch:attempt:1", …
     std::string detail_json{};  // JSON object text, "{}" when there is nothing to add
+};
+
+// Which finished tasks prune_tasks deletes: finished before the cutoff, in
+// `state` when given (a terminal state), oldest first, at most `limit`.
+struct PruneRequest {
+    std::int64_t finished_before_ms = 0;
+    std::optional<std::string> state{};
+    std::uint32_t limit = 500;
 };
 
 struct TaskListFilter {

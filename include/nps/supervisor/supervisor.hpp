@@ -108,6 +108,18 @@ struct WorkerCallbacks {
 
 enum class StopReason { cancelled, shutdown };
 
+// One worker as `nps-runner ps` shows it (Supervisor::status).
+struct WorkerStatus {
+    std::string name;                  // its cgroup and log directory
+    std::optional<pid_t> pid;          // unset while queued
+    bool stopping = false;             // being stopped (cancel, a limit, shutdown)
+    std::int64_t started_at_ms = 0;    // 0 while queued
+    std::optional<std::uint64_t> memory_bytes;  // from its cgroup, when it has one with accounting
+    std::optional<std::uint64_t> cpu_usec;
+    cgroup::CgroupLimits limits;
+    LifecycleLimits lifecycle;         // idle timeout and max runtime in force
+};
+
 enum class LogStream { out, err };
 
 // [workers] spawn_pool's default: after a pause, four parked children cover
@@ -204,6 +216,9 @@ public:
     // The pid of a running worker (in this pid namespace), for tests and
     // diagnostics; nullopt otherwise.
     std::optional<pid_t> pid(WorkerId id) const;
+    // A queued or running worker's status; nullopt for an unknown or
+    // finished id. Reads its cgroup's usage files.
+    std::optional<WorkerStatus> status(WorkerId id) const;
     // The names (log directories, cgroups) of the running workers.
     std::vector<std::string> running_names() const;
     // The name of a running worker's cgroup ("" without one): its own, or

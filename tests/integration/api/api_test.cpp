@@ -288,6 +288,33 @@ TEST_CASE("announce and resolve through the local NDP registry")
                 "NDP-RESOLVE-NOT-FOUND");
 }
 
+TEST_CASE("announce rm: DELETE /v1/ndp/announces/{nid} removes the agent; an unknown one is NDP-RESOLVE-NOT-FOUND")
+{
+    Daemon d;
+    const std::string agent = "urn:nps:agent:example.test:leaving";
+    const std::string url = d.runner.url() + "/v1/ndp/announces/" + nps::net::url_encode(agent);
+    REQUIRE(http("PUT", url, Json{{"spawn_spec_ref", "spawnspec:e30"}}.dump()).status == 200);
+    auto removed = http("DELETE", url);
+    REQUIRE_MESSAGE(removed.status == 200, removed.raw);
+    CHECK(removed.body["removed"] == true);
+    check_error(http("GET", d.runner.url() + "/v1/ndp/resolve?nid=" + nps::net::url_encode(agent)), 404,
+                "NDP-RESOLVE-NOT-FOUND");
+    CHECK(http("GET", d.runner.url() + "/v1/ndp/announces").body["announces"].empty());
+    check_error(http("DELETE", url), 404, "NDP-RESOLVE-NOT-FOUND");
+    // It can be announced again afterwards.
+    CHECK(http("PUT", url, Json{{"spawn_spec_ref", "spawnspec:e30"}}.dump()).status == 200);
+}
+
+TEST_CASE("GET /v1/workers lists nothing on a daemon that runs nothing")
+{
+    Daemon d;
+    auto workers = http("GET", d.runner.url() + "/v1/workers");
+    REQUIRE_MESSAGE(workers.status == 200, workers.raw);
+    CHECK(workers.body["count"] == 0);
+    CHECK(workers.body["workers"] == Json::array());
+    check_error(http("POST", d.runner.url() + "/v1/workers", "{}"), 405, "NWP-HTTP-METHOD-NOT-ALLOWED");
+}
+
 TEST_CASE("the unix socket serves the same API with its file mode")
 {
     Daemon d;
@@ -336,6 +363,32 @@ TEST_CASE("metrics are Prometheus text and count what happened")
     CHECK(metrics.raw.find("nps_inbox_deposits_total 1\n") != std::string::npos);
     CHECK(metrics.raw.find("nps_claims_total{outcome=\"granted\"} 1\n") != std::string::npos);
     CHECK(metrics.raw.find("# TYPE nps_http_requests_total counter") != std::string::npos);
+}
+
+TEST_CASE("metrics: cancelled tasks are counted; build, process and store figures are exported")
+{
+    Daemon d;
+    REQUIRE(http("POST", inbox_url(d.runner), task_frame("t-cancel-1")).status == 201);
+    REQUIRE(http("POST", inbox_url(d.runner), task_frame("t-cancel-2")).status == 201);
+    REQUIRE(http("POST", d.runner.url() + "/v1/tasks/t-cancel-1/cancel").status == 200);
+    REQUIRE(http("POST", d.runner.url() + "/v1/inbox/" + nps::net::url_encode(kInbox) + "/task/t-cancel-2/cancel")
+                .status == 200);
+    auto metrics = http("GET", d.runner.url() + "/metrics");
+    REQUIRE(metrics.status == 200);
+    const std::string& m = metrics.raw;
+    CHECK_MESSAGE(m.find("nps_task_outcomes_total{state=\"cancelled\"} 2\n") != std::string::npos, m);
+    CHECK(m.find("nps_runner_build_info{version=\"") != std::string::npos);
+    const auto value_of = [&m](const std::string& name) {
+        auto at = m.find("\n" + name + " ");
+        return at == std::string::npos ? -1.0 : std::stod(m.substr(at + name.size() + 2));
+    };
+    CHECK(value_of("process_resident_memory_bytes") > 1e6);
+    CHECK(value_of("process_open_fds") > 3);
+    CHECK(value_of("process_cpu_seconds_total") >= 0);
+    CHECK(value_of("process_start_time_seconds") > 1.7e9);
+    CHECK(value_of("nps_store_bytes") > 4096);
+    CHECK(m.find("# TYPE nps_task_duration_seconds histogram") != std::string::npos);
+    CHECK(m.find("nps_task_duration_seconds_bucket{le=\"+Inf\"} 0\n") != std::string::npos);
 }
 
 TEST_CASE("bearer token on TCP; the unix socket is trusted; non-loopback needs a token")

@@ -15,6 +15,7 @@ namespace {
 const std::string kInbox = "urn:nps:agent:example.test:cli";
 
 struct Daemon : nps::test::StartedRunner {
+    using StartedRunner::StartedRunner;
     std::vector<std::string> with_server(std::vector<std::string> args) const
     {
         args.push_back("--server");
@@ -36,13 +37,22 @@ TEST_CASE("version and help")
     CHECK(overview.exit_status == 0);
     CHECK(overview.out.find("serve") != std::string::npos);
     for (auto verb : std::vector<std::vector<std::string>>{{"serve"}, {"submit"}, {"task", "show"}, {"task", "ls"},
-                                                           {"task", "wait"}, {"task", "cancel"}, {"announce"},
-                                                           {"announce", "ls"}, {"version"}}) {
+                                                           {"task", "wait"}, {"task", "cancel"}, {"task", "rm"},
+                                                           {"task", "prune"}, {"announce"}, {"announce", "ls"},
+                                                           {"announce", "rm"}, {"ps"}, {"version"}}) {
         verb.push_back("--help");
         auto help = run_command(verb);
         CHECK_MESSAGE(help.exit_status == 0, verb[0]);
         CHECK_MESSAGE(help.out.find("Usage: nps-runner " + verb[0]) == 0, help.out);
     }
+    auto short_help = run_command({"task", "rm", "-h"});
+    CHECK(short_help.exit_status == 0);
+    CHECK(short_help.out.find("Usage: nps-runner task rm") == 0);
+    auto group = run_command({"task", "--help"});
+    CHECK(group.exit_status == 0);
+    CHECK(group.out.find("show, ls, wait, cancel, rm, prune") != std::string::npos);
+    CHECK(run_command({"task"}).exit_status == 2);
+    CHECK(run_command({"-h"}).exit_status == 0);
     auto none = run_command({});
     CHECK(none.exit_status == 2);
     auto unknown = run_command({"frobnicate"});
@@ -94,6 +104,36 @@ TEST_CASE("submit from a file and from stdin, then show, list, cancel and wait")
     CHECK(wait.out.find("NOP-TASK-CANCELLED") != std::string::npos);
 }
 
+TEST_CASE("submit without --to uses the daemon's only inbox, names a frame without task_id, says when it replays")
+{
+    Daemon d("[runner]\ninboxes = [\"" + kInbox + "\"]\n");
+    const std::string frame = task_frame("cli-default-inbox");
+    nps::test::write_file(d.dir.file("task.json"), frame);
+    auto first = run_command(d.with_server({"submit", d.dir.file("task.json")}));
+    REQUIRE_MESSAGE(first.exit_status == 0, first.err);
+    CHECK(first.out == "cli-default-inbox\n");
+    CHECK(first.err.empty());
+    auto shown = run_command(d.with_server({"task", "show", "cli-default-inbox", "--json"}));
+    CHECK(nlohmann::json::parse(shown.out)["nid"] == kInbox);
+
+    auto replay = run_command(d.with_server({"submit", d.dir.file("task.json")}));
+    CHECK(replay.exit_status == 0);
+    CHECK(replay.out == "cli-default-inbox\n");
+    CHECK_MESSAGE(replay.err.find("already existed") != std::string::npos, replay.err);
+
+    nlohmann::json unnamed = nlohmann::json::parse(frame);
+    unnamed.erase("task_id");
+    auto generated = run_command(d.with_server({"submit", "-"}), unnamed.dump());
+    REQUIRE_MESSAGE(generated.exit_status == 0, generated.err);
+    const std::string id = generated.out.substr(0, generated.out.size() - 1);
+    CHECK(id.size() == 36);
+    CHECK(id[14] == '4');  // a version 4 UUID
+    CHECK(generated.err.find("names no task_id; it was given " + id) != std::string::npos);
+    CHECK(nlohmann::json::parse(run_command(d.with_server({"task", "show", id, "--json"})).out)["task_id"] == id);
+    auto again = run_command(d.with_server({"submit", "-"}), unnamed.dump());
+    CHECK(again.out != generated.out);  // a new task each time: it has no identity of its own
+}
+
 TEST_CASE("announce and announce ls")
 {
     Daemon d;
@@ -104,6 +144,25 @@ TEST_CASE("announce and announce ls")
     CHECK(ls.out.find("urn:nps:agent:example.test:adder") != std::string::npos);
     auto missing = run_command(d.with_server({"announce", "urn:nps:agent:example.test:adder"}));
     CHECK(missing.exit_status == 2);
+
+    auto rm = run_command(d.with_server({"announce", "rm", "urn:nps:agent:example.test:adder"}));
+    CHECK_MESSAGE(rm.exit_status == 0, rm.err);
+    CHECK(rm.out == "urn:nps:agent:example.test:adder removed\n");
+    CHECK(run_command(d.with_server({"announce", "ls"})).out.find("adder") == std::string::npos);
+    auto again = run_command(d.with_server({"announce", "rm", "urn:nps:agent:example.test:adder"}));
+    CHECK(again.exit_status == 1);
+    CHECK(again.err.find("NDP-RESOLVE-NOT-FOUND") != std::string::npos);
+}
+
+TEST_CASE("ps on an idle daemon, and its JSON")
+{
+    Daemon d;
+    auto ps = run_command(d.with_server({"ps"}));
+    CHECK_MESSAGE(ps.exit_status == 0, ps.err);
+    CHECK(ps.out == "no workers running\n");
+    auto json = run_command(d.with_server({"ps", "--json"}));
+    CHECK(json.exit_status == 0);
+    CHECK(nlohmann::json::parse(json.out)["count"] == 0);
 }
 
 TEST_CASE("a client with no daemon says how to fix it")

@@ -67,15 +67,19 @@ TEST_CASE("mapping: the array form collects values in order, without flattening"
           Json::parse(R"({"both":[[1,2],"x",2]})"));
     CHECK(map_error(R"({"both":["$.fetch.value","$.other.missing"]})") ==
           R"(input_mapping.both[1]: "$.other.missing" resolved to nothing)");
-    CHECK(map_error(R"({"both":[]})") == "input_mapping.both: an array of JSONPaths must not be empty");
-    CHECK(map_error(R"({"both":["$.fetch.value",3]})") == "input_mapping.both[1]: expected a JSONPath string, got a number");
+    // Items that are not paths are copied.
+    CHECK(map_ok(R"({"both":[]})") == Json::parse(R"({"both":[]})"));
+    CHECK(map_ok(R"({"both":["$.fetch.value",3,"plain"]})") == Json::parse(R"({"both":[2,3,"plain"]})"));
 }
 
-TEST_CASE("mapping: non-string values are literals")
+TEST_CASE("mapping: values that are not paths are literals, strings not starting with $ included")
 {
     CHECK(map_ok(R"({"n":5,"b":true,"z":null,"o":{"k":"$.fetch.value"},"v":"$.fetch.value"})") ==
           Json::parse(R"({"n":5,"b":true,"z":null,"o":{"k":"$.fetch.value"},"v":2})"));
     CHECK(map_ok("{}") == Json::object());
+    // A root node's plain parameters (issue 18): no upstream, nothing to read.
+    CHECK(map_ok(R"({"city":"Oslo","days":3,"note":"fetch.value","empty":""})") ==
+          Json::parse(R"({"city":"Oslo","days":3,"note":"fetch.value","empty":""})"));
 }
 
 TEST_CASE("mapping: missing and null are errors naming the param and the path")
@@ -85,7 +89,7 @@ TEST_CASE("mapping: missing and null are errors naming the param and the path")
     CHECK(map_error(R"({"v":"$.ghost.value"})") == R"(input_mapping.v: "$.ghost.value" resolved to nothing)");
     CHECK(map_error(R"({"v":"$.scalar.x"})") == R"(input_mapping.v: "$.scalar.x" resolved to nothing)");
     CHECK(map_error(R"({"v":"$.fetch.items.0"})") == R"(input_mapping.v: "$.fetch.items.0" resolved to nothing)");
-    CHECK(map_error(R"({"v":"fetch.value"})") == R"(input_mapping.v: JSONPath "fetch.value": must start with "$.")");
+    CHECK(map_error(R"({"v":"$fetch.value"})") == R"(input_mapping.v: JSONPath "$fetch.value": must start with "$.")");
     CHECK(map_error(R"({"v":"$.a[0]"})") ==
           R"(input_mapping.v: JSONPath "$.a[0]": uses unsupported syntax (only $.a.b.c is supported))");
     CHECK(map_error(R"({"v":"$."})") == R"(input_mapping.v: JSONPath "$.": has an empty segment)");

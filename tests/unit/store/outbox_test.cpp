@@ -320,11 +320,16 @@ TEST_CASE_FIXTURE(StoreFixture, "a version 2 file gains the outbox when opened")
     store.reset();
     {
         SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
+        // Schema 4's retention objects, then schema 3's outbox.
+        raw.exec("DROP TRIGGER tasks_finished; DROP TABLE inboxes; DROP INDEX tasks_results_expiry; "
+                 "DROP INDEX tasks_finished_order; ALTER TABLE tasks DROP COLUMN result_ttl_seconds; "
+                 "ALTER TABLE tasks DROP COLUMN finished_at; ALTER TABLE tasks DROP COLUMN results_expire_at; "
+                 "ALTER TABLE tasks DROP COLUMN results_expired_at");
         raw.exec("DROP TRIGGER node_results_reported; DROP TRIGGER node_results_report_update; "
                  "DROP TRIGGER tasks_callback; DROP TABLE report_outbox; PRAGMA user_version=2");
     }
     reopen();
-    CHECK(store->schema_version() == 3);
+    CHECK(store->schema_version() == 4);
     REQUIRE(store->record_node_result(node_result("task-1", "n1", "COMPLETED", "{}")));
     CHECK(states_of(*store->claim_reports(claim_by(kOwnerA))) == std::vector<std::string>{"n1:COMPLETED"});
 }

@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+// Random identifiers from getrandom(2).
+#pragma once
+
+#include <string>
+
+#include "nps/base/result.hpp"
+
+namespace nps {
+
+// A random (version 4) UUID in its canonical lower-case text form, e.g.
+// "3f2c8a4e-9b1d-4c7e-8f00-1a2b3c4d5e6f": what `submit` and `invoke` give a
+// TaskFrame that names no task_id.
+Result<std::string> random_uuid();
+
+}  // namespace nps

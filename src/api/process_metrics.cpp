@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/api/process_metrics.hpp"
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+namespace nps::api {
+
+namespace {
+
+void metric(std::ostringstream& out, const char* name, const char* type, const char* help, const std::string& labels,
+            double value)
+{
+    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n'
+        << name << labels << ' ' << std::fixed << value << '\n';
+    out.unsetf(std::ios::floatfield);
+}
+
+double resident_bytes()
+{
+    std::ifstream statm("/proc/self/statm");
+    long size = 0, resident = 0;
+    statm >> size >> resident;
+    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+double cpu_seconds()
+{
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const auto seconds = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+double open_fds()
+{
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir)
+        return 0;
+    double count = 0;
+    while (const dirent* entry = readdir(dir))
+        if (entry->d_name[0] != '.')
+            ++count;
+    closedir(dir);
+    return count - 1;  // the directory's own fd
+}
+
+// Process start, seconds since the epoch: the boot time plus field 22 of
+// /proc/self/stat (clock ticks after boot).
+double start_time_seconds()
+{
+    std::ifstream stat_file("/proc/self/stat");
+    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+    const auto after_comm = stat.rfind(')');
+    if (after_comm == std::string::npos)
+        return 0;
+    std::istringstream fields(stat.substr(after_comm + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+    }
+    std::ifstream proc_stat("/proc/stat");
+    std::string key;
+    double boot = 0;
+    while (proc_stat >> key)
+        if (key == "btime") {
+            proc_stat >> boot;
+            break;
+        }
+    return boot + std::stod(field.empty() ? "0" : field) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double file_bytes(const std::string& path)
+{
+    struct stat st{};
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<double>(st.st_size) : 0;
+}
+
+}  // namespace
+
+std::string render_process_metrics(const std::string& database_path)
+{
+    std::ostringstream out;
+    metric(out, "nps_runner_build_info", "gauge", "The nps-runner build: 1, its version as a label.",
+           "{version=\"" NPS_RUNNER_VERSION "\"}", 1);
+    metric(out, "process_resident_memory_bytes", "gauge", "Resident memory of the daemon process.", "",
+           resident_bytes());
+    metric(out, "process_cpu_seconds_total", "counter", "User and system CPU time of the daemon process.", "",
+           cpu_seconds());
+    metric(out, "process_open_fds", "gauge", "Open file descriptors of the daemon process.", "", open_fds());
+    metric(out, "process_start_time_seconds", "gauge", "When the daemon process started, seconds since the epoch.",
+           "", start_time_seconds());
+    metric(out, "nps_store_bytes", "gauge", "Size of runner.db with its WAL file.", "",
+           file_bytes(database_path) + file_bytes(database_path + "-wal"));
+    return out.str();
+}
+
+}  // namespace nps::api

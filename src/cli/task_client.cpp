@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "task_client.hpp"
+
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "nps/cli/output.hpp"
+#include "nps/cli/verbs.hpp"
+#include "nps/config/config.hpp"
+#include "nps/net/http_client.hpp"
+
+namespace nps::cli {
+
+using Json = nlohmann::json;
+
+Result<std::string> default_inbox(const ParsedArgs& args, const ApiClient& client)
+{
+    std::vector<std::string> daemon_inboxes;
+    if (auto health = client.call("GET", "/healthz"); health && (*health)["inboxes"].is_array())
+        for (const auto& nid : (*health)["inboxes"])
+            if (nid.is_string())
+                daemon_inboxes.push_back(nid.get<std::string>());
+    if (daemon_inboxes.size() == 1)
+        return daemon_inboxes.front();
+    if (daemon_inboxes.size() > 1) {
+        std::string list;
+        for (const auto& nid : daemon_inboxes)
+            list += (list.empty() ? "" : ", ") + nid;
+        return internal_error("the daemon claims from " + std::to_string(daemon_inboxes.size()) + " inboxes (" +
+                              list + "): pass --to NID");
+    }
+    auto path = args.value("--config");
+    auto config = config::load_config(path.value_or(config::kDefaultConfigPath), path.has_value());
+    if (config && !config->inboxes.empty())
+        return config->inboxes.front();
+    return internal_error("no target inbox: the daemon claims from none; pass --to NID");
+}
+
+Result<Json> fetch_task(const ApiClient& client, const std::string& task_id)
+{
+    const std::string path = "/v1/tasks/" + net::url_encode(task_id);
+    auto task = client.call("GET", path);
+    if (task || task.error().code != "NOP-TASK-RESULT-EXPIRED")
+        return task;
+    auto raw = NPS_TRY(client.send("GET", path));
+    Json body = Json::parse(raw.body, nullptr, false);
+    if (body.is_object() && body["task"].is_object())
+        return body["task"];
+    return task;
+}
+
+int remove_each(const ApiClient& client, const std::vector<std::string>& ids, const std::string& path_prefix)
+{
+    const Output out{};
+    int status = kExitOk;
+    for (const auto& id : ids) {
+        if (auto removed = client.call("DELETE", path_prefix + net::url_encode(id)); !removed)
+            status = report_error(removed.error());
+        else
+            std::printf("%s removed\n", out.text(id).c_str());
+    }
+    return status;
+}
+
+bool is_terminal_state(const std::string& state)
+{
+    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+}
+
+Result<std::optional<Json>> wait_for_task(const ApiClient& client, const std::string& task_id,
+                                          std::chrono::duration<double> timeout)
+{
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto delay = std::chrono::milliseconds(5);
+    for (;;) {
+        Json task = NPS_TRY(fetch_task(client, task_id));
+        if (task["state"].is_string() && is_terminal_state(task["state"].get<std::string>()))
+            return std::optional<Json>(std::move(task));
+        if (std::chrono::steady_clock::now() >= deadline)
+            return std::optional<Json>();
+        std::this_thread::sleep_for(delay);
+        delay = std::min(delay * 2, std::chrono::milliseconds(200));
+    }
+}
+
+}  // namespace nps::cli

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// RetentionSweeper: the daemon's thread that keeps runner.db from growing
+// with history (docs/retention.md). Every pass, off the event loop:
+//  1. expires the results of finished tasks whose result_ttl_seconds has
+//     passed (Store::expire_results),
+//  2. deletes finished tasks older than [store] task_retention_hours
+//     (Store::prune_tasks),
+//  3. gives free pages back to the file system (Store::reclaim_space),
+// each in small transactions with a pause between them, so the API's
+// writers never wait long for the write lock. A pass runs every
+// retention/10, between 1 s and 60 s; a failure is logged and retried at
+// the next pass.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "nps/api/store_pool.hpp"
+#include "nps/base/clock.hpp"
+
+namespace nps::daemon {
+
+struct RetentionCounts {
+    std::atomic<std::uint64_t> results_expired{0};
+    std::atomic<std::uint64_t> tasks_deleted{0};
+};
+
+class RetentionSweeper {
+public:
+    RetentionSweeper(std::int64_t retention_seconds, api::StorePool& stores, const Clock& clock);
+    // Stops within one batch and joins.
+    ~RetentionSweeper();
+    RetentionSweeper(const RetentionSweeper&) = delete;
+    RetentionSweeper& operator=(const RetentionSweeper&) = delete;
+
+    const RetentionCounts& counts() const { return counts_; }
+
+private:
+    void run();
+    void sweep_once();
+    // Sleeps up to `ms` or until stopped; false when stopped.
+    bool pause(std::int64_t ms);
+
+    const std::int64_t retention_ms_;
+    const std::int64_t interval_ms_;
+    api::StorePool& stores_;
+    const Clock& clock_;
+    RetentionCounts counts_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace nps::daemon
