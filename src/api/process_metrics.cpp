@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "nps/base/small_file.hpp"
 
 namespace nps::api {
 
@@ -51,28 +53,24 @@ double open_fds()
     return count - 1;  // the directory's own fd
 }
 
-// Process start, seconds since the epoch: the boot time plus field 22 of
-// /proc/self/stat (clock ticks after boot).
+// Process start, seconds since the epoch: the boot time (btime of
+// /proc/stat) plus field 22 of /proc/self/stat (clock ticks after boot).
 double start_time_seconds()
 {
-    std::ifstream stat_file("/proc/self/stat");
-    std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
-    const auto after_comm = stat.rfind(')');
-    if (after_comm == std::string::npos)
+    auto stat = read_small_file("/proc/self/stat", 4096, "process status");
+    auto system = read_small_file("/proc/stat", 256 * 1024, "kernel statistics");
+    if (!stat || !system)
         return 0;
-    std::istringstream fields(stat.substr(after_comm + 2));
+    const auto after_comm = stat->rfind(')');
+    const auto btime = system->find("\nbtime ");
+    if (after_comm == std::string::npos || btime == std::string::npos)
+        return 0;
+    std::istringstream fields(stat->substr(after_comm + 2));  // field 3 on
     std::string field;
     for (int i = 3; i <= 22 && fields >> field; ++i) {
     }
-    std::ifstream proc_stat("/proc/stat");
-    std::string key;
-    double boot = 0;
-    while (proc_stat >> key)
-        if (key == "btime") {
-            proc_stat >> boot;
-            break;
-        }
-    return boot + std::stod(field.empty() ? "0" : field) / static_cast<double>(sysconf(_SC_CLK_TCK));
+    const double boot = std::strtod(system->c_str() + btime + 7, nullptr);
+    return boot + std::strtod(field.c_str(), nullptr) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 double file_bytes(const std::string& path)

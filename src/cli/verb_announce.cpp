@@ -1,7 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// announce NID --spawn-spec REF | announce resolve NID | announce ls
+// announce NID (--spawn-spec REF | --spawn-spec-file F | --image REF …) |
+// announce resolve NID | announce ls | announce rm NID…
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "nps/base/digest.hpp"
+#include "nps/base/limits.hpp"
+#include "nps/base/small_file.hpp"
+#include "nps/spawn/spawn_spec.hpp"
 
 #include "nps/cli/verb_runner.hpp"
 #include "nps/net/http_client.hpp"
@@ -9,18 +18,79 @@
 
 namespace nps::cli {
 
+namespace {
+
+// The spawn_spec_ref the options name: --spawn-spec as given; or the
+// spawnspec: data URI of --spawn-spec-file's document, or of the SpawnSpec
+// built from --image, --command and --env, checked here first so a mistake
+// is named before anything is sent. nullopt when none is given.
+Result<std::optional<std::string>> spawn_spec_ref_of(const ParsedArgs& args)
+{
+    const int given = args.flag("--spawn-spec") + args.flag("--spawn-spec-file") + args.flag("--image");
+    if (given > 1)
+        return internal_error("give one of --spawn-spec, --spawn-spec-file and --image");
+    if (auto ref = args.value("--spawn-spec"))
+        return std::optional<std::string>(*ref);
+    if (!args.flag("--image") && (args.flag("--command") || args.flag("--env")))
+        return internal_error("--command and --env go with --image");
+    std::string document;
+    if (auto path = args.value("--spawn-spec-file")) {
+        document = NPS_TRY(read_small_file(*path, limits::kDefaultSpawnSpecBytes, "SpawnSpec file"));
+    } else if (auto image = args.value("--image")) {
+        spawn::SpawnSpec spec{.image = *image};
+        if (auto command = args.value("--command")) {
+            // A JSON array of strings, or words split at white space.
+            nlohmann::json argv = nlohmann::json::parse(*command, nullptr, /*allow_exceptions=*/false);
+            if (argv.is_array()) {
+                for (const auto& word : argv) {
+                    if (!word.is_string())
+                        return internal_error("--command: a JSON array must hold strings only");
+                    spec.command.push_back(word.get<std::string>());
+                }
+            } else {
+                std::istringstream words(*command);
+                for (std::string word; words >> word;)
+                    spec.command.push_back(word);
+            }
+        }
+        for (const auto& pair : args.values("--env")) {
+            const auto eq = pair.find('=');
+            if (eq == std::string::npos || eq == 0)
+                return internal_error("--env '" + pair + "' is not NAME=VALUE");
+            spec.env[pair.substr(0, eq)] = pair.substr(eq + 1);
+        }
+        NPS_TRY_VOID(spawn::validate_spawn_spec(spec));
+        document = spawn::spawn_spec_to_json(spec);
+    } else {
+        return std::optional<std::string>();
+    }
+    const spawn::SpawnSpec parsed = NPS_TRY(spawn::parse_spawn_spec(document, limits::kDefaultSpawnSpecBytes));
+    return std::optional<std::string>("spawnspec:" + base64url_encode(spawn::spawn_spec_to_json(parsed)));
+}
+
+}  // namespace
+
 int announce(int argc, char** argv, int first)
 {
     VerbSpec spec{
         "announce",
-        "NID --spawn-spec REF [--activation-mode MODE] [--ttl S]",
+        "NID (--spawn-spec REF | --spawn-spec-file FILE | --image REF [--command CMD] [--env K=V]...)\n"
+        "                           [--activation-mode MODE] [--ttl S]",
         "Register an agent NID in the local NDP registry with the SpawnSpec it is started from.",
         "REF is a spawnspec:<base64url JSON> data URI or an https:// / nwp:// URL (see\n"
-        "docs/spawnspec.md). A DAG node whose agent is NID is then run as an ephemeral worker\n"
-        "built from that SpawnSpec. The reference's syntax is checked now; its content when\n"
-        "the agent is resolved ('nps-runner announce resolve NID' shows the outcome).\n\n"
-        "Example:\n  nps-runner announce urn:nps:agent:example.com:adder --spawn-spec spawnspec:eyJpbWFnZSI6…",
-        {{"--spawn-spec", "REF", "the agent's spawn_spec_ref (required unless the agent is resident)"},
+        "docs/spawnspec.md); --spawn-spec-file and --image build the data URI for you from a\n"
+        "SpawnSpec JSON file or from an image and command, checked before it is sent. A DAG node\n"
+        "whose agent is NID is then run as an ephemeral worker built from that SpawnSpec. A\n"
+        "reference's syntax is checked now; its content when the agent is resolved\n"
+        "('nps-runner announce resolve NID' shows the outcome).\n\n"
+        "Examples:\n"
+        "  nps-runner announce urn:nps:agent:example.com:wc --image wc:1 --command '/bin/wc-worker --words'\n"
+        "  nps-runner announce urn:nps:agent:example.com:wc --spawn-spec-file wc-spec.json",
+        {{"--spawn-spec", "REF", "the agent's spawn_spec_ref (one of these three unless the agent is resident)"},
+         {"--spawn-spec-file", "FILE", "a SpawnSpec JSON document (docs/spawnspec.md), sent as a spawnspec: data URI"},
+         {"--image", "REF", "the image of a SpawnSpec built here (imported or pullable)"},
+         {"--command", "CMD", "with --image: the worker's argv, words or a JSON array (default: the image's)"},
+         {"--env", "K=V", "with --image: an environment variable of the worker", true},
          {"--activation-mode", "MODE", "ephemeral (default), hybrid or resident (NDP §3.1.1)"},
          {"--ttl", "S", "seconds the announce stays fresh (default: no expiry; 0 = offline)"}},
         1,
@@ -32,9 +102,16 @@ int announce(int argc, char** argv, int first)
             std::fprintf(stderr, "nps-runner: --activation-mode must be ephemeral, hybrid or resident\n");
             return kExitUsage;
         }
-        auto ref = args.value("--spawn-spec");
+        auto built = spawn_spec_ref_of(args);
+        if (!built) {
+            const Error& e = built.error();
+            std::fprintf(stderr, "nps-runner: %s%s%s\n", e.code.c_str(), e.code.empty() ? "" : ": ",
+                         e.describe().c_str());
+            return kExitUsage;
+        }
+        const std::optional<std::string>& ref = *built;
         if (!ref && mode != "resident") {
-            std::fprintf(stderr, "nps-runner: announce needs --spawn-spec REF\n");
+            std::fprintf(stderr, "nps-runner: announce needs --spawn-spec REF, --spawn-spec-file FILE or --image REF\n");
             return kExitUsage;
         }
         nlohmann::json body = {{"nid", args.positionals[0]}, {"activation_mode", mode}};

@@ -29,12 +29,13 @@ std::string human_bytes(const Json& value)
     return text;
 }
 
-std::string seconds(const Json& value, const char* format)
+// "12s", "0.34s": a number of seconds with `decimals` places; "-" for null.
+std::string seconds(const Json& value, int decimals)
 {
     if (!value.is_number())
         return "-";
     char text[32];
-    std::snprintf(text, sizeof text, format, value.get<double>());
+    std::snprintf(text, sizeof text, "%.*fs", decimals, value.get<double>());
     return text;
 }
 
@@ -51,8 +52,8 @@ void print_worker_table(const Json& workers, const Output& out)
             memory += "/" + human_bytes(limits["memory_bytes"]);
         std::printf("%-24s %-12s %3s %-8s %7s %7s %-19s %6s  %s %s\n", out.field(w["task_id"]).c_str(),
                     out.field(w["node_id"]).c_str(), out.field(w["attempt"]).c_str(), out.field(w["state"]).c_str(),
-                    out.field(w["pid"]).c_str(), seconds(w["uptime_seconds"], "%.0fs").c_str(), memory.c_str(),
-                    seconds(w["cpu_seconds"], "%.2fs").c_str(), out.field(w["agent"]).c_str(),
+                    out.field(w["pid"]).c_str(), seconds(w["uptime_seconds"], 0).c_str(), memory.c_str(),
+                    seconds(w["cpu_seconds"], 2).c_str(), out.field(w["agent"]).c_str(),
                     out.field(w["image"]).c_str());
     }
 }

@@ -145,6 +145,32 @@ TEST_CASE("announce and announce ls")
     auto missing = run_command(d.with_server({"announce", "urn:nps:agent:example.test:adder"}));
     CHECK(missing.exit_status == 2);
 
+    // A SpawnSpec built from --image/--command/--env, or read from a file: no base64 by hand.
+    auto built = run_command(d.with_server({"announce", "urn:nps:agent:example.test:built", "--image", "demo:1",
+                                            "--command", "/bin/worker double", "--env", "MODE=fast"}));
+    REQUIRE_MESSAGE(built.exit_status == 0, built.err);
+    auto resolved = run_command(d.with_server({"announce", "resolve", "urn:nps:agent:example.test:built"}));
+    REQUIRE_MESSAGE(resolved.exit_status == 0, resolved.err);
+    const auto spec = nlohmann::json::parse(resolved.out);
+    CHECK(spec["image"] == "demo:1");
+    CHECK(spec["command"] == nlohmann::json::array({"/bin/worker", "double"}));
+    CHECK(spec["env"]["MODE"] == "fast");
+    nps::test::write_file(d.dir.file("spec.json"), R"({"image":"demo:2","command":["/bin/worker","emit","{}"]})");
+    auto from_file = run_command(d.with_server({"announce", "urn:nps:agent:example.test:filed", "--spawn-spec-file",
+                                                d.dir.file("spec.json")}));
+    REQUIRE_MESSAGE(from_file.exit_status == 0, from_file.err);
+    auto filed = run_command(d.with_server({"announce", "resolve", "urn:nps:agent:example.test:filed"}));
+    CHECK(nlohmann::json::parse(filed.out)["command"] == nlohmann::json::array({"/bin/worker", "emit", "{}"}));
+    nps::test::write_file(d.dir.file("bad.json"), R"({"image":"demo:2","memory":"lots"})");
+    auto bad = run_command(d.with_server({"announce", "urn:nps:agent:example.test:bad", "--spawn-spec-file",
+                                          d.dir.file("bad.json")}));
+    CHECK(bad.exit_status == 2);
+    CHECK(bad.err.find("NOP-SPAWN-SPEC-INVALID") != std::string::npos);
+    auto both = run_command(d.with_server({"announce", "urn:nps:agent:example.test:bad", "--image", "demo:1",
+                                           "--spawn-spec", "spawnspec:e30"}));
+    CHECK(both.exit_status == 2);
+    CHECK(both.err.find("give one of") != std::string::npos);
+
     auto rm = run_command(d.with_server({"announce", "rm", "urn:nps:agent:example.test:adder"}));
     CHECK_MESSAGE(rm.exit_status == 0, rm.err);
     CHECK(rm.out == "urn:nps:agent:example.test:adder removed\n");
