@@ -25,6 +25,10 @@ RetentionSweeper::RetentionSweeper(std::int64_t retention_seconds, api::StorePoo
       stores_(stores),
       clock_(clock)
 {
+    if (auto store = stores_.acquire())
+        store_.emplace(std::move(*store));
+    else
+        log::warning("retention: " + store.error().describe() + " (trying again at each pass)");
     thread_ = std::thread([this] { run(); });
 }
 
@@ -58,14 +62,18 @@ void RetentionSweeper::run()
 
 void RetentionSweeper::sweep_once()
 {
-    auto store = stores_.acquire();
-    if (!store) {
-        log::warning("retention: " + store.error().describe());
-        return;
+    if (!store_) {
+        auto store = stores_.acquire();
+        if (!store) {
+            log::warning("retention: " + store.error().describe());
+            return;
+        }
+        store_.emplace(std::move(*store));
     }
+    api::StorePool::Lease& store = *store_;
     std::int64_t expired = 0, deleted = 0;
     for (;;) {
-        auto n = (*store)->expire_results(kBatch);
+        auto n = store->expire_results(kBatch);
         if (!n) {
             log::warning("retention: " + n.error().describe());
             return;
@@ -75,7 +83,7 @@ void RetentionSweeper::sweep_once()
             break;
     }
     for (;;) {
-        auto n = (*store)->prune_tasks({.finished_before_ms = clock_.now_ms() - retention_ms_, .limit = kBatch});
+        auto n = store->prune_tasks({.finished_before_ms = clock_.now_ms() - retention_ms_, .limit = kBatch});
         if (!n) {
             log::warning("retention: " + n.error().describe());
             return;
@@ -87,7 +95,7 @@ void RetentionSweeper::sweep_once()
     counts_.results_expired += static_cast<std::uint64_t>(expired);
     counts_.tasks_deleted += static_cast<std::uint64_t>(deleted);
     if (deleted > 0)
-        if (auto reclaimed = (*store)->reclaim_space(kReclaimPages); !reclaimed)
+        if (auto reclaimed = store->reclaim_space(kReclaimPages); !reclaimed)
             log::warning("retention: " + reclaimed.error().describe());
     if (expired > 0 || deleted > 0)
         log::info("retention: " + std::to_string(expired) + " task result(s) expired, " + std::to_string(deleted) +

@@ -9,7 +9,8 @@
 // each in small transactions with a pause between them, so the API's
 // writers never wait long for the write lock. A pass runs every
 // retention/10, between 1 s and 60 s; a failure is logged and retried at
-// the next pass.
+// the next pass. The thread's own store connection is opened at
+// construction (the daemon's open files do not change when it first runs).
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "nps/api/store_pool.hpp"
@@ -48,6 +50,7 @@ private:
     const std::int64_t retention_ms_;
     const std::int64_t interval_ms_;
     api::StorePool& stores_;
+    std::optional<api::StorePool::Lease> store_;  // the thread's connection, kept
     const Clock& clock_;
     RetentionCounts counts_;
     std::mutex mutex_;
