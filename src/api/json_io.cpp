@@ -136,15 +136,19 @@ net::HttpResponse empty_response(int status)
     return response;
 }
 
-net::HttpResponse error_response(const std::string& code, const std::string& message)
+net::HttpResponse error_response(const std::string& code, const std::string& message, const Json& extra)
 {
     auto info = proto::classify_error_code(code);
-    Json body = {
-        {"status", info.nps_status},
-        {"error", code.empty() ? std::string(info.code) : code},
-        {"message", message},
-    };
+    Json body = extra.is_object() ? extra : Json::object();
+    body["status"] = info.nps_status;
+    body["error"] = code.empty() ? std::string(info.code) : code;
+    body["message"] = message;
     return json_response(info.http_status, body);
+}
+
+net::HttpResponse error_response(const std::string& code, const std::string& message)
+{
+    return error_response(code, message, Json::object());
 }
 
 net::HttpResponse error_response(const Error& error)

@@ -58,13 +58,10 @@ Json error_status(const std::optional<std::string>& code)
 net::HttpResponse results_expired_response(const store::TaskRecord& task, std::int64_t now_ms)
 {
     const std::int64_t expired_at = task.results_expired_at_ms.value_or(task.results_expire_at_ms.value_or(now_ms));
-    auto response = error_response("NOP-TASK-RESULT-EXPIRED",
-                                   "The results of task '" + task.task_id + "' expired at " +
-                                       format_rfc3339_ms(expired_at) + " (its result_ttl_seconds); its state is " +
-                                       task.state);
-    Json body = Json::parse(response.body);
-    body["task"] = task_summary(task, now_ms);
-    return json_response(response.status, body);
+    return error_response("NOP-TASK-RESULT-EXPIRED",
+                          "The results of task '" + task.task_id + "' expired at " + format_rfc3339_ms(expired_at) +
+                              " (its result_ttl_seconds); its state is " + task.state,
+                          {{"task", task_summary(task, now_ms)}});
 }
 
 }  // namespace

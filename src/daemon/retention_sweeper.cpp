@@ -60,6 +60,21 @@ void RetentionSweeper::run()
     }
 }
 
+std::optional<std::int64_t> RetentionSweeper::in_batches(const std::function<Result<std::int64_t>()>& batch)
+{
+    std::int64_t total = 0;
+    for (;;) {
+        auto n = batch();
+        if (!n) {
+            log::warning("retention: " + n.error().describe());
+            return std::nullopt;
+        }
+        total += *n;
+        if (*n < kBatch || !pause(kBatchPauseMs))
+            return total;
+    }
+}
+
 void RetentionSweeper::sweep_once()
 {
     if (!store_) {
@@ -71,34 +86,19 @@ void RetentionSweeper::sweep_once()
         store_.emplace(std::move(*store));
     }
     api::StorePool::Lease& store = *store_;
-    std::int64_t expired = 0, deleted = 0;
-    for (;;) {
-        auto n = store->expire_results(kBatch);
-        if (!n) {
-            log::warning("retention: " + n.error().describe());
-            return;
-        }
-        expired += *n;
-        if (*n < kBatch || !pause(kBatchPauseMs))
-            break;
-    }
-    for (;;) {
-        auto n = store->prune_tasks({.finished_before_ms = clock_.now_ms() - retention_ms_, .limit = kBatch});
-        if (!n) {
-            log::warning("retention: " + n.error().describe());
-            return;
-        }
-        deleted += *n;
-        if (*n < kBatch || !pause(kBatchPauseMs))
-            break;
-    }
-    counts_.results_expired += static_cast<std::uint64_t>(expired);
-    counts_.tasks_deleted += static_cast<std::uint64_t>(deleted);
-    if (deleted > 0)
+    const auto expired = in_batches([&] { return store->expire_results(kBatch); });
+    if (!expired)
+        return;
+    const auto deleted = in_batches([&] {
+        return store->prune_tasks({.finished_before_ms = clock_.now_ms() - retention_ms_, .limit = kBatch});
+    });
+    if (!deleted)
+        return;
+    if (*deleted > 0)
         if (auto reclaimed = store->reclaim_space(kReclaimPages); !reclaimed)
             log::warning("retention: " + reclaimed.error().describe());
-    if (expired > 0 || deleted > 0)
-        log::info("retention: " + std::to_string(expired) + " task result(s) expired, " + std::to_string(deleted) +
+    if (*expired > 0 || *deleted > 0)
+        log::info("retention: " + std::to_string(*expired) + " task result(s) expired, " + std::to_string(*deleted) +
                   " finished task(s) deleted");
 }
 

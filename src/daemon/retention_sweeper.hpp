@@ -13,9 +13,9 @@
 // construction (the daemon's open files do not change when it first runs).
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,11 +26,6 @@
 
 namespace nps::daemon {
 
-struct RetentionCounts {
-    std::atomic<std::uint64_t> results_expired{0};
-    std::atomic<std::uint64_t> tasks_deleted{0};
-};
-
 class RetentionSweeper {
 public:
     RetentionSweeper(std::int64_t retention_seconds, api::StorePool& stores, const Clock& clock);
@@ -39,11 +34,13 @@ public:
     RetentionSweeper(const RetentionSweeper&) = delete;
     RetentionSweeper& operator=(const RetentionSweeper&) = delete;
 
-    const RetentionCounts& counts() const { return counts_; }
-
 private:
     void run();
     void sweep_once();
+    // Runs `batch` (one transaction, returning how many rows it took) until
+    // it takes fewer than a full batch, pausing between transactions: the
+    // total, or nullopt after a failure (logged).
+    std::optional<std::int64_t> in_batches(const std::function<Result<std::int64_t>()>& batch);
     // Sleeps up to `ms` or until stopped; false when stopped.
     bool pause(std::int64_t ms);
 
@@ -52,7 +49,6 @@ private:
     api::StorePool& stores_;
     std::optional<api::StorePool::Lease> store_;  // the thread's connection, kept
     const Clock& clock_;
-    RetentionCounts counts_;
     std::mutex mutex_;
     std::condition_variable wake_;
     bool stopping_ = false;

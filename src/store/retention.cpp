@@ -2,6 +2,8 @@
 // Retention (docs/retention.md): result expiry after result_ttl_seconds,
 // deleting finished tasks, and giving free pages back to the file system.
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "nps/base/limits.hpp"
 #include "sqlite_store.hpp"
@@ -24,27 +26,25 @@ Result<std::int64_t> SqliteStore::expire_results(std::uint32_t max_tasks)
         [&]() -> Result<std::int64_t> {
             const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
-            // The same due set twice in one transaction: the node results of
-            // the tasks, then the tasks themselves (which leave the index).
-            {
-                auto st = use(expire_nodes_,
-                              "UPDATE node_results SET result = NULL WHERE task_id IN "
-                              "(SELECT task_id FROM tasks WHERE results_expire_at <= ?1 "
-                              "ORDER BY results_expire_at LIMIT ?2)");
-                st->bind(1, static_cast<std::int64_t>(now));
-                st->bind(2, limit);
-                st->exec();
-            }
-            std::int64_t expired = 0;
+            // The due tasks leave the index and name themselves; then their
+            // node results go, each a seek on the (task_id, …) primary key.
+            std::vector<std::string> task_ids;
             {
                 auto st = use(expire_tasks_,
                               "UPDATE tasks SET aggregate = NULL, results_expire_at = NULL, results_expired_at = ?1 "
                               "WHERE message_id IN (SELECT message_id FROM tasks WHERE results_expire_at <= ?1 "
-                              "ORDER BY results_expire_at LIMIT ?2)");
+                              "ORDER BY results_expire_at LIMIT ?2) RETURNING task_id");
                 st->bind(1, static_cast<std::int64_t>(now));
                 st->bind(2, limit);
-                expired = st->exec();
+                while (st->executeStep())
+                    task_ids.push_back(st->getColumn(0).getString());
             }
+            for (const auto& task_id : task_ids) {
+                auto st = use(expire_nodes_, "UPDATE node_results SET result = NULL WHERE task_id = ?1");
+                st->bindNoCopy(1, task_id);
+                st->exec();
+            }
+            const auto expired = static_cast<std::int64_t>(task_ids.size());
             txn.commit();
             return expired;
         });

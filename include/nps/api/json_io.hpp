@@ -43,6 +43,8 @@ net::HttpResponse empty_response(int status);
 // {"status","error","message"} with the HTTP code from the error-code table.
 net::HttpResponse error_response(const Error& error);
 net::HttpResponse error_response(const std::string& code, const std::string& message);
+// The same body with the members of `extra` (an object) added.
+net::HttpResponse error_response(const std::string& code, const std::string& message, const Json& extra);
 // A stored JSON text as a value; null when absent (or, never expected, not JSON).
 Json json_or_null(const std::optional<std::string>& text);
 // A stored string as a value; null when absent.
