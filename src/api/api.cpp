@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "live_feeds.hpp"
 #include "nps/api/json_io.hpp"
 #include "nps/api/process_metrics.hpp"
 #include "nps/base/digest.hpp"
@@ -25,8 +26,20 @@ Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, su
       spawn_resolver_(spawn::resolver_options(config), clock,
                       [this](const std::string& nid) -> Result<store::Announce> {
                           return NPS_TRY(stores_.acquire())->resolve_announce(nid);
-                      })
+                      }),
+      feeds_(std::make_unique<LiveFeeds>(stores, loop))
 {
+}
+
+void Api::set_hooks(ApiHooks hooks)
+{
+    hooks_ = std::move(hooks);
+    feeds_->set_running_log_lookup(hooks_.running_log);
+}
+
+void Api::recorded()
+{
+    feeds_->changed();
 }
 
 Api::~Api()
@@ -168,6 +181,10 @@ void Api::finish(const std::string& what, Result<net::HttpResponse> result,
     const int status = response.status;
     if (responder.respond(std::move(response)))
         metrics_.count_response(status);
+    // A write through the API (deposit, claim, completion, cancel, …) may
+    // have logged events: live feeds look now.
+    if (status < 300 && what.rfind("GET ", 0) != 0)
+        feeds_->changed();
 }
 
 bool Api::route_deferred(const net::HttpRequest& r, const Reply& reply)
@@ -233,6 +250,10 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
         return m == "GET" ? list_tasks(r) : m == "DELETE" ? prune_tasks(r) : method_not_allowed("GET, DELETE");
     if (area == "tasks" && n == 3)
         return m == "GET" ? get_task(s[2]) : m == "DELETE" ? remove_task(s[2]) : method_not_allowed("GET, DELETE");
+    if (area == "events" && n == 2)
+        return m == "GET" ? all_events(r) : method_not_allowed("GET");
+    if (area == "tasks" && n == 4 && s[3] == "events")
+        return m == "GET" ? task_events(r, s[2]) : method_not_allowed("GET");
     if (area == "tasks" && n == 4 && s[3] == "cancel")
         return m == "POST" ? cancel_task(s[2]) : method_not_allowed("POST");
     if (area == "tasks" && n == 5 && s[3] == "nodes")
@@ -331,6 +352,9 @@ Result<net::HttpResponse> Api::render_metrics()
     gauges += "# HELP nps_api_long_polls_parked Long-poll peeks waiting for a deposit or their deadline.\n"
               "# TYPE nps_api_long_polls_parked gauge\nnps_api_long_polls_parked " +
               std::to_string(parked_.size()) + "\n";
+    gauges += "# HELP nps_api_live_feeds Event streams and followed logs open now.\n"
+              "# TYPE nps_api_live_feeds gauge\nnps_api_live_feeds " +
+              std::to_string(feeds_->open_feeds()) + "\n";
     gauges += render_process_metrics(config_.database_path());
     if (hooks_.metrics)
         gauges += hooks_.metrics();

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "nps/base/limits.hpp"
+#include "nps/base/time_format.hpp"
 #include "nps/proto/error_codes.hpp"
 
 namespace nps::api {
@@ -174,6 +175,18 @@ Json json_or_null(const std::optional<std::string>& text)
 Json text_or_null(const std::optional<std::string>& text)
 {
     return text ? Json(*text) : Json(nullptr);
+}
+
+Json event_json(const store::TaskEvent& event)
+{
+    Json detail = Json::parse(event.detail_json, nullptr, /*allow_exceptions=*/false);
+    if (detail.is_discarded())
+        detail = Json::object();
+    return {{"seq", event.seq},
+            {"pos", event.pos},
+            {"at", format_rfc3339_ms(event.at_ms)},
+            {"event", event.name},
+            {"detail", std::move(detail)}};
 }
 
 }  // namespace nps::api

@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include "live_feeds.hpp"
 #include "nps/api/api.hpp"
 #include "nps/api/task_deposit.hpp"
 #include "nps/api/frame_body.hpp"
@@ -188,6 +189,7 @@ void Api::wake_waiters(const std::optional<std::string>& nid)
 void Api::begin_shutdown()
 {
     shutting_down_ = true;
+    feeds_->end_all();
     std::vector<std::uint64_t> ids;
     for (const auto& [id, parked] : parked_)
         ids.push_back(id);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Task inspection, cancellation and the node-result report endpoint.
+// Task inspection, cancellation, removal and the node-result report endpoint.
 #include "nps/api/api.hpp"
 
 #include <cstdlib>
@@ -12,7 +12,6 @@
 #include "nps/base/time_format.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
-#include "nps/supervisor/worker_log.hpp"
 
 namespace nps::api {
 
@@ -105,17 +104,14 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
     Json event_list = Json::array();
     constexpr std::string_view kProgress = ":progress";
     for (const auto& e : events) {
-        Json detail = Json::parse(e.detail_json, nullptr, false);
-        if (detail.is_discarded())
-            detail = Json::object();
+        Json event = event_json(e);
         // The newest progress frame of each node (docs/api.md "Progress").
-        if (e.name.size() > kProgress.size() && e.name.ends_with(kProgress) && detail.is_object()) {
-            Json progress = detail;
-            progress["at"] = format_rfc3339_ms(e.at_ms);
+        if (e.name.size() > kProgress.size() && e.name.ends_with(kProgress) && event["detail"].is_object()) {
+            Json progress = event["detail"];
+            progress["at"] = event["at"];
             nodes[e.name.substr(0, e.name.size() - kProgress.size())]["progress"] = std::move(progress);
         }
-        event_list.push_back(
-            {{"seq", e.seq}, {"at", format_rfc3339_ms(e.at_ms)}, {"event", e.name}, {"detail", std::move(detail)}});
+        event_list.push_back(std::move(event));
     }
     body["nodes"] = std::move(nodes);
     body["events"] = std::move(event_list);
@@ -225,46 +221,6 @@ Result<net::HttpResponse> Api::report_node(const net::HttpRequest& request, cons
 // GET /v1/tasks/{task_id}/nodes/{node_id}/log?stream=stderr|stdout&bytes=N:
 // the tail of the log of the node's last finished worker (the log directory
 // its "<node>:worker" event names), N bytes (default 64 KiB, at most 1 MiB).
-Result<net::HttpResponse> Api::node_log(const net::HttpRequest& request, const std::string& task_id,
-                                        const std::string& node_id)
-{
-    if (!proto::is_valid_identifier(node_id))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "node id '" + node_id + "' is not a valid identifier");
-    std::string stream = "stderr";
-    if (auto it = request.query.find("stream"); it != request.query.end())
-        stream = it->second;
-    if (stream != "stderr" && stream != "stdout")
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "stream must be 'stderr' or 'stdout', not '" + stream + "'");
-    std::size_t bytes = limits::kDefaultNodeLogTailBytes;
-    if (auto it = request.query.find("bytes"); it != request.query.end()) {
-        char* end = nullptr;
-        unsigned long long v = std::strtoull(it->second.c_str(), &end, 10);
-        if (it->second.empty() || *end || v == 0 || v > limits::kMaxNodeLogTailBytes)
-            return protocol_error("NWP-HTTP-PARAM-INVALID", "bytes must be a whole number from 1 to " +
-                                                                std::to_string(limits::kMaxNodeLogTailBytes));
-        bytes = static_cast<std::size_t>(v);
-    }
-    auto store = NPS_TRY(stores_.acquire());
-    NPS_TRY(store->task(task_id));  // NOP-TASK-NOT-FOUND
-    std::optional<std::string> log_dir;
-    for (const auto& e : NPS_TRY(store->events(task_id))) {
-        if (e.name != node_id + ":worker")
-            continue;
-        auto detail = Json::parse(e.detail_json, nullptr, /*allow_exceptions=*/false);
-        if (detail.is_object() && detail.contains("log_dir") && detail["log_dir"].is_string())
-            log_dir = detail["log_dir"].get<std::string>();
-    }
-    if (!log_dir)
-        return protocol_error("NOP-TASK-NOT-FOUND", "Node '" + node_id + "' of task '" + task_id +
-                                                        "' has no finished worker with a log on this runner");
-    auto text = NPS_TRY(supervisor::read_log_tail(*log_dir + "/" + stream + ".log", bytes));
-    return json_response(200, {{"task_id", task_id},
-                               {"node_id", node_id},
-                               {"stream", stream},
-                               {"log_dir", *log_dir},
-                               {"text", text}});
-}
-
 Result<net::HttpResponse> Api::cancel_task(const std::string& task_id)
 {
     auto store = NPS_TRY(stores_.acquire());

@@ -48,7 +48,10 @@ Result<ParsedArgs> parse_args(const VerbSpec& spec, int argc, char** argv, int f
             parsed.help = true;
             return parsed;
         }
-        if (options_done || arg == "-" || arg.rfind("--", 0) != 0) {
+        // A short option ("-f") counts when the verb declares it.
+        const bool short_option = !options_done && arg.size() == 2 && arg[0] == '-' && arg[1] != '-' &&
+                                  find_option(spec, arg) != nullptr;
+        if (!short_option && (options_done || arg == "-" || arg.rfind("--", 0) != 0)) {
             if (!options_done && arg.size() > 1 && arg[0] == '-' && arg != "-")
                 return usage_error(spec, "Unknown option '" + arg + "' for '" + spec.command + "'");
             parsed.positionals.push_back(arg);

@@ -128,9 +128,10 @@ Result<ApiClient> ApiClient::from_args(const ParsedArgs& args)
 Result<net::ClientResponse> ApiClient::send(const std::string& method, const std::string& path,
                                             std::optional<std::string> body,
                                             std::vector<std::pair<std::string, std::string>> headers,
-                                            long timeout_ms) const
+                                            long timeout_ms, std::function<bool(std::string_view)> on_data) const
 {
     net::ClientRequest request;
+    request.on_data = std::move(on_data);
     request.method = method;
     request.url = base_url_ + path;
     request.unix_socket = unix_socket_;
@@ -154,29 +155,49 @@ Result<net::ClientResponse> ApiClient::send(const std::string& method, const std
     return response;
 }
 
+namespace {
+
+// A non-2xx answer as the Error its body names.
+Error answer_error(const std::string& method, const std::string& path, const net::ClientResponse& response,
+                   bool has_token, const std::string& description, const std::string& token_path)
+{
+    const nlohmann::json parsed = nlohmann::json::parse(response.body, nullptr, false);
+    if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_string()) {
+        std::string message = parsed.value("message", std::string());
+        if (response.status == 401)
+            message = has_token ? "the daemon refused the bearer token (--token, NPS_RUNNER_TOKEN, api.token)"
+                                : "the daemon at " + description + " requires a bearer token: use the unix "
+                                  "socket, --token or NPS_RUNNER_TOKEN, or read access to " + token_path +
+                                  " (group " + config::kRunnerGroup + ")";
+        return protocol_error(parsed["error"].get<std::string>(), message);
+    }
+    return internal_error(method + " " + path + " answered HTTP " + std::to_string(response.status));
+}
+
+}  // namespace
+
 Result<nlohmann::json> ApiClient::call(const std::string& method, const std::string& path,
                                        std::optional<std::string> body,
                                        std::vector<std::pair<std::string, std::string>> headers,
                                        long timeout_ms) const
 {
     auto response = NPS_TRY(send(method, path, std::move(body), std::move(headers), timeout_ms));
+    if (response.status < 200 || response.status > 299)
+        return answer_error(method, path, response, token_.has_value(), description_, token_path_);
     nlohmann::json parsed = response.body.empty() ? nlohmann::json(nullptr)
                                                   : nlohmann::json::parse(response.body, nullptr, false);
-    if (response.status < 200 || response.status > 299) {
-        if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_string()) {
-            std::string message = parsed.value("message", std::string());
-            if (response.status == 401)
-                message = token_ ? "the daemon refused the bearer token (--token, NPS_RUNNER_TOKEN, api.token)"
-                                 : "the daemon at " + description_ + " requires a bearer token: use the unix "
-                                   "socket, --token or NPS_RUNNER_TOKEN, or read access to " + token_path_ +
-                                   " (group " + config::kRunnerGroup + ")";
-            return protocol_error(parsed["error"].get<std::string>(), message);
-        }
-        return internal_error(method + " " + path + " answered HTTP " + std::to_string(response.status));
-    }
     if (parsed.is_discarded())
         return internal_error(method + " " + path + " answered with a body that is not JSON");
     return parsed;
+}
+
+Result<void> ApiClient::follow(const std::string& path, const std::function<bool(std::string_view)>& on_data,
+                               std::vector<std::pair<std::string, std::string>> headers) const
+{
+    auto response = NPS_TRY(send("GET", path, std::nullopt, std::move(headers), 0, on_data));
+    if (response.status < 200 || response.status > 299)
+        return answer_error("GET", path, response, token_.has_value(), description_, token_path_);
+    return {};
 }
 
 int report_error(const Error& error)

@@ -24,6 +24,8 @@ Verbs:
   task show ID [--json]     a task's state, nodes and events
   task ls                   list tasks (--state, --limit)
   task wait ID              wait until a task is terminal (--timeout S)
+  task watch ID             print a task's events as they happen, until it ends
+  task logs ID [NODE] [-f]  a node's worker log; -f follows it live
   task cancel ID            cancel a task
   task rm ID...             delete finished tasks now
   task prune --older-than D delete the tasks that finished more than D (7d, 2h) ago
@@ -39,6 +41,7 @@ Verbs:
   image pull REF            pull an image from an OCI distribution registry
   image ls | rm REF... | gc | inspect REF
                             list, remove, garbage-collect and inspect stored images
+  config check [--config F] validate a config file; print every setting and its source
   status                    summarise a running daemon: cgroups, tasks, workers, inboxes
   ps                        the running workers: task, node, pid, uptime, memory, CPU
   version                   print the version
@@ -58,6 +61,8 @@ constexpr Verb kVerbs[] = {
     {"task", "show", task_show},
     {"task", "ls", task_ls},
     {"task", "wait", task_wait},
+    {"task", "watch", task_watch},
+    {"task", "logs", task_logs},
     {"task", "cancel", task_cancel},
     {"task", "rm", task_rm},
     {"task", "prune", task_prune},
@@ -72,6 +77,7 @@ constexpr Verb kVerbs[] = {
     {"image", "rm", image_rm},
     {"image", "gc", image_gc},
     {"image", "inspect", image_inspect},
+    {"config", "check", config_check},
     {"status", nullptr, status},
     {"ps", nullptr, ps},
     {"invoke", nullptr, invoke},
@@ -98,7 +104,7 @@ int main(int argc, char** argv)
     }
     // A group verb without its sub-verb: the sub-verbs, on stdout for
     // --help (exit 0), else as a usage error.
-    for (const char* group : {"task", "image"}) {
+    for (const char* group : {"task", "image", "config"}) {
         if (std::strcmp(argv[1], group) != 0)
             continue;
         std::string subs;

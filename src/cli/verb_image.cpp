@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "announced_images.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/cli/import_progress.hpp"
 #include "nps/cli/verb_runner.hpp"
@@ -277,8 +278,9 @@ int image_rm(int argc, char** argv, int first)
                         "REF is a name (REPOSITORY[:TAG]), a manifest digest (sha256:HEX, removing all its names)\n"
                         "or a unique prefix of at least 12 hex digits. Blobs and unpacked layers shared with\n"
                         "other images stay; an image in use by a running worker keeps its content until\n"
-                        "'image gc' runs after the worker ended.",
-                        store_options({}),
+                        "'image gc' runs after the worker ended. An image that an announced agent's SpawnSpec\n"
+                        "names is refused (nothing is removed) unless --force is given.",
+                        store_options({{"--force", nullptr, "remove images that announced agents use"}}),
                         1,
                         static_cast<std::size_t>(-1)};
     auto [args, exit_status] = start_verb(spec, argc, argv, first);
@@ -287,6 +289,18 @@ int image_rm(int argc, char** argv, int first)
     auto ctx = open_store(*args);
     if (!ctx)
         return report_error(ctx.error());
+    if (!args->flag("--force")) {
+        auto in_use = images_in_use(ctx->config, *ctx->store, args->positionals);
+        if (!in_use)
+            return report_error(in_use.error());
+        for (const auto& use : *in_use)
+            std::fprintf(stderr, "nps-runner: image '%s' is used by agent %s (SpawnSpec image '%s')\n",
+                         use.target.c_str(), use.nid.c_str(), use.image.c_str());
+        if (!in_use->empty()) {
+            std::fprintf(stderr, "nps-runner: nothing removed: 'nps-runner announce rm NID' first, or --force\n");
+            return kExitFailure;
+        }
+    }
     auto report = ctx->store->remove(args->positionals);
     if (!report)
         return report_error(report.error());

@@ -31,7 +31,7 @@ const VerbSpec kSpec{
     "run",
     "--image REF | --rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--disk Q] [--max-runtime S] [--idle-timeout S]\n"
     "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]]\n"
-    "       [--userns | --no-userns] [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
+    "       [--userns | --no-userns] [--entrypoint CMD] [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
     "Run one command in a sandbox, attached to this terminal.",
     "The command runs as pid 1 of new pid, mount, uts, ipc and cgroup namespaces, behind\n"
     "pivot_root with a fresh /proc, a minimal /dev and a tmpfs /tmp, with no capabilities,\n"
@@ -39,7 +39,9 @@ const VerbSpec kSpec{
     "--image REF: a read-only overlay of the image's layers (from the store in --state-dir,\n"
     "see 'nps-runner image') with a private upper directory removed afterwards. The image's\n"
     "Entrypoint runs with CMD ARGS, or with its Cmd when none are given; its Env, WorkingDir\n"
-    "and User apply (--env and --user override them).\n"
+    "and User apply (--env and --user override them). --entrypoint CMD replaces the\n"
+    "Entrypoint (as docker run does: the image's Cmd is then not used; '' clears it), e.g.\n"
+    "'--entrypoint /bin/sh' to look around an image.\n"
     "--rootfs DIR: a read-only bind of DIR, which must contain /proc, /dev and /tmp; the\n"
     "environment is PATH and HOME plus --env.\n\n"
     "Limits: --memory (swap off), --cpu and --pids put the command in a cgroup beneath this\n"
@@ -68,6 +70,7 @@ const VerbSpec kSpec{
     {
         {"--image", "REF", "run this image (name or digest) from the image store"},
         {"--rootfs", "DIR", "run in this root filesystem directory instead"},
+        {"--entrypoint", "CMD", "run CMD instead of the image's Entrypoint and Cmd (CMD ARGS follow it)"},
         {"--state-dir", "DIR", "the image store's state directory (default: runner.state_dir, /var/lib/nps-runner)"},
         {"--memory", "Q", "memory limit, e.g. 64Mi or 1G, swap off (default 512Mi, [workers] default_memory)"},
         {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2 (default 1, [workers] default_cpu)"},
@@ -132,12 +135,14 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
 {
     RunRequest request;
     request.sandbox.argv = args.positionals;
+    if (auto entrypoint = args.value("--entrypoint"); entrypoint && !entrypoint->empty())
+        request.sandbox.argv.insert(request.sandbox.argv.begin(), *entrypoint);
     request.sandbox.env = {kDefaultPath, "HOME=/"};
     auto rootfs = args.value("--rootfs");
     if (rootfs.has_value() == args.value("--image").has_value())
         return internal_error("give either --image REF or --rootfs DIR");
-    if (rootfs && args.positionals.empty())
-        return internal_error("--rootfs needs a command: -- CMD [ARGS...]");
+    if (rootfs && request.sandbox.argv.empty())
+        return internal_error("--rootfs needs a command: -- CMD [ARGS...] (or --entrypoint CMD)");
     if (rootfs)
         request.sandbox.rootfs = *rootfs;
     if (auto network = args.value("--network")) {
@@ -208,10 +213,16 @@ Result<void> apply_image(const ParsedArgs& args, const image::WorkerRootfs& root
     request.sandbox.rootfs = rootfs.path();
     request.sandbox.writable.host_dir = rootfs.space_dir();
     std::vector<std::string> argv = config.entrypoint;
-    const auto& tail = args.positionals.empty() ? config.cmd : args.positionals;
+    auto tail = args.positionals.empty() ? config.cmd : args.positionals;
+    if (auto entrypoint = args.value("--entrypoint")) {
+        // As docker run: the image's Entrypoint is replaced ('' clears it)
+        // and its Cmd is not used.
+        argv = entrypoint->empty() ? std::vector<std::string>{} : std::vector<std::string>{*entrypoint};
+        tail = args.positionals;
+    }
     argv.insert(argv.end(), tail.begin(), tail.end());
     if (argv.empty())
-        return internal_error("the image has neither Entrypoint nor Cmd: give a command after --");
+        return internal_error("the image has neither Entrypoint nor Cmd: give a command after -- (or --entrypoint)");
     request.sandbox.argv = std::move(argv);
     std::vector<std::string> env = config.env;
     if (std::none_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("PATH=", 0) == 0; }))

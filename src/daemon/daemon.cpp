@@ -230,7 +230,10 @@ Result<void> run(config::Config config, ConfigLoader reload)
                                               .store = *loop_store,
                                               .stores = pool,
                                               .cgroups = cgroup_base ? &*cgroup_base : nullptr,
-                                              .recorded = [&deliverer] { deliverer->notify(); }}));
+                                              .recorded = [&deliverer, &api] {
+                                                  deliverer->notify();
+                                                  api.recorded();
+                                              }}));
     // The HTTP server runs on the loop (docs/api.md "Threading"); blocking
     // routes go to api_jobs and answer back on the loop.
     auto api_jobs = NPS_TRY(JobPool::create(*loop, kApiJobThreads, "nps-api-jobs"));
@@ -240,6 +243,10 @@ Result<void> run(config::Config config, ConfigLoader reload)
                    .executor = [&executor] { return executor->status_json(); },
                    .not_ready = [&executor] { return executor->not_ready_reason(); },
                    .workers = [&executor] { return executor->workers_json(); },
+                   .running_log = [&executor](const std::string& task_id,
+                                              const std::string& node_id) {
+                       return executor->running_log_dir(task_id, node_id);
+                   },
                    .offload = [&api_jobs](std::function<void()> work, std::function<void()> done) {
                        api_jobs->submit(std::move(work), std::move(done));
                    }});

@@ -162,6 +162,12 @@ std::string Executor::workers_json() const
     return workers.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+std::optional<std::string> Executor::running_log_dir(const std::string& task_id, const std::string& node_id) const
+{
+    const auto it = executions_.find(task_id);
+    return it != executions_.end() ? it->second->running_log_dir(node_id) : std::nullopt;
+}
+
 std::string Executor::not_ready_reason() const
 {
     if (!started_)

@@ -86,6 +86,8 @@ public:
     // Loop thread: the workers of the running tasks as a JSON array text
     // (GET /v1/workers), by task id then node id.
     std::string workers_json() const;
+    // The log directory of a node's running worker (GET …/log?follow=1).
+    std::optional<std::string> running_log_dir(const std::string& task_id, const std::string& node_id) const;
     const supervisor::Supervisor& supervisor() const { return *supervisor_; }
 
 private:

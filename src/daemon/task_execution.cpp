@@ -165,6 +165,17 @@ void TaskExecution::describe_workers(nlohmann::json& into, std::int64_t now_ms) 
     }
 }
 
+std::optional<std::string> TaskExecution::running_log_dir(const std::string& node_id) const
+{
+    const auto it = slots_.find(node_id);
+    if (it == slots_.end() || !it->second->worker)
+        return std::nullopt;
+    const auto status = ctx_.supervisor.status(*it->second->worker);
+    if (!status || !status->pid || ctx_.supervisor.options().log_root.empty())
+        return std::nullopt;
+    return ctx_.supervisor.options().log_root + "/" + status->name;
+}
+
 void TaskExecution::start()
 {
     nop::RunOptions options{.mode = ctx_.config.executor.conformance ? nop::Mode::conformance : nop::Mode::production,

@@ -57,6 +57,8 @@ public:
     // One JSON object per attempt of this task that has a worker, queued or
     // running (GET /v1/workers, docs/api.md), appended to `into`.
     void describe_workers(nlohmann::json& into, std::int64_t now_ms) const;
+    // The log directory of the node's worker while it runs (started, not yet ended).
+    std::optional<std::string> running_log_dir(const std::string& node_id) const;
     std::size_t workers() const { return outstanding_; }
 
     // nop::TaskHost

@@ -80,6 +80,24 @@ bool looks_like_registry(std::string_view component)
            component.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") != std::string_view::npos;
 }
 
+// Docker's short form of a repository on Docker Hub: "docker.io/ux/wc" and
+// "index.docker.io/ux/wc" are "ux/wc"; "docker.io/library/alpine" and
+// "library/alpine" are "alpine" (what `docker images` shows).
+std::string familiar_repository(std::string_view repository)
+{
+    for (std::string_view hub : {std::string_view("docker.io/"), std::string_view("index.docker.io/")}) {
+        if (repository.size() > hub.size() && same_registry(repository.substr(0, hub.size()), hub)) {
+            repository.remove_prefix(hub.size());
+            break;
+        }
+    }
+    constexpr std::string_view kLibrary = "library/";
+    if (repository.size() > kLibrary.size() && repository.compare(0, kLibrary.size(), kLibrary) == 0 &&
+        repository.find('/', kLibrary.size()) == std::string_view::npos)
+        repository.remove_prefix(kLibrary.size());
+    return std::string(repository);
+}
+
 Error invalid(std::string_view text, const std::string& why)
 {
     return internal_error("Invalid image name '" + std::string(text.substr(0, limits::kMaxImageRefChars)) + "': " + why);
@@ -100,7 +118,11 @@ bool is_valid_tag(std::string_view tag)
     return true;
 }
 
-Result<ImageName> parse_image_name(std::string_view text)
+namespace {
+
+// `short_form`: Docker Hub's names as Docker shows them (parse_image_name);
+// else as written (parse_image_reference, which needs the registry).
+Result<ImageName> parse_name(std::string_view text, bool short_form)
 {
     if (text.empty())
         return invalid(text, "empty");
@@ -145,8 +167,15 @@ Result<ImageName> parse_image_name(std::string_view text)
             return invalid(text, "component '" + std::string(c) +
                                      "' must be lowercase letters and digits, separated by '.', '_', '__' or '-'");
     }
-    name.repository = repository;
+    name.repository = short_form ? familiar_repository(repository) : std::string(repository);
     return name;
+}
+
+}  // namespace
+
+Result<ImageName> parse_image_name(std::string_view text)
+{
+    return parse_name(text, true);
 }
 
 bool is_valid_registry_host(std::string_view text)
@@ -204,7 +233,7 @@ Result<ImageReference> parse_image_reference(std::string_view text)
         ref.digest = digest;
         name_part = text.substr(0, at);
     }
-    auto name = parse_image_name(name_part);
+    auto name = parse_name(name_part, false);
     if (!name) {
         // "Invalid image name 'x': why" → why
         const std::string& message = name.error().message;

@@ -116,6 +116,13 @@ MHD_Response* MHD_create_response_from_buffer_with_free_callback_cls(size_t size
     return real ? real(size, buffer, free_callback, free_cls) : nullptr;
 }
 
+MHD_Response* MHD_create_response_from_callback(uint64_t size, size_t block_size, MHD_ContentReaderCallback crc,
+                                                void* crc_cls, MHD_ContentReaderFreeCallback crfc)
+{
+    NPS_MHD(MHD_create_response_from_callback);
+    return real ? real(size, block_size, crc, crc_cls, crfc) : nullptr;
+}
+
 enum MHD_Result MHD_add_response_header(MHD_Response* response, const char* header, const char* content)
 {
     NPS_MHD(MHD_add_response_header);

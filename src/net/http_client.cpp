@@ -21,12 +21,25 @@ struct BodySink {
     std::string* body = nullptr;
     std::size_t max_bytes = 0;
     bool overflow = false;
+    CURL* curl = nullptr;
+    const std::function<bool(std::string_view)>* on_data = nullptr;
+    bool stopped = false;  // on_data asked to end the transfer
 };
 
 std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
 {
     auto* sink = static_cast<BodySink*>(user);
     const std::size_t bytes = size * count;
+    if (sink->on_data != nullptr && *sink->on_data) {
+        long status = 0;
+        curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 200 && status < 300) {
+            if ((*sink->on_data)(std::string_view(data, bytes)))
+                return bytes;
+            sink->stopped = true;
+            return 0;  // aborts the transfer (CURLE_WRITE_ERROR), reported as a response
+        }
+    }
     if (sink->body->size() + bytes > sink->max_bytes) {
         sink->overflow = true;
         return 0;  // aborts the transfer with CURLE_WRITE_ERROR
@@ -67,7 +80,7 @@ Result<ClientResponse> http_request(const ClientRequest& request)
     curl::Setter set(curl);
 
     ClientResponse response;
-    BodySink sink{&response.body, request.max_response_bytes, false};
+    BodySink sink{&response.body, request.max_response_bytes, false, curl, &request.on_data};
     char error_buffer[CURL_ERROR_SIZE] = {};
 
     set(CURLOPT_URL, request.url.c_str());
@@ -134,7 +147,7 @@ Result<ClientResponse> http_request(const ClientRequest& request)
     if (sink.overflow)
         return internal_error(what + " failed: response body exceeds " + std::to_string(request.max_response_bytes) +
                               " bytes");
-    if (rc != CURLE_OK) {
+    if (rc != CURLE_OK && !sink.stopped) {
         const std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(rc);
         return internal_error(what + " failed: " + detail);
     }

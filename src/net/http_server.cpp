@@ -48,6 +48,8 @@ constexpr const char* kBadTargetBody =
 constexpr const char* kBadFramingBody =
     R"({"status":"NPS-CLIENT-BAD-FRAME","error":"NPS-CLIENT-BAD-FRAME",)"
     R"("message":"conflicting Content-Length values, or Content-Length with Transfer-Encoding"})";
+// What a streamed answer hands MHD per read at most.
+constexpr std::size_t kStreamChunkBytes = 16 * 1024;
 // Hang-ups taken from the watch epoll per dispatch (the rest: next time).
 constexpr int kHangupBatch = 64;
 
@@ -70,6 +72,7 @@ void log_line(const std::string& text)
 
 class MhdServer;
 struct RequestContext;
+struct ConnectionState;
 
 HttpResponse internal_error_response()
 {
@@ -99,6 +102,8 @@ namespace detail {
 // it points back here while a Responder exists. Single-threaded: the server's
 // thread (in thread-per-connection mode, the connection's thread, and only
 // during the handler call).
+struct StreamReader;
+
 struct PendingRequest {
     MhdServer* server = nullptr;
     RequestContext* context = nullptr;
@@ -112,6 +117,27 @@ struct PendingRequest {
 
     bool respond(HttpResponse response);
     void detach();
+};
+
+// The server's end of a ResponseStream: MHD's content reader for one
+// streamed answer, owned by its MHD response (freed with it). While the
+// stream has nothing to send the connection is parked (suspended) and
+// watched for a hang-up, like a pending request; the stream's data_ready
+// resumes it.
+struct StreamReader {
+    std::shared_ptr<ResponseStream> stream;
+    MhdServer* server = nullptr;
+    MHD_Connection* connection = nullptr;
+    ConnectionState* state = nullptr;
+    bool parked = false;
+
+    // Hooks the stream's data_ready to this reader.
+    static void attach(StreamReader& reader);
+    static ssize_t read(void* cls, std::uint64_t pos, char* into, std::size_t max);
+    static void release(void* cls);
+    // The client left or the server stops: the producer hears of it, and the
+    // connection closes at the next read.
+    void abandon();
 };
 
 }  // namespace detail
@@ -133,6 +159,7 @@ struct ConnectionState {
     bool evicted = false;           // shut down (head deadline or eviction); MHD closes it next run
     bool bad_target = false;        // the unescape callback found a bad byte in this request's target
     RequestContext* suspended = nullptr;  // parked and watched for a hang-up
+    detail::StreamReader* stream = nullptr;  // the streamed answer in progress (watched likewise while parked)
 };
 
 // Per-request state, kept in MHD's *con_cls across access-handler calls.
@@ -231,6 +258,9 @@ public:
                 MHD_resume_connection(context->connection);
             }
             suspended_.clear();
+            for (detail::StreamReader* reader : std::vector<detail::StreamReader*>(parked_streams_.begin(),
+                                                                                   parked_streams_.end()))
+                reader->abandon();
             // Also lets answers given just before (begin_shutdown) go out:
             // a few rounds while MHD has work ready.
             for (int round = 0; round < kStopRounds; ++round) {
@@ -316,6 +346,37 @@ public:
 
     std::size_t pending_requests() const override { return suspended_.size(); }
 
+    // A streamed answer has nothing to send: suspend its connection until
+    // the producer writes (StreamReader::read, from inside MHD_run).
+    void park(detail::StreamReader& reader)
+    {
+        reader.parked = true;
+        parked_streams_.insert(&reader);
+        MHD_suspend_connection(reader.connection);
+        if (reader.state != nullptr)
+            watch_fd(*reader.state);
+    }
+
+    // The producer wrote (or the stream ended or is gone): MHD reads again.
+    void unpark(detail::StreamReader& reader)
+    {
+        if (!reader.parked)
+            return;
+        forget(reader);
+        MHD_resume_connection(reader.connection);
+        if (!dispatching_ && !stopping_ && wakeup_)
+            wakeup_();
+    }
+
+    // Drops the bookkeeping of a parked reader (also when it is freed).
+    void forget(detail::StreamReader& reader)
+    {
+        if (reader.parked && reader.state != nullptr)
+            ::epoll_ctl(hangup_watch_.get(), EPOLL_CTL_DEL, reader.state->fd, nullptr);
+        reader.parked = false;
+        parked_streams_.erase(&reader);
+    }
+
     std::size_t open_connections() const override
     {
         std::size_t count = 0;
@@ -361,6 +422,10 @@ public:
     {
         if (response.status < 200 || response.status > 999) {
             log_line("handler returned invalid HTTP status " + std::to_string(response.status));
+            response = internal_error_response();
+        }
+        if (response.stream && mode_ != Mode::external_loop) {
+            log_line("a streamed answer needs the LoopHttpServer");
             response = internal_error_response();
         }
         context.answer = std::move(response);
@@ -504,6 +569,10 @@ private:
             listener->connections.erase(state);
             if (state->suspended != nullptr)  // (on_completed unwatches first; never leave a stale pointer)
                 ::epoll_ctl(listener->server->hangup_watch_.get(), EPOLL_CTL_DEL, state->fd, nullptr);
+            if (state->stream != nullptr) {
+                listener->server->forget(*state->stream);
+                state->stream->state = nullptr;
+            }
         }
         delete state;
     }
@@ -588,14 +657,18 @@ private:
     // watch it while suspended).
     void watch(RequestContext& context)
     {
-        ConnectionState* state = context.state;
-        if (!hangup_watch_ || state == nullptr || state->fd < 0)
-            return;
+        if (context.state != nullptr && watch_fd(*context.state))
+            context.state->suspended = &context;
+    }
+
+    bool watch_fd(ConnectionState& state)
+    {
+        if (!hangup_watch_ || state.fd < 0)
+            return false;
         epoll_event event{};
         event.events = EPOLLRDHUP;
-        event.data.ptr = state;
-        if (::epoll_ctl(hangup_watch_.get(), EPOLL_CTL_ADD, state->fd, &event) == 0)
-            state->suspended = &context;
+        event.data.ptr = &state;
+        return ::epoll_ctl(hangup_watch_.get(), EPOLL_CTL_ADD, state.fd, &event) == 0;
     }
 
     void unwatch(RequestContext& context)
@@ -617,6 +690,10 @@ private:
         const int n = ::epoll_wait(hangup_watch_.get(), events, kHangupBatch, 0);
         for (int i = 0; i < n; ++i) {
             auto* state = static_cast<ConnectionState*>(events[i].data.ptr);
+            if (state->stream != nullptr && state->stream->parked) {
+                state->stream->abandon();
+                continue;
+            }
             RequestContext* context = state->suspended;
             if (context == nullptr || !context->suspended)
                 continue;
@@ -806,17 +883,32 @@ private:
         }
         HttpResponse response = std::move(*context.answer);
         context.answer.reset();
-        return queue(connection, std::move(response));
+        return queue(connection, context.state, std::move(response));
     }
 
-    static MHD_Result queue(MHD_Connection* connection, HttpResponse response)
+    MHD_Result queue(MHD_Connection* connection, ConnectionState* state, HttpResponse response)
     {
-        auto* body = new std::string(std::move(response.body));
-        MHD_Response* mhd_response = MHD_create_response_from_buffer_with_free_callback_cls(
-            body->size(), body->data(), &free_string, body);
-        if (mhd_response == nullptr) {
-            delete body;
-            return MHD_NO;
+        MHD_Response* mhd_response = nullptr;
+        if (response.stream) {
+            auto* reader = new detail::StreamReader{response.stream, this, connection, state};
+            if (state != nullptr)
+                state->stream = reader;
+            detail::StreamReader::attach(*reader);
+            mhd_response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, kStreamChunkBytes,
+                                                             &detail::StreamReader::read, reader,
+                                                             &detail::StreamReader::release);
+            if (mhd_response == nullptr) {
+                detail::StreamReader::release(reader);
+                return MHD_NO;
+            }
+        } else {
+            auto* body = new std::string(std::move(response.body));
+            mhd_response = MHD_create_response_from_buffer_with_free_callback_cls(body->size(), body->data(),
+                                                                                  &free_string, body);
+            if (mhd_response == nullptr) {
+                delete body;
+                return MHD_NO;
+            }
         }
         if (!response.content_type.empty())
             MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE, response.content_type.c_str());
@@ -833,6 +925,7 @@ private:
     AsyncHttpHandler handler_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::unordered_set<RequestContext*> suspended_;  // external_loop: waiting for a Responder
+    std::unordered_set<detail::StreamReader*> parked_streams_;  // streamed answers waiting for data
     std::function<void()> wakeup_;                    // external_loop: dispatch() is due
     UniqueFd hangup_watch_;                           // external_loop: epoll over suspended connections
     bool dispatching_ = false;
@@ -878,6 +971,45 @@ void PendingRequest::detach()
     if (context != nullptr && context->pending == this)
         context->pending = nullptr;
     context = nullptr;
+}
+
+void StreamReader::attach(StreamReader& reader)
+{
+    reader.stream->data_ready_ = [r = &reader] {
+        if (r->parked)
+            r->server->unpark(*r);
+    };
+}
+
+ssize_t StreamReader::read(void* cls, std::uint64_t /*pos*/, char* into, std::size_t max)
+{
+    auto& reader = *static_cast<StreamReader*>(cls);
+    ResponseStream& stream = *reader.stream;
+    if (stream.gone())
+        return MHD_CONTENT_READER_END_WITH_ERROR;  // closes the connection
+    if (stream.has_data())
+        return static_cast<ssize_t>(stream.take(into, max));
+    if (stream.ended())
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    reader.server->park(reader);
+    return 0;
+}
+
+void StreamReader::release(void* cls)
+{
+    auto* reader = static_cast<StreamReader*>(cls);
+    reader->server->forget(*reader);
+    if (reader->state != nullptr && reader->state->stream == reader)
+        reader->state->stream = nullptr;
+    reader->stream->data_ready_ = nullptr;
+    reader->stream->mark_gone();  // a no-op after end()
+    delete reader;
+}
+
+void StreamReader::abandon()
+{
+    server->unpark(*this);
+    stream->mark_gone();
 }
 
 }  // namespace detail

@@ -40,6 +40,17 @@ Message read_message(const SQLite::Statement& stmt, int first)
     return m;
 }
 
+TaskEvent read_event(const SQLite::Statement& stmt, int first)
+{
+    TaskEvent e;
+    e.pos = stmt.getColumn(first).getInt64();
+    e.seq = stmt.getColumn(first + 1).getInt64();
+    e.at_ms = stmt.getColumn(first + 2).getInt64();
+    e.name = stmt.getColumn(first + 3).getString();
+    e.detail_json = stmt.getColumn(first + 4).getString();
+    return e;
+}
+
 TaskRecord read_task(const SQLite::Statement& stmt, int first)
 {
     TaskRecord t;

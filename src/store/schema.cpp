@@ -53,7 +53,7 @@ constexpr int kApplicationId = 0x4E505352;
 //    the head never touches the table rows it skips (live leases). `queue`
 //    is constant in the partial index but must be a column too: SQLite's
 //    covering-index check does not credit the index's WHERE.
-constexpr std::array<const char*, 4> kMigrations = {
+constexpr std::array<const char*, 5> kMigrations = {
     // 1: initial schema
     R"sql(
 CREATE TABLE tasks (
@@ -347,6 +347,38 @@ CREATE TABLE inboxes (
     created_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 INSERT INTO inboxes (nid, tasks, created_at) SELECT nid, count(*), min(created_at) FROM tasks GROUP BY nid;
+)sql",
+
+    // 5: live event feeds (docs/api.md "Live feeds"). Every event gets pos,
+    // its place in the log of all tasks: the all-tasks feed resumes from it
+    // (Last-Event-ID). AUTOINCREMENT, so a pos is never reused even when
+    // the newest tasks are removed. (message_id, seq) stays unique and is
+    // what a task's log and its next seq are read by. Existing events get
+    // their pos in time order. The table is rebuilt in place: with the
+    // legacy rename the triggers that write it keep naming "events".
+    // Also: stored image names on Docker Hub take Docker's short form.
+    R"sql(
+PRAGMA legacy_alter_table = ON;
+CREATE TABLE events_v5 (
+    pos        INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id INTEGER NOT NULL REFERENCES tasks (message_id),
+    seq        INTEGER NOT NULL,
+    at         INTEGER NOT NULL,
+    name       TEXT    NOT NULL,
+    detail     TEXT    NOT NULL,
+    UNIQUE (message_id, seq)
+);
+INSERT INTO events_v5 (message_id, seq, at, name, detail)
+    SELECT message_id, seq, at, name, detail FROM events ORDER BY at, message_id, seq;
+DROP TABLE events;
+ALTER TABLE events_v5 RENAME TO events;
+PRAGMA legacy_alter_table = OFF;
+-- Image names on Docker Hub in Docker's short form (image/reference.hpp):
+-- docker.io/library/alpine:3 is alpine:3. A short name already stored wins.
+UPDATE OR IGNORE image_refs SET name = substr(name, 11) WHERE name LIKE 'docker.io/%';
+UPDATE OR IGNORE image_refs SET name = substr(name, 17) WHERE name LIKE 'index.docker.io/%';
+UPDATE OR IGNORE image_refs SET name = substr(name, 9)
+    WHERE name LIKE 'library/%' AND instr(substr(name, 9), '/') = 0;
 )sql",
 };
 

@@ -111,6 +111,9 @@ Message read_message(const SQLite::Statement& stmt, int first);
     "t.dedup_key, t.lease_owner, t.lease_expiry, t.claims, t.created_at, t.updated_at, f.payload, " \
     "t.finished_at, t.results_expire_at, t.results_expired_at"
 TaskRecord read_task(const SQLite::Statement& stmt, int first);
+// Over `events e`.
+#define NPS_STORE_EVENT_COLUMNS "e.pos, e.seq, e.at, e.name, e.detail"
+TaskEvent read_event(const SQLite::Statement& stmt, int first);
 
 // One row returned by a claim UPDATE (claims.cpp).
 struct ClaimedRow {
@@ -163,6 +166,8 @@ public:
     Result<void> append_event(const std::string& task_id, const std::string& name, const std::string& detail_json,
                               const std::optional<std::string>& lease_holder) override;
     Result<std::vector<TaskEvent>> events(const std::string& task_id) override;
+    Result<std::vector<FeedEvent>> events_after(const EventQuery& query) override;
+    Result<std::int64_t> last_event_pos() override;
 
     using Store::put_announce;
     Result<void> put_announce(const Announce& announce, const AnnounceAdmission& admit) override;
@@ -270,6 +275,7 @@ private:
     CachedStatement begin_, commit_, rollback_;
     CachedStatement event_insert_;                       // sqlite_store.cpp
     CachedStatement event_list_, task_exists_;           // tasks.cpp
+    CachedStatement feed_all_, feed_task_, feed_last_;   // tasks.cpp
     // inbox.cpp
     CachedStatement deposit_find_, deposit_depth_, deposit_task_, deposit_frame_;
     CachedStatement peek_, ack_, depth_, last_id_, sweep_, inbox_known_, inbox_count_, inbox_add_;

@@ -122,20 +122,52 @@ Result<std::vector<TaskEvent>> SqliteStore::events(const std::string& task_id)
         [&] { return "Failed to read the events of task '" + task_id + "'"; },
         [&]() -> Result<std::vector<TaskEvent>> {
             auto st = use(event_list_,
-                          "SELECT e.seq, e.at, e.name, e.detail FROM tasks t "
+                          "SELECT " NPS_STORE_EVENT_COLUMNS " FROM tasks t "
                           "JOIN events e ON e.message_id = t.message_id WHERE t.task_id = ?1 ORDER BY e.seq");
             st->bindNoCopy(1, task_id);
             std::vector<TaskEvent> out;
-            while (st->executeStep()) {
-                TaskEvent e;
-                e.seq = st->getColumn(0).getInt64();
-                e.at_ms = st->getColumn(1).getInt64();
-                e.name = st->getColumn(2).getString();
-                e.detail_json = st->getColumn(3).getString();
-                out.push_back(std::move(e));
-            }
+            while (st->executeStep())
+                out.push_back(read_event(*st, 0));
             return out;
         });
+}
+
+Result<std::vector<FeedEvent>> SqliteStore::events_after(const EventQuery& query)
+{
+    return guarded<std::vector<FeedEvent>>(
+        [&] {
+            return query.task_id ? "Failed to read the events of task '" + *query.task_id + "'"
+                                 : std::string("Failed to read the event log");
+        },
+        [&]() -> Result<std::vector<FeedEvent>> {
+            const auto limit = static_cast<std::int64_t>(query.limit);
+            auto st = query.task_id
+                          ? use(feed_task_,
+                                "SELECT t.task_id, " NPS_STORE_EVENT_COLUMNS " FROM tasks t "
+                                "JOIN events e ON e.message_id = t.message_id WHERE t.task_id = ?1 AND e.seq > ?2 "
+                                "ORDER BY e.seq LIMIT ?3")
+                          : use(feed_all_,
+                                "SELECT t.task_id, " NPS_STORE_EVENT_COLUMNS " FROM events e "
+                                "JOIN tasks t ON t.message_id = e.message_id WHERE e.pos > ?2 "
+                                "ORDER BY e.pos LIMIT ?3");
+            if (query.task_id)
+                st->bindNoCopy(1, *query.task_id);
+            st->bind(2, query.after);
+            st->bind(3, limit);
+            std::vector<FeedEvent> out;
+            while (st->executeStep())
+                out.push_back(FeedEvent{st->getColumn(0).getString(), read_event(*st, 1)});
+            return out;
+        });
+}
+
+Result<std::int64_t> SqliteStore::last_event_pos()
+{
+    return guarded<std::int64_t>([] { return std::string("Failed to read the event log"); },
+                                 [&]() -> Result<std::int64_t> {
+                                     auto st = use(feed_last_, "SELECT coalesce(max(pos), 0) FROM events");
+                                     return st->executeStep() ? st->getColumn(0).getInt64() : 0;
+                                 });
 }
 
 }  // namespace nps::store::detail

@@ -62,6 +62,8 @@ def main():
         print(out)
         check(shell.returncode == 0, f"the quickstart runs to its end (exit {shell.returncode})")
         check('{"words":3}' in out.splitlines(), "invoke printed {\"words\":3}")
+        check("task first-task COMPLETED" in out.splitlines(), "task watch followed first-task to its end")
+        check(any("count:completed" in line for line in out.splitlines()), "task watch printed the node's events")
         task_file = Path(home, "first-worker", "first-task.json")
         task = json.loads(task_file.read_text()) if task_file.exists() else {}
         check(task.get("state") == "COMPLETED", f"first-task is COMPLETED ({task.get('state')})")

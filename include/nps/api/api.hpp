@@ -18,13 +18,16 @@
 //    through this API re-checks the parked peeks of the inbox, the deadline
 //    answers with what is there then, and begin_shutdown() answers them all;
 //  - POST /v1/spawnspecs/resolve, which may fetch over the network, runs on
-//    another thread (ApiHooks::offload) and answers on the loop.
+//    another thread (ApiHooks::offload) and answers on the loop;
+//  - the live feeds (event streams, followed logs) answer with a stream the
+//    LiveFeeds of this API writes as things happen (src/api/live_feeds.hpp).
 // SQLite calls run on the loop (short, local).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +42,8 @@
 #include "nps/supervisor/event_loop.hpp"
 
 namespace nps::api {
+
+class LiveFeeds;
 
 // What the daemon found about its host at start, reported by GET /healthz.
 struct HostFacts {
@@ -57,6 +62,9 @@ struct ApiHooks {
     std::function<std::string()> executor;                      // GET /healthz "executor": a JSON object text
     std::function<std::string()> not_ready;                     // GET /readyz: why not ready, "" when ready
     std::function<std::string()> workers;                       // GET /v1/workers: a JSON array text
+    // The log directory of the node's running worker, if one runs (a
+    // followed log reads it as it grows).
+    std::function<std::optional<std::string>(const std::string& task_id, const std::string& node_id)> running_log;
     // Runs `work` (which may block on the network) on another thread, then
     // `done` on the loop's thread. Unset: both run at once, on the loop
     // (tools and tests only: the loop then waits for the network).
@@ -73,7 +81,7 @@ public:
     Api& operator=(const Api&) = delete;
 
     // Set before the HTTP server starts.
-    void set_hooks(ApiHooks hooks) { hooks_ = std::move(hooks); }
+    void set_hooks(ApiHooks hooks);
 
     // The net::AsyncHttpHandler: answers through `responder`, now or later.
     void handle(const net::HttpRequest& request, net::Responder responder);
@@ -88,6 +96,9 @@ public:
     void wake_waiters(const std::optional<std::string>& nid = std::nullopt);
     // Long-polls parked now (tests, metrics).
     std::size_t parked_requests() const { return parked_.size(); }
+    // The executor (or another writer in this process) recorded something:
+    // live feeds look now instead of at their next poll.
+    void recorded();
 
 private:
     // Answers one request: an error becomes the error body; counted, logged.
@@ -126,8 +137,11 @@ private:
     Result<net::HttpResponse> list_tasks(const net::HttpRequest& request);
     Result<net::HttpResponse> report_node(const net::HttpRequest& request, const std::string& task_id,
                                   const std::string& node_id);
+    // Live views (routes_live.cpp): read once, or followed (?follow=1).
     Result<net::HttpResponse> node_log(const net::HttpRequest& request, const std::string& task_id,
                                        const std::string& node_id);
+    Result<net::HttpResponse> task_events(const net::HttpRequest& request, const std::string& task_id);
+    Result<net::HttpResponse> all_events(const net::HttpRequest& request);
     Result<net::HttpResponse> cancel_task(const std::string& task_id);
     Result<net::HttpResponse> remove_task(const std::string& task_id);
     Result<net::HttpResponse> list_workers();
@@ -168,6 +182,7 @@ private:
     std::uint64_t next_parked_ = 1;
     bool shutting_down_ = false;
     spawn::SpawnSpecResolver spawn_resolver_;  // announces from the store; remote specs cached
+    std::unique_ptr<LiveFeeds> feeds_;
 };
 
 }  // namespace nps::api

@@ -16,6 +16,7 @@
 
 #include "nps/base/result.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/store/types.hpp"
 
 namespace nps::api {
 
@@ -49,6 +50,8 @@ net::HttpResponse error_response(const std::string& code, const std::string& mes
 Json json_or_null(const std::optional<std::string>& text);
 // A stored string as a value; null when absent.
 Json text_or_null(const std::optional<std::string>& text);
+// One event of the log as the API shows it: {"seq","pos","at","event","detail"}.
+Json event_json(const store::TaskEvent& event);
 // 405 NWP-HTTP-METHOD-NOT-ALLOWED with the Allow header.
 net::HttpResponse method_not_allowed(const std::string& allowed);
 

@@ -101,6 +101,20 @@ inline constexpr unsigned kHttpConnectionEvictionSlack = 32;
 // Per non-loopback peer address (loopback peers share 127.0.0.1 with the
 // daemon's own clients: only the listener cap and the head deadline bound them).
 inline constexpr unsigned kMaxHttpConnectionsPerPeer = 64;
+// A streamed response (event feed, followed log): bytes waiting for a slow
+// client before it is dropped (it resumes with Last-Event-ID).
+inline constexpr std::size_t kMaxHttpStreamBufferBytes = 1 << 20;
+// Live feeds (event streams and followed logs) the API serves at once.
+inline constexpr std::size_t kMaxLiveFeeds = 64;
+// How often live feeds look for what other connections and processes wrote
+// (this process's own writes wake them at once), and the keep-alive comment
+// a quiet Server-Sent Events stream sends so dead peers and proxies notice.
+inline constexpr unsigned kLiveFeedPollMs = 250;
+inline constexpr unsigned kLiveFeedKeepaliveSeconds = 15;
+// The largest Last-Event-ID / ?after= cursor accepted (an event seq or pos).
+inline constexpr std::int64_t kMaxEventCursor = std::int64_t{1} << 53;
+// Events one poll sends a feed at most (a resume far back continues next poll).
+inline constexpr std::size_t kLiveFeedBatchEvents = 500;
 // Idle time (no byte in or out) after which MHD closes a connection; a parked
 // long-poll (suspended) is not idle.
 inline constexpr unsigned kHttpConnectionTimeoutSeconds = 60;

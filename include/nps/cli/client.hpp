@@ -11,8 +11,10 @@
 // unix:PATH (add the user to group nps-runner)".
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +32,8 @@ public:
     Result<net::ClientResponse> send(const std::string& method, const std::string& path,
                                      std::optional<std::string> body = std::nullopt,
                                      std::vector<std::pair<std::string, std::string>> headers = {},
-                                     long timeout_ms = 30000) const;
+                                     long timeout_ms = 30000,
+                                     std::function<bool(std::string_view)> on_data = nullptr) const;
 
     // As send(), but a non-2xx status becomes an Error carrying the API's
     // error code and message; a 2xx JSON body is parsed (null when empty).
@@ -38,6 +41,12 @@ public:
                                 std::optional<std::string> body = std::nullopt,
                                 std::vector<std::pair<std::string, std::string>> headers = {},
                                 long timeout_ms = 30000) const;
+
+    // GET of a followed feed: a 2xx body goes to on_data as it arrives, with
+    // no time limit, until the daemon ends it or on_data returns false; any
+    // other answer is an Error as in call().
+    Result<void> follow(const std::string& path, const std::function<bool(std::string_view)>& on_data,
+                        std::vector<std::pair<std::string, std::string>> headers = {}) const;
 
     const std::string& describe() const { return description_; }
 

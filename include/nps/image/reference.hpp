@@ -6,8 +6,11 @@
 // component is lowercase [a-z0-9] runs joined by '.', '_', '__' or '-'
 // runs; the first component may instead be a host ("localhost:5000",
 // "Registry.Example.com"). tag: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, default
-// "latest". Names are stored as given plus the default tag — no "docker.io/
-// library/" expansion: the store is local and shows what the operator typed.
+// "latest". Names on Docker Hub are kept in the short form Docker shows, so
+// the spellings of one image are one name: "docker.io/library/alpine",
+// "index.docker.io/library/alpine", "library/alpine" and "alpine" are all
+// "alpine:latest"; "docker.io/ux/wc:3" is "ux/wc:3". Other names are kept
+// as given plus the default tag.
 #pragma once
 
 #include <string>

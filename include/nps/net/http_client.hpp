@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 #include <utility>
 
@@ -30,6 +32,11 @@ struct ClientRequest {
     // When set, the request is abandoned (an error) within about a second
     // of *cancel becoming true: a long-poll that must end at shutdown.
     const std::atomic<bool>* cancel = nullptr;
+    // Set: a 2xx answer's body is handed over piece by piece as it arrives
+    // (a followed feed) instead of being collected; returning false ends the
+    // transfer early, which still counts as a response. Other answers are
+    // collected into body as usual.
+    std::function<bool(std::string_view piece)> on_data;
 };
 
 struct ClientResponse {

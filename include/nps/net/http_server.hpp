@@ -70,6 +70,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
+#include "nps/net/response_stream.hpp"
 
 namespace nps::net {
 
@@ -92,6 +93,9 @@ struct HttpResponse {
     std::string content_type = "application/json";
     std::string body;
     std::vector<std::pair<std::string, std::string>> headers;
+    // Set: the body is this stream's, sent as it is written (chunked;
+    // LoopHttpServer only, see response_stream.hpp), and `body` is ignored.
+    std::shared_ptr<ResponseStream> stream;
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;

@@ -157,6 +157,10 @@ public:
     }
     // In seq order; empty for an unknown task.
     virtual Result<std::vector<TaskEvent>> events(const std::string& task_id) = 0;
+    // The live feeds' read (EventQuery); empty for an unknown task.
+    virtual Result<std::vector<FeedEvent>> events_after(const EventQuery& query) = 0;
+    // The pos of the newest event (0: none): where a feed of new events starts.
+    virtual Result<std::int64_t> last_event_pos() = 0;
 
     // --- local NDP registry ----------------------------------------------------------
     // Decides, inside put_announce's transaction and given the NID's stored

@@ -140,10 +140,25 @@ enum class RecordOutcome { recorded, duplicate };
 const char* to_string(RecordOutcome outcome);
 
 struct TaskEvent {
-    std::int64_t seq = 0;
+    std::int64_t pos = 0;  // place in the log of every task (the all-tasks feed's cursor), ascending
+    std::int64_t seq = 0;  // place in its task's log: 1, 2, …
     std::int64_t at_ms = 0;
     std::string name{};         // "inbox:deposited", "lease:granted", "task:running", "fetch:attempt:1", …
     std::string detail_json{};  // JSON object text, "{}" when there is nothing to add
+};
+
+// A slice of the event log for a live feed (Store::events_after): with
+// task_id, that task's events after seq `after`; without, every task's events
+// after pos `after`. In log order, at most `limit`.
+struct EventQuery {
+    std::optional<std::string> task_id{};
+    std::int64_t after = 0;
+    std::size_t limit = 500;
+};
+
+struct FeedEvent {
+    std::string task_id{};
+    TaskEvent event{};
 };
 
 // Which finished tasks prune_tasks deletes: finished before the cutoff, in

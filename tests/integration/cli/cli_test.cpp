@@ -50,7 +50,7 @@ TEST_CASE("version and help")
     CHECK(short_help.out.find("Usage: nps-runner task rm") == 0);
     auto group = run_command({"task", "--help"});
     CHECK(group.exit_status == 0);
-    CHECK(group.out.find("show, ls, wait, cancel, rm, prune") != std::string::npos);
+    CHECK(group.out.find("show, ls, wait, watch, logs, cancel, rm, prune") != std::string::npos);
     CHECK(run_command({"task"}).exit_status == 2);
     CHECK(run_command({"-h"}).exit_status == 0);
     auto none = run_command({});

@@ -14,7 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nps/base/clock.hpp"
 #include "nps/image/image_store.hpp"
+#include "nps/spawn/spec_ref.hpp"
+#include "nps/store/store.hpp"
 #include "runner_process.hpp"
 #include "test_images.hpp"
 
@@ -74,12 +77,14 @@ TEST_CASE_FIXTURE(StateFixture, "each format imports, lists and keeps the image 
     CHECK(contains(ok({"import", images.oci_dir, "--name", "busybox:oci"}),
                    "Imported busybox:oci " + images.manifest_digest + " (linux/amd64"));
     CHECK(contains(ok({"import", images.oci_archive}), "Imported busybox:oa " + images.manifest_digest));
-    CHECK(contains(ok({"import", images.docker_archive}), "Imported docker.io/library/busybox:da sha256:"));
+    // A docker-archive's RepoTags name Docker Hub in full; the store keeps Docker's short form.
+    CHECK(contains(ok({"import", images.docker_archive}), "Imported busybox:da sha256:"));
     CHECK(contains(ok({"import", images.zstd_dir, "--name", "busybox:zstd"}), "Imported busybox:zstd sha256:"));
 
     const std::string table = ok({"ls"});
-    for (const char* name : {"busybox:oci", "busybox:oa", "docker.io/library/busybox:da", "busybox:zstd"})
+    for (const char* name : {"busybox:oci", "busybox:oa", "busybox:da", "busybox:zstd"})
         CHECK_MESSAGE(contains(table, name), table);
+    CHECK_FALSE(contains(table, "docker.io"));
     const Json list = json({"ls"});
     REQUIRE(list.size() == 4);
     for (const auto& entry : list) {
@@ -88,8 +93,10 @@ TEST_CASE_FIXTURE(StateFixture, "each format imports, lists and keeps the image 
         CHECK(entry["pins"] == 0);
     }
 
-    // The image config, as umoci set it, whatever the format.
-    for (const char* name : {"busybox:oci", "busybox:oa", "docker.io/library/busybox:da", "busybox:zstd"}) {
+    // The image config, as umoci set it, whatever the format. Docker Hub's
+    // spellings of a name find the same image.
+    for (const char* name : {"busybox:oci", "busybox:oa", "docker.io/library/busybox:da", "library/busybox:da",
+                             "busybox:da", "index.docker.io/library/busybox:da", "busybox:zstd"}) {
         const Json c = inspect(name)["config"];
         CHECK(c["entrypoint"] == Json::array({"/bin/sh"}));
         CHECK(c["cmd"] == Json::array({"-c", "echo hello from the image"}));
@@ -329,4 +336,35 @@ TEST_CASE_FIXTURE(StateFixture, "gc evicts unpacked layers of idle images above 
     r = image({"gc"});
     CHECK(r.exit_status == 1);
     CHECK(contains(r.err, "images.gc_max_bytes"));
+}
+
+TEST_CASE_FIXTURE(StateFixture, "rm refuses an image an announced agent uses, unless --force")
+{
+    ok({"import", images.oci_dir, "--name", "busybox:used"});
+    ok({"import", images.oci_dir, "--name", "busybox:alias"});
+    ok({"import", images.zstd_dir, "--name", "busybox:free"});
+    {
+        auto store = nps::store::Store::open({.path = state + "/runner.db"}, nps::SystemClock::instance());
+        REQUIRE(store);
+        nps::store::Announce announce;
+        announce.nid = "urn:nps:agent:example.test:user";
+        announce.activation_mode = "ephemeral";
+        announce.spawn_spec_ref = nps::spawn::encode_spawnspec_uri(R"({"image":"busybox:used"})");
+        announce.body_json = "{}";
+        REQUIRE((*store)->put_announce(announce));
+    }
+    // The name the SpawnSpec uses, and the digest of its manifest: refused, nothing removed.
+    for (const std::string& ref : {std::string("busybox:used"), images.manifest_digest}) {
+        CAPTURE(ref);
+        auto refused = image({"rm", ref});
+        CHECK(refused.exit_status == 1);
+        CHECK(contains(refused.err, "is used by agent urn:nps:agent:example.test:user (SpawnSpec image 'busybox:used')"));
+        CHECK(contains(refused.err, "nothing removed"));
+        CHECK(json({"ls"}).size() == 3);  // every name still there
+    }
+    // Another name of the same manifest, and an unused image: removed.
+    CHECK(contains(ok({"rm", "busybox:alias"}), "Untagged busybox:alias"));
+    CHECK(contains(ok({"rm", "busybox:free"}), "Untagged busybox:free"));
+    // --force removes the used one.
+    CHECK(contains(ok({"rm", "--force", "busybox:used"}), "Untagged busybox:used"));
 }

@@ -84,6 +84,24 @@ TEST_CASE("run --image: arguments replace Cmd; Env, WorkingDir and User apply")
         FAIL_CHECK("left behind: " << left);
 }
 
+TEST_CASE("run --image --entrypoint replaces the Entrypoint and drops Cmd, as docker run does")
+{
+    RunImageFixture f;
+    auto r = f.run({"--entrypoint", "/bin/echo"}, {"plain", "words"});
+    INFO(r.err);
+    CHECK(r.exit_status == 0);
+    CHECK(r.out == "plain words\n");
+    r = f.run({"--entrypoint", "/bin/echo"});
+    CHECK(r.exit_status == 0);
+    CHECK(r.out == "\n");  // the image's Cmd (-c 'echo hello…') is not passed
+    r = f.run({"--entrypoint", ""}, {"/bin/echo", "cleared"});
+    CHECK(r.exit_status == 0);
+    CHECK(r.out == "cleared\n");
+    r = f.run({"--entrypoint", ""});
+    CHECK(r.exit_status == 125);  // the command never ran
+    CHECK(r.err.find("neither Entrypoint nor Cmd") != std::string::npos);
+}
+
 TEST_CASE("run --image: --env and --user override the image config")
 {
     RunImageFixture f;

@@ -39,13 +39,16 @@ DEB_FILES = {
     "/usr/share/man/man7/nps-runner-worker.7.gz": 0o644,
     "/usr/share/nps-runner/config.toml.example": 0o644,
     "/usr/share/doc/nps-runner/copyright": 0o644,
+    "/usr/share/bash-completion/completions/nps-runner": 0o644,
+    "/usr/share/zsh/vendor-completions/_nps-runner": 0o644,
 }
 # Created at installation by systemd-tmpfiles (and by the unit at start).
 DEB_DIRS = {"/var/lib/nps-runner": 0o711, "/run/nps-runner": 0o755}
 RPM_FILES = {"/usr/bin/nps-runner", "/etc/nps-runner/config.toml", "/usr/lib/systemd/system/nps-runner.service",
              "/usr/lib/tmpfiles.d/nps-runner.conf", "/usr/share/man/man8/nps-runner.8",
              "/usr/share/man/man5/nps-runner.conf.5", "/usr/share/man/man7/nps-runner-worker.7",
-             "/usr/share/nps-runner/config.toml.example", "/var/lib/nps-runner", "/run/nps-runner"}
+             "/usr/share/nps-runner/config.toml.example", "/var/lib/nps-runner", "/run/nps-runner",
+             "/usr/share/bash-completion/completions/nps-runner", "/usr/share/zsh/vendor-completions/_nps-runner"}
 
 
 def must(cmd, label, **kwargs):

@@ -15,8 +15,15 @@ TEST_CASE("image names get the default tag and keep their spelling")
     const std::pair<const char*, const char*> good[] = {
         {"busybox", "busybox:latest"},
         {"busybox:1.36", "busybox:1.36"},
-        {"library/busybox:1.36-musl", "library/busybox:1.36-musl"},
-        {"docker.io/library/busybox:da", "docker.io/library/busybox:da"},
+        // Docker Hub's spellings are one name, in Docker's short form.
+        {"library/busybox:1.36-musl", "busybox:1.36-musl"},
+        {"docker.io/library/busybox:da", "busybox:da"},
+        {"index.docker.io/library/alpine", "alpine:latest"},
+        {"Docker.IO/ux/wc:3", "ux/wc:3"},
+        {"docker.io/ux/wc:3", "ux/wc:3"},
+        {"ux/wc:3", "ux/wc:3"},
+        {"docker.io/library/team/app", "library/team/app:latest"},
+        {"reg.example/library/alpine", "reg.example/library/alpine:latest"},
         {"localhost:5000/team/app", "localhost:5000/team/app:latest"},
         {"Registry.Example.com/a__b/c-d.e:V_1", "Registry.Example.com/a__b/c-d.e:V_1"},
     };

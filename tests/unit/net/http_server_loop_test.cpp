@@ -89,6 +89,7 @@ public:
     std::uint16_t port() const { return port_; }
     std::string url(const std::string& target) const { return "http://127.0.0.1:" + std::to_string(port_) + target; }
     std::size_t pending() { return on_loop([this] { return bound_->server().pending_requests(); }); }
+    std::size_t connections() { return on_loop([this] { return bound_->server().open_connections(); }); }
 
     // Waits (at most 30 s) until `count` requests are held.
     bool wait_pending(std::size_t count)
@@ -364,4 +365,137 @@ TEST_CASE("loop mode: held requests count towards max_connections")
     const std::string response = fourth.read_all();
     REQUIRE_MESSAGE(status_of(response) == 200, response);
     CHECK(body_of(response)["path"] == "/third");
+}
+
+// --- streamed answers (ResponseStream) ---------------------------------------
+
+namespace {
+
+// Waits (at most 10 s) until `done()` holds, asked on the loop's thread.
+template <class F>
+bool eventually(LoopThread& loop, F done)
+{
+    for (int i = 0; i < 1000; ++i) {
+        if (loop.on_loop(done))
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+// A handler that answers /stream with a new stream, kept in `streams`.
+AsyncHttpHandler streaming_handler(std::vector<std::shared_ptr<ResponseStream>>& streams,
+                                   std::size_t max_buffered = nps::limits::kMaxHttpStreamBufferBytes)
+{
+    return [&streams, max_buffered](const HttpRequest& request, Responder responder) {
+        if (request.path != "/stream")
+            return responder(echo(request));
+        HttpResponse response;
+        response.content_type = "text/plain";
+        response.stream = std::make_shared<ResponseStream>(max_buffered);
+        streams.push_back(response.stream);
+        responder(std::move(response));
+    };
+}
+
+}  // namespace
+
+TEST_CASE("loop mode: a streamed answer goes out as it is written and ends with end()")
+{
+    std::vector<std::shared_ptr<ResponseStream>> streams;  // loop thread only
+    LoopThread loop(tcp_options(), streaming_handler(streams));
+
+    std::mutex mutex;
+    std::string received;
+    std::promise<ClientResponse> answer;
+    std::thread client([&] {
+        ClientRequest request = get(loop.url("/stream"));
+        request.on_data = [&](std::string_view piece) {
+            std::lock_guard lock(mutex);
+            received.append(piece);
+            return true;
+        };
+        answer.set_value(must(http_request(request)));
+    });
+    const auto received_now = [&] {
+        std::lock_guard lock(mutex);
+        return received;
+    };
+    REQUIRE(eventually(loop, [&] { return streams.size() == 1; }));
+    loop.on_loop([&] { CHECK(streams[0]->write("first\n")); });
+    // The first piece arrives while the answer is still open.
+    for (int i = 0; i < 1000 && received_now() != "first\n"; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(received_now() == "first\n");
+    // Requests on other connections are answered meanwhile.
+    CHECK(must(http_request(get(loop.url("/other")))).status == 200);
+    loop.on_loop([&] {
+        CHECK(streams[0]->write("second\n"));
+        streams[0]->end();
+        CHECK_FALSE(streams[0]->write("too late\n"));
+    });
+    const ClientResponse response = answer.get_future().get();
+    client.join();
+    CHECK(response.status == 200);
+    CHECK(response.headers.at("transfer-encoding") == "chunked");
+    CHECK(received_now() == "first\nsecond\n");
+    CHECK(loop.on_loop([&] { return streams[0]->gone(); }) == false);  // it ended; nobody left
+}
+
+TEST_CASE("loop mode: a streamed answer's client leaving is noticed at once")
+{
+    std::vector<std::shared_ptr<ResponseStream>> streams;  // loop thread only
+    bool told = false;                                     // loop thread only
+    LoopThread loop(tcp_options(), streaming_handler(streams));
+    {
+        RawClient client(loop.port());
+        client.send_get("/stream");
+        REQUIRE(eventually(loop, [&] { return streams.size() == 1; }));
+        loop.on_loop([&] {
+            streams[0]->on_gone([&told] { told = true; });
+            CHECK(streams[0]->write("hello\n"));
+        });
+        REQUIRE(client.readable(5000));
+    }  // the client closes while the stream waits for data
+    CHECK(eventually(loop, [&] { return told && streams[0]->gone(); }));
+    CHECK_FALSE(loop.on_loop([&] { return streams[0]->write("anyone?\n"); }));
+    for (int i = 0; i < 500 && loop.connections() != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(loop.connections() == 0);
+}
+
+TEST_CASE("loop mode: a reader that stops reading is dropped at the buffer cap, not buffered without end")
+{
+    std::vector<std::shared_ptr<ResponseStream>> streams;  // loop thread only
+    LoopThread loop(tcp_options(), streaming_handler(streams, 64 * 1024));
+    RawClient client(loop.port());  // never reads
+    client.send_get("/stream");
+    REQUIRE(eventually(loop, [&] { return streams.size() == 1; }));
+    // The socket buffers take some; past them and the 64 KiB cap the writer is told.
+    const std::string piece(16 * 1024, 'x');
+    bool refused = false;
+    for (int i = 0; i < 4096 && !refused; ++i) {
+        refused = !loop.on_loop([&] { return streams[0]->write(piece); });
+        if (i % 64 == 63)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    CHECK(refused);
+    CHECK(loop.on_loop([&] { return streams[0]->gone(); }));
+    // The server closed the connection: the client reads what had been sent, then EOF.
+    CHECK(status_of(client.read_all()) == 200);
+}
+
+TEST_CASE("loop mode: stopping the server ends open streams and tells their producers")
+{
+    std::vector<std::shared_ptr<ResponseStream>> streams;  // loop thread only
+    bool told = false;
+    LoopThread loop(tcp_options(), streaming_handler(streams));
+    RawClient client(loop.port());
+    client.send_get("/stream");
+    REQUIRE(eventually(loop, [&] { return streams.size() == 1; }));
+    loop.on_loop([&] { streams[0]->on_gone([&told] { told = true; }); });
+    loop.stop();
+    CHECK(told);
+    CHECK(streams[0]->gone());
+    (void)client.read_all();  // returns: the connection was closed (read_all fails after 60 s otherwise)
 }
