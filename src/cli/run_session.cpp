@@ -2,8 +2,12 @@
 // One sandboxed command under poll(2): the pidfd says it ended, a signalfd
 // carries SIGINT/SIGTERM/SIGHUP, timerfds carry the time limits. With an
 // idle timeout the command's stdout and stderr are pipes we relay, since
-// activity means "a byte on stdout or stderr" (DESIGN §3.3).
+// activity means "a byte on stdout or stderr" (DESIGN §3.3). With a
+// terminal (run -t) the command's stdio is a pty of its own, relayed both
+// ways (run_terminal.hpp).
 #include "run_session.hpp"
+
+#include "run_terminal.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -113,7 +117,7 @@ int run_attached(RunRequest request)
 {
     sigset_t mask;
     ::sigemptyset(&mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGWINCH})
         ::sigaddset(&mask, sig);
     // Blocked before spawning so none slips in between; the child resets its mask.
     ::sigprocmask(SIG_BLOCK, &mask, nullptr);
@@ -131,7 +135,17 @@ int run_attached(RunRequest request)
     request.sandbox.cgroup = *group ? &**group : nullptr;
 
     std::optional<Pipe> out, err;
-    if (request.idle_timeout_seconds) {
+    std::optional<RunTerminal> terminal;
+    if (request.terminal) {
+        auto opened = RunTerminal::open();
+        if (!opened) {
+            say(opened.error().describe());
+            return kExitSandboxFailure;
+        }
+        terminal.emplace(std::move(*opened));
+        request.sandbox.stdin_fd = request.sandbox.stdout_fd = request.sandbox.stderr_fd = terminal->slave();
+        request.sandbox.controlling_terminal = true;
+    } else if (request.idle_timeout_seconds) {
         auto o = make_pipe(), e = make_pipe();
         if (!o || !e) {
             say((o ? e : o).error().describe());
@@ -165,17 +179,21 @@ int run_attached(RunRequest request)
         out->write_end.reset();
         err->write_end.reset();
     }
+    if (terminal)
+        terminal->close_slave();
     if (!arm(max_timer, request.max_runtime_seconds) || !arm(idle_timer, request.idle_timeout_seconds))
         return kExitSandboxFailure;  // ~Child kills and reaps
 
-    enum { kPid, kSignal, kMax, kIdle, kOut, kErr, kCount };
+    enum { kPid, kSignal, kMax, kIdle, kOut, kErr, kIn, kCount };
     std::array<pollfd, kCount> fds{};
     fds[kPid] = {child->pidfd(), POLLIN, 0};
     fds[kSignal] = {signal_fd.get(), POLLIN, 0};
     fds[kMax] = {max_timer.get(), POLLIN, 0};
     fds[kIdle] = {idle_timer.get(), POLLIN, 0};
-    fds[kOut] = {out ? out->read_end.get() : -1, POLLIN, 0};
+    // With a terminal, its master carries all output, and our stdin goes to it.
+    fds[kOut] = {terminal ? terminal->master() : out ? out->read_end.get() : -1, POLLIN, 0};
     fds[kErr] = {err ? err->read_end.get() : -1, POLLIN, 0};
+    fds[kIn] = {terminal ? STDIN_FILENO : -1, POLLIN, 0};
 
     Ending ending = Ending::exited;
     int caught_signal = 0;
@@ -188,12 +206,22 @@ int run_attached(RunRequest request)
             return kExitSandboxFailure;
         }
         for (int i : {kOut, kErr}) {
-            if (fds[i].revents & (POLLIN | POLLHUP)) {
+            if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
                 if (!relay(fds[i].fd, i == kOut ? 1 : 2))
-                    fds[i].fd = -1;  // EOF
-                itimerspec when{};
-                when.it_value.tv_sec = *request.idle_timeout_seconds;
-                ::timerfd_settime(idle_timer.get(), 0, &when, nullptr);
+                    fds[i].fd = -1;  // EOF (a terminal's master: EIO once the command's side is closed)
+                if (idle_timer) {
+                    itimerspec when{};
+                    when.it_value.tv_sec = *request.idle_timeout_seconds;
+                    ::timerfd_settime(idle_timer.get(), 0, &when, nullptr);
+                }
+            }
+        }
+        if (fds[kIn].revents & (POLLIN | POLLHUP | POLLERR)) {
+            if (!relay(STDIN_FILENO, terminal->master())) {
+                // Our stdin ended (a pipe): end-of-file for the command's terminal.
+                fds[kIn].fd = -1;
+                const char eot = 0x04;
+                (void)::write(terminal->master(), &eot, 1);
             }
         }
         if (fds[kPid].revents & POLLIN) {
@@ -203,7 +231,11 @@ int run_attached(RunRequest request)
         }
         if (fds[kSignal].revents & POLLIN) {
             signalfd_siginfo info{};
-            if (::read(signal_fd.get(), &info, sizeof info) == sizeof info) {
+            if (::read(signal_fd.get(), &info, sizeof info) != sizeof info) {
+            } else if (info.ssi_signo == SIGWINCH) {
+                if (terminal)
+                    terminal->copy_window_size();
+            } else {
                 caught_signal = static_cast<int>(info.ssi_signo);
                 ending = Ending::signal;
             }
@@ -222,6 +254,7 @@ int run_attached(RunRequest request)
             (void)(*group)->kill_all();
         (void)child->kill(SIGKILL);
     }
+    terminal.reset();  // our terminal back to its mode before anything more is said
     auto status = child->wait();
     bool oom = false;
     if (*group) {

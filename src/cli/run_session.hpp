@@ -23,6 +23,7 @@ struct RunRequest {
     cgroup::Enforcement enforcement = cgroup::Enforcement::strict;
     std::optional<std::uint32_t> max_runtime_seconds;
     std::optional<std::uint32_t> idle_timeout_seconds;  // no byte on stdout/stderr for this long
+    bool terminal = false;  // run -t: a pty of its own as stdio and controlling terminal
 };
 
 // Removes what dead `run`s and runners left in `state_dir`/workers (when

@@ -31,7 +31,7 @@ const VerbSpec kSpec{
     "run",
     "--image REF | --rootfs DIR [--memory Q] [--cpu Q] [--pids N] [--disk Q] [--max-runtime S] [--idle-timeout S]\n"
     "       [--network none|host] [--env K=V]... [--hostname H] [--user UID[:GID]]\n"
-    "       [--userns | --no-userns] [--entrypoint CMD] [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
+    "       [--userns | --no-userns] [--entrypoint CMD] [-t] [--state-dir DIR] [--config FILE] [-- CMD [ARGS...]]",
     "Run one command in a sandbox, attached to this terminal.",
     "The command runs as pid 1 of new pid, mount, uts, ipc and cgroup namespaces, behind\n"
     "pivot_root with a fresh /proc, a minimal /dev and a tmpfs /tmp, with no capabilities,\n"
@@ -42,6 +42,11 @@ const VerbSpec kSpec{
     "and User apply (--env and --user override them). --entrypoint CMD replaces the\n"
     "Entrypoint (as docker run does: the image's Cmd is then not used; '' clears it), e.g.\n"
     "'--entrypoint /bin/sh' to look around an image.\n"
+    "-t gives the command a pseudo-terminal of its own as stdin, stdout, stderr and\n"
+    "controlling terminal (job control, ^C), relayed to this one, which is put in raw mode\n"
+    "meanwhile: 'nps-runner run -t --image wc:1 --entrypoint /bin/sh' is a shell in the\n"
+    "image's sandbox. Never this terminal itself: through it the command could type into\n"
+    "this session.\n"
     "--rootfs DIR: a read-only bind of DIR, which must contain /proc, /dev and /tmp; the\n"
     "environment is PATH and HOME plus --env.\n\n"
     "Limits: --memory (swap off), --cpu and --pids put the command in a cgroup beneath this\n"
@@ -71,6 +76,8 @@ const VerbSpec kSpec{
         {"--image", "REF", "run this image (name or digest) from the image store"},
         {"--rootfs", "DIR", "run in this root filesystem directory instead"},
         {"--entrypoint", "CMD", "run CMD instead of the image's Entrypoint and Cmd (CMD ARGS follow it)"},
+        {"-t", nullptr, "give the command a terminal of its own (a pty), for an interactive shell"},
+        {"--tty", nullptr, "the same as -t"},
         {"--state-dir", "DIR", "the image store's state directory (default: runner.state_dir, /var/lib/nps-runner)"},
         {"--memory", "Q", "memory limit, e.g. 64Mi or 1G, swap off (default 512Mi, [workers] default_memory)"},
         {"--cpu", "Q", "CPU quota, e.g. 500m (half a CPU) or 2 (default 1, [workers] default_cpu)"},
@@ -134,6 +141,7 @@ Result<UserIds> parse_user(const std::string& user)
 Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& config)
 {
     RunRequest request;
+    request.terminal = args.flag("-t") || args.flag("--tty");
     request.sandbox.argv = args.positionals;
     if (auto entrypoint = args.value("--entrypoint"); entrypoint && !entrypoint->empty())
         request.sandbox.argv.insert(request.sandbox.argv.begin(), *entrypoint);

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -113,6 +114,8 @@ void run_child(const ChildPlan& plan)
     if (::chdir(plan.cwd) < 0)
         report(plan, Step::cwd, errno);
     if (move_stdio(plan.stdin_fd, 0) < 0 || move_stdio(plan.stdout_fd, 1) < 0 || move_stdio(plan.stderr_fd, 2) < 0)
+        report(plan, Step::stdio, errno);
+    if (plan.controlling_terminal && ::ioctl(0, TIOCSCTTY, 0) < 0)
         report(plan, Step::stdio, errno);
     if (Failure f = drop_privileges(plan.uid, plan.gid, plan.empty_caps); f.step != Step::none)
         report(plan, f.step, f.err);

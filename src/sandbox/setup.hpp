@@ -129,6 +129,7 @@ struct ChildPlan {
     int stdin_fd;
     int stdout_fd;
     int stderr_fd;
+    bool controlling_terminal;  // stdin is a terminal: made the new session's controlling one
     int error_fd;  // Failure reports; CLOEXEC, so EOF means execve succeeded
 };
 

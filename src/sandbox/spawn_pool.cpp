@@ -384,6 +384,7 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
         .stdin_fd = -1,
         .stdout_fd = -1,
         .stderr_fd = -1,
+        .controlling_terminal = false,
         .error_fd = -1,
     };
     if (area.overflowed()) {

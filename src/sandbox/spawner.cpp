@@ -273,6 +273,7 @@ Result<Child> spawn(const SandboxSpec& spec)
             .stdin_fd = spec.stdin_fd,
             .stdout_fd = spec.stdout_fd,
             .stderr_fd = spec.stderr_fd,
+            .controlling_terminal = spec.controlling_terminal,
             .error_fd = error_write.get(),
         },
         .sync_fd = sync_child.get(),

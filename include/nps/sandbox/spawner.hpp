@@ -89,6 +89,12 @@ struct SandboxSpec {
     int stdin_fd = 0;                    // become the sandbox's 0, 1, 2 (not consumed)
     int stdout_fd = 1;
     int stderr_fd = 2;
+    // stdin is a terminal of the sandbox's own (a pty `run -t` made): it
+    // becomes the controlling terminal of the command's new session, so a
+    // shell gets job control and ^C. Never the caller's terminal: through
+    // its controlling terminal a process can type into that session
+    // (TIOCSTI). sandbox::spawn only; pooled spawns ignore it.
+    bool controlling_terminal = false;
 };
 
 // Starts spec.argv in new pid, mount, uts, ipc and cgroup namespaces (and a

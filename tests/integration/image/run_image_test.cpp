@@ -102,6 +102,32 @@ TEST_CASE("run --image --entrypoint replaces the Entrypoint and drops Cmd, as do
     CHECK(r.err.find("neither Entrypoint nor Cmd") != std::string::npos);
 }
 
+TEST_CASE("run -t gives the command a terminal of its own, its controlling one, relayed both ways")
+{
+    RunImageFixture f;
+    // stdin here is a pipe: the command's is the pty all the same.
+    auto r = nps::test::run_command(
+        {"run", "--image", "bb:1", "--state-dir", f.state, "-t", "--", "-c",
+         "test -t 0 && test -t 1 && test -t 2 && echo all-terminals; "
+         "read -r pid comm state ppid pgrp session tty rest < /proc/self/stat; "
+         "[ \"$tty\" != 0 ] && echo has-controlling-terminal; "
+         "read -r line; echo got:$line"},
+        "typed words\n");
+    INFO(r.out << r.err);
+    CHECK(r.exit_status == 0);
+    CHECK(r.out.find("all-terminals\r\n") != std::string::npos);  // the pty's line discipline: \n → \r\n
+    CHECK(r.out.find("has-controlling-terminal") != std::string::npos);
+    CHECK(r.out.find("got:typed words") != std::string::npos);
+    // Without -t the same command sees pipes.
+    r = f.run({}, {"-c", "test -t 0 || echo not-a-terminal"});
+    CHECK(r.out == "not-a-terminal\n");
+    // End of our stdin is end-of-file on its terminal: a reading command ends.
+    r = nps::test::run_command({"run", "--image", "bb:1", "--state-dir", f.state, "-t", "--", "-c",
+                                "cat; echo cat-ended"});
+    CHECK(r.exit_status == 0);
+    CHECK(r.out.find("cat-ended") != std::string::npos);
+}
+
 TEST_CASE("run --image: --env and --user override the image config")
 {
     RunImageFixture f;
