@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "nps/base/clock.hpp"
 #include "nps/base/json_string.hpp"
@@ -37,7 +38,7 @@ void set_format(Format format)
     g_format = format;
 }
 
-void write(Level level, std::string_view message)
+void write(Level level, std::string_view message, const Context& context)
 {
     static const bool journal = std::getenv("JOURNAL_STREAM") != nullptr;
     std::string line;
@@ -52,9 +53,20 @@ void write(Level level, std::string_view message)
         line += level_name(level);
         line += "\",\"message\":";
         append_json_string(line, message);
+        for (const auto& [name, value] : {std::pair{"task_id", context.task_id}, std::pair{"node_id", context.node_id},
+                                          std::pair{"worker", context.worker}, std::pair{"agent", context.agent}}) {
+            if (value.empty())
+                continue;
+            line += ",\"";
+            line += name;
+            line += "\":";
+            append_json_string(line, value);
+        }
         line += "}\n";
     } else {
         line += "nps-runner: ";
+        line += level_name(level);
+        line += ": ";
         line += message;
         line += '\n';
     }

@@ -23,7 +23,9 @@ Result<std::vector<ImageInUse>> images_in_use(const config::Config& config, imag
         if (!kind || *kind != spawn::RefKind::inline_data)
             continue;
         auto json = spawn::decode_spawnspec_uri(announce.spawn_spec_ref, limits::kMaxSpawnSpecBytes);
-        auto spec = json ? spawn::parse_spawn_spec(*json, limits::kMaxSpawnSpecBytes) : Result<spawn::SpawnSpec>(json.error());
+        if (!json)
+            continue;
+        auto spec = spawn::parse_spawn_spec(*json, limits::kMaxSpawnSpecBytes);
         if (!spec || spec->image.empty())
             continue;
         if (auto resolved = images.resolve(spec->image))

@@ -37,7 +37,9 @@ Result<RunTerminal> RunTerminal::open()
 }
 
 RunTerminal::RunTerminal(RunTerminal&& other) noexcept
-    : master_(std::move(other.master_)), slave_(std::move(other.slave_)), saved_(std::exchange(other.saved_, std::nullopt))
+    : master_(std::move(other.master_)),
+      slave_(std::move(other.slave_)),
+      saved_(std::exchange(other.saved_, std::nullopt))
 {
 }
 

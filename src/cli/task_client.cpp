@@ -50,16 +50,29 @@ Result<Json> fetch_task(const ApiClient& client, const std::string& task_id)
     return task;
 }
 
-int remove_each(const ApiClient& client, const std::vector<std::string>& ids, const std::string& path_prefix)
+int remove_each(const ApiClient& client, const std::vector<std::string>& ids, const std::string& path_prefix,
+                bool json)
 {
     const Output out{};
     int status = kExitOk;
+    Json results = Json::array();
     for (const auto& id : ids) {
-        if (auto removed = client.call("DELETE", path_prefix + net::url_encode(id)); !removed)
-            status = report_error(removed.error());
-        else
+        auto removed = client.call("DELETE", path_prefix + net::url_encode(id));
+        if (!removed) {
+            status = kExitFailure;
+            if (json)
+                results.push_back({{"id", id}, {"removed", false}, {"error", removed.error().code},
+                                   {"message", removed.error().describe()}});
+            else
+                report_error(removed.error());
+        } else if (json) {
+            results.push_back({{"id", id}, {"removed", true}});
+        } else {
             std::printf("%s removed\n", out.text(id).c_str());
+        }
     }
+    if (json)
+        out.print_json(results);
     return status;
 }
 

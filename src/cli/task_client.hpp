@@ -28,8 +28,10 @@ Result<nlohmann::json> fetch_task(const ApiClient& client, const std::string& ta
 bool is_terminal_state(const std::string& state);
 
 // DELETE path_prefix + url_encode(id) for each id, printing "<id> removed"
-// or the error: exit 0 when all went, 1 otherwise (task rm, announce rm).
-int remove_each(const ApiClient& client, const std::vector<std::string>& ids, const std::string& path_prefix);
+// or the error (with `json`: [{id, removed, error?, message?}]): exit 0
+// when all went, 1 otherwise (task rm, announce rm).
+int remove_each(const ApiClient& client, const std::vector<std::string>& ids, const std::string& path_prefix,
+                bool json);
 
 // Polls the task (5 ms doubling to 200 ms) until it is terminal: the task,
 // or nullopt when `timeout` passed first.

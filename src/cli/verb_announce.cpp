@@ -12,6 +12,7 @@
 #include "nps/base/small_file.hpp"
 #include "nps/spawn/spawn_spec.hpp"
 
+#include "nps/cli/output.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/net/http_client.hpp"
 #include "task_client.hpp"
@@ -75,7 +76,7 @@ int announce(int argc, char** argv, int first)
     VerbSpec spec{
         "announce",
         "NID (--spawn-spec REF | --spawn-spec-file FILE | --image REF [--command CMD] [--env K=V]...)\n"
-        "                           [--activation-mode MODE] [--ttl S]",
+        "                           [--activation-mode MODE] [--ttl S] [--json]",
         "Register an agent NID in the local NDP registry with the SpawnSpec it is started from.",
         "REF is a spawnspec:<base64url JSON> data URI or an https:// / nwp:// URL (see\n"
         "docs/spawnspec.md); --spawn-spec-file and --image build the data URI for you from a\n"
@@ -92,7 +93,8 @@ int announce(int argc, char** argv, int first)
          {"--command", "CMD", "with --image: the worker's argv, words or a JSON array (default: the image's)"},
          {"--env", "K=V", "with --image: an environment variable of the worker", true},
          {"--activation-mode", "MODE", "ephemeral (default), hybrid or resident (NDP §3.1.1)"},
-         {"--ttl", "S", "seconds the announce stays fresh (default: no expiry; 0 = offline)"}},
+         {"--ttl", "S", "seconds the announce stays fresh (default: no expiry; 0 = offline)"},
+         {"--json", nullptr, "print the API's JSON"}},
         1,
         1,
     };
@@ -129,7 +131,10 @@ int announce(int argc, char** argv, int first)
         auto r = client.call("PUT", "/v1/ndp/announces/" + net::url_encode(args.positionals[0]), body.dump());
         if (!r)
             return report_error(r.error());
-        std::printf("%s %s\n", args.positionals[0].c_str(), (*r)["status"].get<std::string>().c_str());
+        if (args.flag("--json"))
+            Output{}.print_json(*r);
+        else
+            std::printf("%s %s\n", args.positionals[0].c_str(), Output{}.field((*r)["status"]).c_str());
         return kExitOk;
     });
 }
@@ -194,13 +199,13 @@ int announce_ls(int argc, char** argv, int first)
 
 int announce_rm(int argc, char** argv, int first)
 {
-    VerbSpec spec{"announce rm", "NID...",
+    VerbSpec spec{"announce rm", "NID... [--json]",
                   "Remove agents from the local NDP registry. Tasks dispatched afterwards to a removed\n"
                   "agent fail with NDP-RESOLVE-NOT-FOUND (unless [spawn] registry_url knows it); running\n"
                   "workers are not touched. Exit 1 if any NID had no announce.",
-                  "", {}, 1, 1000};
+                  "", {{"--json", nullptr, "print [{id, removed, error, message}]"}}, 1, 1000};
     return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
-        return remove_each(client, args.positionals, "/v1/ndp/announces/");
+        return remove_each(client, args.positionals, "/v1/ndp/announces/", args.flag("--json"));
     });
 }
 

@@ -4,6 +4,7 @@
 // daemon runs and on air-gapped hosts without any API.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -26,8 +27,11 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Every image verb's: the store's location, and --json.
 std::vector<OptionSpec> store_options(std::vector<OptionSpec> options)
 {
+    if (std::none_of(options.begin(), options.end(), [](const OptionSpec& o) { return std::string(o.name) == "--json"; }))
+        options.push_back({"--json", nullptr, "print the outcome as JSON"});
     options.push_back({"--state-dir", "DIR", "state directory (default: runner.state_dir from config, else /var/lib/nps-runner)"});
     options.push_back({"--config", "FILE", "configuration file (default /etc/nps-runner/config.toml)"});
     return options;
@@ -83,6 +87,15 @@ bool read_platform_option(const ParsedArgs& args, std::optional<image::Platform>
 }
 
 // "Imported NAME DIGEST (PLATFORM, SIZE)[, replacing OLD]"
+Json stored_json(const image::ImportedImage& image)
+{
+    return {{"name", image.name},
+            {"manifest_digest", image.manifest_digest},
+            {"platform", image.platform.to_string()},
+            {"size", image.size},
+            {"replaced", image.replaced ? Json(*image.replaced) : Json(nullptr)}};
+}
+
 void print_stored(const char* what, const image::ImportedImage& image)
 {
     std::printf("%s %s %s (%s, %s)", what, image.name.c_str(), image.manifest_digest.c_str(),
@@ -128,6 +141,13 @@ int image_import(int argc, char** argv, int first)
     display.finish();
     if (!imported)
         return report_error(imported.error());
+    if (args->flag("--json")) {
+        Json list = Json::array();
+        for (const auto& image : *imported)
+            list.push_back(stored_json(image));
+        std::printf("%s\n", list.dump(2).c_str());
+        return kExitOk;
+    }
     for (const auto& image : *imported)
         print_stored("Imported", image);
     return kExitOk;
@@ -178,7 +198,10 @@ int image_pull(int argc, char** argv, int first)
     display.finish();
     if (!pulled)
         return report_error(pulled.error());
-    print_stored("Pulled", *pulled);
+    if (args->flag("--json"))
+        std::printf("%s\n", stored_json(*pulled).dump(2).c_str());
+    else
+        print_stored("Pulled", *pulled);
     return kExitOk;
 }
 
@@ -247,8 +270,23 @@ int image_ls(int argc, char** argv, int first)
 
 namespace {
 
-void print_report(const image::CollectReport& r)
+void print_report(const image::CollectReport& r, bool json)
 {
+    if (json) {
+        const Json out = {{"untagged", r.untagged},
+                          {"removed_manifests", r.removed_manifests},
+                          {"removed_blobs", r.removed_blobs},
+                          {"removed_layers", r.removed_layers},
+                          {"evicted_layers", r.evicted_layers},
+                          {"kept_pinned", r.kept_pinned},
+                          {"stale_pins", r.stale_pins},
+                          {"unfinished_blobs", r.temp_files},
+                          {"freed_bytes", r.freed_bytes},
+                          {"usage_bytes", r.usage_bytes},
+                          {"over_threshold", r.over_threshold}};
+        std::printf("%s\n", out.dump(2).c_str());
+        return;
+    }
     for (const auto& name : r.untagged)
         std::printf("Untagged %s\n", name.c_str());
     for (const auto& digest : r.removed_manifests)
@@ -304,7 +342,7 @@ int image_rm(int argc, char** argv, int first)
     auto report = ctx->store->remove(args->positionals);
     if (!report)
         return report_error(report.error());
-    print_report(*report);
+    print_report(*report, args->flag("--json"));
     return kExitOk;
 }
 
@@ -332,8 +370,9 @@ int image_gc(int argc, char** argv, int first)
     auto report = ctx->store->gc(policy);
     if (!report)
         return report_error(report.error());
-    print_report(*report);
-    std::printf("Image store: %s\n", format_bytes(report->usage_bytes).c_str());
+    print_report(*report, args->flag("--json"));
+    if (!args->flag("--json"))
+        std::printf("Image store: %s\n", format_bytes(report->usage_bytes).c_str());
     if (report->over_threshold)
         std::fprintf(stderr,
                      "nps-runner: warning: the image store is still above its thresholds; what remains is named "
@@ -344,7 +383,7 @@ int image_gc(int argc, char** argv, int first)
 int image_inspect(int argc, char** argv, int first)
 {
     const VerbSpec spec{"image inspect", "REF", "Print an image's manifest digest, layers and runtime config as JSON.",
-                        "", store_options({}), 1, 1};
+                        "", store_options({{"--json", nullptr, "accepted for symmetry: the output is JSON"}}), 1, 1};
     auto [args, exit_status] = start_verb(spec, argc, argv, first);
     if (!args)
         return exit_status;

@@ -180,12 +180,17 @@ int task_wait(int argc, char** argv, int first)
 
 int task_cancel(int argc, char** argv, int first)
 {
-    VerbSpec spec{"task cancel", "ID", "Cancel a task that is not yet terminal.", "", {}, 1, 1};
+    VerbSpec spec{"task cancel", "ID [--json]", "Cancel a task that is not yet terminal.", "",
+                  {{"--json", nullptr, "print the API's JSON (the task's summary)"}}, 1, 1};
     return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
         const Output out{.raw = args.flag("--raw")};
         auto task = client.call("POST", "/v1/tasks/" + net::url_encode(args.positionals[0]) + "/cancel", "{}");
         if (!task)
             return report_error(task.error());
+        if (args.flag("--json")) {
+            out.print_json(*task);
+            return kExitOk;
+        }
         std::printf("%s %s\n", out.field((*task)["task_id"]).c_str(), out.field((*task)["state"]).c_str());
         return kExitOk;
     });
@@ -193,15 +198,15 @@ int task_cancel(int argc, char** argv, int first)
 
 int task_rm(int argc, char** argv, int first)
 {
-    VerbSpec spec{"task rm", "ID...",
+    VerbSpec spec{"task rm", "ID... [--json]",
                   "Delete finished tasks now: each task's record, frame, events, node results and reports.\n"
                   "A task still PENDING or RUNNING is refused (cancel it first). Exit 1 if any ID\n"
                   "could not be removed.",
                   "Finished tasks are also deleted on their own after [store] task_retention_hours.",
-                  {},
+                  {{"--json", nullptr, "print [{id, removed, error, message}]"}},
                   1, 1000};
     return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
-        return remove_each(client, args.positionals, "/v1/tasks/");
+        return remove_each(client, args.positionals, "/v1/tasks/", args.flag("--json"));
     });
 }
 

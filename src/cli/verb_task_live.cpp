@@ -129,7 +129,7 @@ int task_watch(int argc, char** argv, int first)
 
 int task_logs(int argc, char** argv, int first)
 {
-    VerbSpec spec{"task logs", "ID [NODE] [-f] [--stream stderr|stdout] [--bytes N] [--raw]",
+    VerbSpec spec{"task logs", "ID [NODE] [-f] [--stream stderr|stdout] [--bytes N] [--raw] [--json]",
                   "Print the log of a node's worker: the running one's, else the last finished one's.\n"
                   "With -f, go on printing what the node's workers write (a retry's too) until the\n"
                   "node or the task ends. NODE may be left out when the task has one node.",
@@ -138,7 +138,8 @@ int task_logs(int argc, char** argv, int first)
                    {"--follow", nullptr, "the same as -f"},
                    {"--stream", "S", "stderr (default) or stdout"},
                    {"--bytes", "N", "how much of the log's tail first (default 65536)"},
-                   {"--raw", nullptr, "print the bytes as they came"}},
+                   {"--raw", nullptr, "print the bytes as they came"},
+                   {"--json", nullptr, "print the API's JSON {task_id, node_id, stream, log_dir, running, text} (not with -f)"}},
                   1, 2};
     return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
         const Output out{.raw = args.flag("--raw")};
@@ -156,7 +157,12 @@ int task_logs(int argc, char** argv, int first)
                            "/log?stream=" + net::url_encode(args.value("--stream").value_or("stderr"));
         if (auto bytes = args.value("--bytes"))
             path += "&bytes=" + net::url_encode(*bytes);
-        if (args.flag("-f") || args.flag("--follow")) {
+        const bool follow = args.flag("-f") || args.flag("--follow");
+        if (follow && args.flag("--json")) {
+            std::fprintf(stderr, "nps-runner: task logs: --json prints one answer; it does not go with -f\n");
+            return kExitUsage;
+        }
+        if (follow) {
             LinePrinter printer(out);
             auto followed = client.follow(path + "&follow=1", [&](std::string_view bytes) {
                 printer.add(bytes);
@@ -168,7 +174,9 @@ int task_logs(int argc, char** argv, int first)
         auto log = client.call("GET", path);
         if (!log)
             return report_error(log.error());
-        if ((*log)["text"].is_string())
+        if (args.flag("--json"))
+            out.print_json(*log);
+        else if ((*log)["text"].is_string())
             out.write_text((*log)["text"].get_ref<const std::string&>());
         return kExitOk;
     });

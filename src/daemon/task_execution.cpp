@@ -194,11 +194,12 @@ void TaskExecution::start()
                                      .killed_reason = r.killed_reason});
         }
     } else {
-        log::warning("task " + task_id() + ": " + prior.error().describe() + "; running every node");
+        log::warning("task " + task_id() + ": " + prior.error().describe() + "; running every node",
+                     {.task_id = task_id()});
     }
     if (!options.prior.empty())
         log::info("task " + task_id() + ": resuming after " + std::to_string(options.prior.size()) +
-                  " node(s) an earlier claim finished");
+                  " node(s) an earlier claim finished", {.task_id = task_id()});
     run_ = std::make_unique<nop::TaskRun>(task_, *this, std::move(options));
     renew_timer_ = ctx_.loop.add_timer_after(std::chrono::milliseconds(ctx_.config.executor.lease_seconds * 1000 / 3),
                                              [this] { renew_lease(); });
@@ -290,6 +291,7 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
         std::move(worker),
         {.on_outcome =
              [this, node_id, serial](const supervisor::WorkerOutcome& outcome) {
+                 log_worker_end(node_id, serial, outcome);
                  count_worker(node_id, serial, outcome);
                  if (ctx_.worker_logs_closed && !outcome.log_dir.empty())
                      ctx_.worker_logs_closed(outcome.log_dir);
@@ -301,6 +303,9 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
          .on_progress = [this, node_id, serial](supervisor::WorkerId, std::uint64_t seq,
                                                 const std::string& data_json) {
              progress(node_id, serial, seq, data_json);
+         },
+         .on_started = [this, node_id, serial](supervisor::WorkerId, pid_t pid) {
+             log_worker_start(node_id, serial, pid);
          }});
     if (!id) {
         finish_attempt(node_id, serial,
@@ -312,6 +317,56 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     }
     slot.worker = *id;
     slot.prepared = std::move(prepared);
+}
+
+// Worker starts and ends are logged here, once each (the loop owner's
+// log; docs/executor.md "Logs"): a start names the attempt (a retry when
+// above 1), an end its state and why.
+void TaskExecution::log_worker_start(const std::string& node_id, std::uint64_t serial, pid_t pid) const
+{
+    const auto it = slots_.find(node_id);
+    if (it == slots_.end() || it->second->serial != serial || !it->second->worker)
+        return;
+    const Slot& slot = *it->second;
+    const auto status = ctx_.supervisor.status(*slot.worker);
+    const std::string name = status ? status->name : std::string();
+    const std::string& agent = slot.attempt.agent;
+    std::string what = slot.attempt.compensation ? "compensation worker " : "worker ";
+    what += name + " started, pid " + std::to_string(pid);
+    if (slot.attempt.number > 1)
+        what += ", retry " + std::to_string(slot.attempt.number - 1) + " (attempt " +
+                std::to_string(slot.attempt.number) + ")";
+    log::info("task " + task_id() + ": node " + node_id + ": " + what + ", agent " + agent,
+              {.task_id = task_id(), .node_id = node_id, .worker = name, .agent = agent});
+}
+
+void TaskExecution::log_worker_end(const std::string& node_id, std::uint64_t serial,
+                                   const supervisor::WorkerOutcome& o) const
+{
+    const auto it = slots_.find(node_id);
+    if (it == slots_.end() || it->second->serial != serial)
+        return;
+    const Slot& slot = *it->second;
+    const auto status = slot.worker ? ctx_.supervisor.status(*slot.worker) : std::nullopt;
+    const std::string name = o.log_dir.empty() ? (status ? status->name : std::string())
+                                               : o.log_dir.substr(o.log_dir.rfind('/') + 1);
+    std::string what = "worker " + name + " ended " + std::string(supervisor::to_string(o.state));
+    if (!o.error_code.empty())
+        what += " " + o.error_code;
+    if (o.killed_reason != supervisor::KilledReason::none)
+        what += " (killed: " + std::string(supervisor::to_string(o.killed_reason)) + ")";
+    else if (o.exit_code)
+        what += " (exit status " + std::to_string(*o.exit_code) + ")";
+    else if (o.signal)
+        what += " (signal " + std::to_string(*o.signal) + ")";
+    what += " after " +
+            std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(o.ended - o.started).count()) + " ms";
+    const log::Context context{.task_id = task_id(), .node_id = node_id, .worker = name, .agent = slot.attempt.agent};
+    const std::string line = "task " + task_id() + ": node " + node_id + ": " + what;
+    if (o.state == supervisor::WorkerState::completed)
+        log::info(line, context);
+    else
+        log::notice(line, context);
 }
 
 void TaskExecution::progress(const std::string& node_id, std::uint64_t serial, std::uint64_t seq,
@@ -485,7 +540,7 @@ void TaskExecution::on_event(const std::string& name, const std::string& detail_
         return;
     if (is_lease_lost(appended.error()))
         return refused_later(appended.error());
-    log::warning("task " + task_id() + ": event " + name + ": " + appended.error().describe());
+    log::warning("task " + task_id() + ": event " + name + ": " + appended.error().describe(), {.task_id = task_id()});
 }
 
 void TaskExecution::on_node(const nop::NodeUpdate& update)
@@ -531,7 +586,7 @@ void TaskExecution::write_records()
         return;  // nothing more is written, or a retry is already due
     auto retry_later = [this](const Error& error) {
         log::warning("task " + task_id() + ": the store cannot write, retrying every " +
-                     std::to_string(kRecordRetry.count()) + " s: " + error.describe());
+                     std::to_string(kRecordRetry.count()) + " s: " + error.describe(), {.task_id = task_id()});
         record_timer_ = ctx_.loop.add_timer_after(kRecordRetry, [this] {
             record_timer_ = 0;
             write_records();
@@ -560,9 +615,10 @@ void TaskExecution::write_records()
         return retry_later(completed.error());
     if (!completed)
         log::warning("task " + task_id() + ": could not record its end (" + outcome.state +
-                     "): " + completed.error().describe());
+                     "): " + completed.error().describe(), {.task_id = task_id()});
     else
-        log::info("task " + task_id() + ": " + outcome.state + (outcome.error_code ? " " + *outcome.error_code : ""));
+        log::info("task " + task_id() + ": " + outcome.state + (outcome.error_code ? " " + *outcome.error_code : ""),
+                  {.task_id = task_id()});
     ctx_.metrics.count_task(outcome.state);
     ctx_.metrics.task_duration.observe(static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(supervisor::EventLoop::now() - claimed_).count()));
@@ -586,7 +642,8 @@ void TaskExecution::renew_lease()
             lease_refused(renewed.error());
             return;
         }
-        log::warning("task " + task_id() + ": lease renewal failed, retrying: " + renewed.error().describe());
+        log::warning("task " + task_id() + ": lease renewal failed, retrying: " + renewed.error().describe(),
+                     {.task_id = task_id()});
         next = kRenewRetry;
     }
     renew_timer_ = ctx_.loop.add_timer_after(next, [this] { renew_lease(); });
@@ -624,7 +681,7 @@ void TaskExecution::cancelled_elsewhere()
 {
     if (ended_)
         return;
-    log::info("task " + task_id() + ": cancelled, stopping its workers");
+    log::info("task " + task_id() + ": cancelled, stopping its workers", {.task_id = task_id()});
     fence_ = Fence::none;
     run_->cancel("cancelled through the API");
 }
@@ -633,7 +690,7 @@ void TaskExecution::abandon(const std::string& why)
 {
     if (ended_)
         return;
-    log::warning("task " + task_id() + ": abandoned, " + why);
+    log::warning("task " + task_id() + ": abandoned, " + why, {.task_id = task_id()});
     abandoned_ = true;
     ended_ = true;
     unrecorded_.clear();
@@ -658,9 +715,9 @@ void TaskExecution::maybe_retire()
     retiring_ = true;
     if (release_on_retire_) {
         if (auto released = ctx_.store.release(task_id(), lease_.runner_nid); !released)
-            log::warning("task " + task_id() + ": " + released.error().describe());
+            log::warning("task " + task_id() + ": " + released.error().describe(), {.task_id = task_id()});
         else
-            log::info("task " + task_id() + ": lease released for another runner to resume");
+            log::info("task " + task_id() + ": lease released for another runner to resume", {.task_id = task_id()});
     }
     ctx_.loop.defer([this, alive = alive_] {
         if (!*alive)

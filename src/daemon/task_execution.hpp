@@ -82,6 +82,8 @@ private:
     // Writes the attempt's newest unwritten progress frame, if any.
     void flush_progress(const std::string& node_id, std::uint64_t serial);
     void count_worker(const std::string& node_id, std::uint64_t serial, const supervisor::WorkerOutcome& outcome);
+    void log_worker_start(const std::string& node_id, std::uint64_t serial, pid_t pid) const;
+    void log_worker_end(const std::string& node_id, std::uint64_t serial, const supervisor::WorkerOutcome& o) const;
     void finish_attempt(const std::string& node_id, std::uint64_t serial, nop::AttemptOutcome outcome);
     void renew_lease();
     // Writes the unrecorded node results in order, then the task's end;

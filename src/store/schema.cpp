@@ -437,3 +437,12 @@ Result<int> migrate(SQLite::Database& db, const std::string& path)
 }
 
 }  // namespace nps::store::detail
+
+namespace nps::store {
+
+int latest_schema_version()
+{
+    return detail::latest_schema_version();
+}
+
+}  // namespace nps::store

@@ -249,6 +249,8 @@ Result<void> Supervisor::spawn_worker(Worker& w)
     if (w.limits.max_runtime)
         w.max_timer = loop_.add_timer(w.started + *w.limits.max_runtime, [this, &w] { on_max_runtime(w); });
     arm_idle_timer(w);
+    if (w.callbacks.on_started)
+        w.callbacks.on_started(w.id, w.child.pid());
     return {};
 }
 

@@ -255,6 +255,24 @@ def global_feed(args, base, token, api, t):
     t.check(any("talk:completed" in line for line in lines), "task watch printed the node's events")
 
 
+def worker_log_lines(log_path, t):
+    """The daemon's JSON log: each worker's start and end once, with the task,
+    node, worker and agent as fields."""
+    lines = [json.loads(line) for line in log_path.read_text().splitlines() if line.startswith("{")]
+    t.check(lines and all(line.get("level") in ("error", "warning", "notice", "info") for line in lines),
+            f"every log line is JSON with a level ({len(lines)} lines)")
+    for task in ("log-task", "feed-task", "global-task"):
+        mine = [line for line in lines if line.get("task_id") == task and line.get("node_id") == "talk"]
+        started = [line for line in mine if " started, pid " in line["message"] and line["message"].endswith(AGENT)]
+        ended = [line for line in mine if " ended COMPLETED" in line["message"]]
+        t.check(len(started) == 1 and len(ended) == 1,
+                f"{task}: its worker's start and end are logged once each ({len(started)}, {len(ended)})")
+        t.check(all(line.get("worker", "").startswith("w-") and line.get("agent") == AGENT for line in started + ended),
+                f"{task}: with the worker and agent fields")
+        t.check(any(line.get("task_id") == task and "node" not in line and line["message"].endswith("COMPLETED")
+                    for line in lines), f"{task}: its end is logged with task_id")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runner", required=True)
@@ -271,7 +289,7 @@ def main():
         oci = make_image(state)
         subprocess.run([args.runner, "image", "import", str(oci), "--name", "talker:1", "--state-dir", state],
                        check=True, capture_output=True)
-        Path(state, "config.toml").write_text(f'[runner]\ninboxes = ["{INBOX}"]\n')
+        Path(state, "config.toml").write_text(f'[runner]\ninboxes = ["{INBOX}"]\nlog_format = "json"\n')
         daemon, base, token = start_serve(args.runner, state)
         try:
             api = Api(base, token)
@@ -282,6 +300,7 @@ def main():
             task_feed(api, t)
             global_feed(args, base, token, api, t)
             t.check(daemon.poll() is None, "the daemon is still running")
+            worker_log_lines(Path(state, "serve.log"), t)
         finally:
             daemon.terminate()
             daemon.wait(timeout=30)

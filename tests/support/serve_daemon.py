@@ -3,6 +3,7 @@
 a TCP listener on a free loopback port and no unix socket, its log in
 <state>/serve.log."""
 
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -19,7 +20,8 @@ def start_serve(runner, state, extra_args=()):
     for _ in range(300):
         text = log_path.read_text()
         if "ready" in text and "listening on http://" in text:
-            base = text.split("listening on ")[1].split()[0]
+            # (text or JSON log lines)
+            base = re.search(r"listening on (http://[0-9A-Za-z.:\[\]]+)", text).group(1)
             return daemon, base, Path(state, "api.token").read_text().strip()
         if daemon.poll() is not None:
             break

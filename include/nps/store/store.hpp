@@ -45,6 +45,9 @@ struct OpenOptions {
     int busy_timeout_ms = 5000;
 };
 
+// The schema version this build creates and migrates to (runner.db's PRAGMA user_version).
+int latest_schema_version();
+
 class Store {
 public:
     // Opens (creating if needed) the database, sets WAL and the pragmas, and

@@ -104,6 +104,8 @@ struct WorkerCallbacks {
     std::function<void(const WorkerOutcome&)> on_outcome;  // required; exactly once
     // Progress frames (is_final false): seq and canonical data.
     std::function<void(WorkerId, std::uint64_t seq, const std::string& data_json)> on_progress;
+    // Optional: its process started (after any wait in the queue), with its pid.
+    std::function<void(WorkerId, pid_t pid)> on_started;
 };
 
 enum class StopReason { cancelled, shutdown };

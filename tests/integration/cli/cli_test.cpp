@@ -250,3 +250,39 @@ TEST_CASE("worker-supplied text is printed escaped, and as it came with --raw")
     CHECK(no_control(list.out));
     CHECK(list.out.find("cli-escape") != std::string::npos);
 }
+
+TEST_CASE("every verb that prints takes --json: cancel, rm, announce, announce rm, task logs, version")
+{
+    Daemon d;
+    auto version = run_command({"version", "--json"});
+    REQUIRE(version.exit_status == 0);
+    const auto v = nlohmann::json::parse(version.out);
+    CHECK(v["version"] == NPS_RUNNER_VERSION);
+    CHECK(v["schema"].get<int>() >= 5);
+
+    REQUIRE(run_command(d.with_server({"submit", "--to", kInbox, "-"}), task_frame("json-1")).exit_status == 0);
+    auto cancel = run_command(d.with_server({"task", "cancel", "json-1", "--json"}));
+    REQUIRE_MESSAGE(cancel.exit_status == 0, cancel.err);
+    CHECK(nlohmann::json::parse(cancel.out)["state"] == "CANCELLED");
+
+    auto logs = run_command(d.with_server({"task", "logs", "json-1", "n1", "--json"}));
+    CHECK(logs.exit_status == 1);  // no worker ran here: the error, not JSON
+    CHECK(logs.err.find("NOP-TASK-NOT-FOUND") != std::string::npos);
+    CHECK(run_command(d.with_server({"task", "logs", "json-1", "n1", "-f", "--json"})).exit_status == 2);
+
+    auto removed = run_command(d.with_server({"task", "rm", "json-1", "nope", "--json"}));
+    CHECK(removed.exit_status == 1);  // one of two could not go
+    const auto results = nlohmann::json::parse(removed.out);
+    REQUIRE(results.size() == 2);
+    CHECK(results[0] == nlohmann::json{{"id", "json-1"}, {"removed", true}});
+    CHECK(results[1]["removed"] == false);
+    CHECK(results[1]["error"] == "NOP-TASK-NOT-FOUND");
+
+    auto put = run_command(
+        d.with_server({"announce", "urn:nps:agent:example.test:json", "--spawn-spec", "spawnspec:e30", "--json"}));
+    REQUIRE_MESSAGE(put.exit_status == 0, put.err);
+    CHECK(nlohmann::json::parse(put.out).contains("status"));
+    auto gone = run_command(d.with_server({"announce", "rm", "urn:nps:agent:example.test:json", "--json"}));
+    CHECK(gone.exit_status == 0);
+    CHECK(nlohmann::json::parse(gone.out)[0]["removed"] == true);
+}

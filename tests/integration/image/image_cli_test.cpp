@@ -368,3 +368,20 @@ TEST_CASE_FIXTURE(StateFixture, "rm refuses an image an announced agent uses, un
     // --force removes the used one.
     CHECK(contains(ok({"rm", "--force", "busybox:used"}), "Untagged busybox:used"));
 }
+
+TEST_CASE_FIXTURE(StateFixture, "import, rm and gc take --json")
+{
+    const Json imported = json({"import", images.oci_dir, "--name", "busybox:j"});
+    CHECK(json({"inspect", "busybox:j"})["manifest_digest"] == images.manifest_digest);  // JSON already
+    REQUIRE(imported.size() == 1);
+    CHECK(imported[0]["name"] == "busybox:j");
+    CHECK(imported[0]["manifest_digest"] == images.manifest_digest);
+    CHECK(imported[0]["platform"] == "linux/amd64");
+    const Json removed = json({"rm", "busybox:j"});
+    CHECK(removed["untagged"] == Json::array({"busybox:j"}));
+    CHECK(removed["removed_manifests"] == Json::array({images.manifest_digest}));
+    CHECK(removed["freed_bytes"].get<std::uint64_t>() > 0);
+    const Json collected = json({"gc"});
+    CHECK(collected["removed_manifests"].empty());
+    CHECK(collected.contains("usage_bytes"));
+}

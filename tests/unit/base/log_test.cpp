@@ -39,8 +39,11 @@ std::string capture(const std::function<void()>& body)
 
 TEST_CASE("log lines: text by default, one JSON object per line with log_format json")
 {
-    std::string text = capture([] { nps::log::info("task t-1: COMPLETED"); });
-    CHECK(text == "nps-runner: task t-1: COMPLETED\n");
+    std::string text = capture([] {
+        nps::log::info("task t-1: COMPLETED", {.task_id = "t-1"});
+        nps::log::warning("disk nearly full");
+    });
+    CHECK(text == "nps-runner: info: task t-1: COMPLETED\nnps-runner: warning: disk nearly full\n");
 
     nps::log::set_format(nps::log::Format::json);
     std::string json = capture([] {
@@ -57,4 +60,27 @@ TEST_CASE("log lines: text by default, one JSON object per line with log_format 
     auto second = nlohmann::json::parse(json.substr(newline + 1));
     CHECK(second["level"] == "error");
     CHECK(second["message"] == "second");
+    CHECK_FALSE(second.contains("task_id"));  // no context: no fields
+}
+
+TEST_CASE("JSON log lines carry the context's fields that apply")
+{
+    nps::log::set_format(nps::log::Format::json);
+    std::string json = capture([] {
+        nps::log::info("worker started", {.task_id = "t-\"1", .node_id = "fetch", .worker = "w-9-2",
+                                          .agent = "urn:nps:agent:example.com:fetch"});
+        nps::log::info("task only", {.task_id = "t-2"});
+    });
+    nps::log::set_format(nps::log::Format::text);
+    const auto newline = json.find('\n');
+    REQUIRE(newline != std::string::npos);
+    const auto full = nlohmann::json::parse(json.substr(0, newline));
+    CHECK(full["task_id"] == "t-\"1");
+    CHECK(full["node_id"] == "fetch");
+    CHECK(full["worker"] == "w-9-2");
+    CHECK(full["agent"] == "urn:nps:agent:example.com:fetch");
+    const auto partial = nlohmann::json::parse(json.substr(newline + 1));
+    CHECK(partial["task_id"] == "t-2");
+    CHECK_FALSE(partial.contains("node_id"));
+    CHECK_FALSE(partial.contains("worker"));
 }
