@@ -31,7 +31,9 @@ def main():
         print("skipped: needs root (the daemon makes namespaces, cgroups and mounts)")
         return 77
 
-    blocks = re.findall(r"^```sh\n(.*?)^```", Path(args.doc).read_text(), re.S | re.M)
+    doc = Path(args.doc).read_text()
+    blocks = re.findall(r"^```sh\n(.*?)^```", doc, re.S | re.M)
+    python_workers = re.findall(r"^```python\n(.*?)^```", doc, re.S | re.M)
     script = "set -e\n" + "\n".join(blocks)
     failures = 0
 
@@ -41,6 +43,19 @@ def main():
         failures += not ok
 
     check(len(blocks) >= 8, f"{len(blocks)} shell blocks in the quickstart")
+    # The Python worker (its image needs Python, which is not here offline):
+    # run as the runner would run it, one DelegateFrame line in.
+    check(len(python_workers) == 1, "one Python worker in the quickstart")
+    if python_workers:
+        frame = {"frame": "0x43", "task_id": "t", "subtask_id": "s", "params": {"text": "one two three four five"}}
+        with tempfile.TemporaryDirectory(prefix="nps-quickstart-py-") as tmp:
+            worker = Path(tmp, "wc-worker.py")
+            worker.write_text(python_workers[0])
+            done = subprocess.run([sys.executable, str(worker)], input=json.dumps(frame) + "\n",
+                                  capture_output=True, text=True, timeout=30)
+        answer = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else {}
+        check(answer == {"seq": 0, "is_final": True, "data": {"words": 5}},
+              f"the Python worker answers a DelegateFrame with a final frame ({done.stdout.strip()} {done.stderr.strip()})")
     with tempfile.TemporaryDirectory(prefix="nps-quickstart-") as home:
         bin_dir = Path(home, "bin")
         bin_dir.mkdir()
