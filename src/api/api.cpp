@@ -167,8 +167,12 @@ void Api::dispatch(const net::HttpRequest& request, const Reply& reply)
 void Api::finish(const std::string& what, Result<net::HttpResponse> result,
                  const std::optional<AnswerFraming>& framing, const net::Responder& responder)
 {
-    if (!responder.pending())
-        return;  // answered before, or the client is gone
+    if (!responder.pending()) {
+        // Answered before, or the client is gone: a stream made for it is let go.
+        if (result && result->stream)
+            result->stream->cancel();
+        return;
+    }
     net::HttpResponse response = result ? std::move(*result) : error_response(result.error());
     // The client sees every error; the operator's log gets the server's own
     // failures (5xx), once each, here at the loop owner.
@@ -179,8 +183,11 @@ void Api::finish(const std::string& what, Result<net::HttpResponse> result,
     if (framing)
         response = framed_response(std::move(response), *framing);
     const int status = response.status;
+    const auto stream = response.stream;
     if (responder.respond(std::move(response)))
         metrics_.count_response(status);
+    else if (stream)
+        stream->cancel();
     // A write through the API (deposit, claim, completion, cancel, …) may
     // have logged events: live feeds look now.
     if (status < 300 && what.rfind("GET ", 0) != 0)

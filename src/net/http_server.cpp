@@ -97,13 +97,13 @@ HttpResponse bad_request_response(const char* body)
 
 namespace detail {
 
+struct StreamReader;
+
 // What the Responders of one request share. `context` is the live request
 // (null once it is answered for good: connection closed, server stopped);
 // it points back here while a Responder exists. Single-threaded: the server's
 // thread (in thread-per-connection mode, the connection's thread, and only
 // during the handler call).
-struct StreamReader;
-
 struct PendingRequest {
     MhdServer* server = nullptr;
     RequestContext* context = nullptr;
@@ -426,6 +426,7 @@ public:
         }
         if (response.stream && mode_ != Mode::external_loop) {
             log_line("a streamed answer needs the LoopHttpServer");
+            response.stream->cancel();
             response = internal_error_response();
         }
         context.answer = std::move(response);
@@ -528,6 +529,8 @@ private:
             server.unwatch(*context);
             server.suspended_.erase(context);
         }
+        if (context->answer && context->answer->stream)
+            context->answer->stream->cancel();  // given, never queued: its producer lets go
         delete context;
     }
 

@@ -50,6 +50,11 @@
 // with Transfer-Encoding (RFC 9112 §6.3). A request head beyond MHD's
 // per-connection memory gets MHD's own 431/414.
 //
+// Streamed answers (LoopHttpServer): an HttpResponse with `stream` set goes
+// out chunked as its producer writes (response_stream.hpp); while it has
+// nothing to send its connection is parked and watched for hang-ups like a
+// pending request, and it counts towards max_connections.
+//
 // A handler that throws gets a 500 with the NPS-SERVER-INTERNAL error body;
 // the exception is logged to stderr and the server keeps serving. So does a
 // request whose every Responder was dropped unanswered.

@@ -40,6 +40,10 @@ public:
     bool write(std::string_view bytes);
     // The body is complete once what was written has gone out.
     void end();
+    // The answer will not go out after all (its client left before the
+    // server took it): the stream becomes gone and on_gone runs. For the
+    // server, and for a handler whose Responder could not answer.
+    void cancel() { mark_gone(); }
     // The client went away, was dropped, or the server stopped.
     bool gone() const { return gone_; }
     bool ended() const { return ended_; }
