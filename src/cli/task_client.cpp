@@ -76,6 +76,28 @@ int remove_each(const ApiClient& client, const std::vector<std::string>& ids, co
     return status;
 }
 
+std::string node_log_path(const ParsedArgs& args, const std::string& task_id, const std::string& node)
+{
+    std::string path = "/v1/tasks/" + net::url_encode(task_id) + "/nodes/" + net::url_encode(node) +
+                       "/log?stream=" + net::url_encode(args.value("--stream").value_or("stderr"));
+    if (auto bytes = args.value("--bytes"))
+        path += "&bytes=" + net::url_encode(*bytes);
+    return path;
+}
+
+int print_node_log(const ApiClient& client, const ParsedArgs& args, const std::string& path)
+{
+    const Output out{.raw = args.flag("--raw")};
+    auto log = client.call("GET", path);
+    if (!log)
+        return report_error(log.error());
+    if (args.flag("--json"))
+        out.print_json(*log);
+    else if ((*log)["text"].is_string())
+        out.write_text((*log)["text"].get_ref<const std::string&>());
+    return kExitOk;
+}
+
 bool is_terminal_state(const std::string& state)
 {
     return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";

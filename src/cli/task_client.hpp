@@ -27,6 +27,11 @@ Result<nlohmann::json> fetch_task(const ApiClient& client, const std::string& ta
 
 bool is_terminal_state(const std::string& state);
 
+// GET /v1/tasks/ID/nodes/NODE/log with the verb's --stream and --bytes.
+std::string node_log_path(const ParsedArgs& args, const std::string& task_id, const std::string& node);
+// Fetches that log once and prints its text (--json: the API's JSON).
+int print_node_log(const ApiClient& client, const ParsedArgs& args, const std::string& path);
+
 // DELETE path_prefix + url_encode(id) for each id, printing "<id> removed"
 // or the error (with `json`: [{id, removed, error?, message?}]): exit 0
 // when all went, 1 otherwise (task rm, announce rm).

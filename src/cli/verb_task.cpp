@@ -87,21 +87,8 @@ int task_show(int argc, char** argv, int first)
                   1, 1};
     return run_client_verb(spec, argc, argv, first, [](const ParsedArgs& args, const ApiClient& client) {
         const Output out{.raw = args.flag("--raw")};
-        if (auto node = args.value("--log")) {
-            std::string path = "/v1/tasks/" + net::url_encode(args.positionals[0]) + "/nodes/" +
-                               net::url_encode(*node) + "/log?stream=" +
-                               net::url_encode(args.value("--stream").value_or("stderr"));
-            if (auto bytes = args.value("--bytes"))
-                path += "&bytes=" + net::url_encode(*bytes);
-            auto log = client.call("GET", path);
-            if (!log)
-                return report_error(log.error());
-            if (args.flag("--json"))
-                out.print_json(*log);
-            else if ((*log)["text"].is_string())
-                out.write_text((*log)["text"].get_ref<const std::string&>());
-            return kExitOk;
-        }
+        if (auto node = args.value("--log"))
+            return print_node_log(client, args, node_log_path(args, args.positionals[0], *node));
         auto task = fetch_task(client, args.positionals[0]);
         if (!task)
             return report_error(task.error());

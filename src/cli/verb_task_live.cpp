@@ -153,10 +153,7 @@ int task_logs(int argc, char** argv, int first)
                 return report_error(only.error());
             node = *only;
         }
-        std::string path = "/v1/tasks/" + net::url_encode(task_id) + "/nodes/" + net::url_encode(node) +
-                           "/log?stream=" + net::url_encode(args.value("--stream").value_or("stderr"));
-        if (auto bytes = args.value("--bytes"))
-            path += "&bytes=" + net::url_encode(*bytes);
+        const std::string path = node_log_path(args, task_id, node);
         const bool follow = args.flag("-f") || args.flag("--follow");
         if (follow && args.flag("--json")) {
             std::fprintf(stderr, "nps-runner: task logs: --json prints one answer; it does not go with -f\n");
@@ -171,14 +168,7 @@ int task_logs(int argc, char** argv, int first)
             printer.flush();
             return followed ? kExitOk : report_error(followed.error());
         }
-        auto log = client.call("GET", path);
-        if (!log)
-            return report_error(log.error());
-        if (args.flag("--json"))
-            out.print_json(*log);
-        else if ((*log)["text"].is_string())
-            out.write_text((*log)["text"].get_ref<const std::string&>());
-        return kExitOk;
+        return print_node_log(client, args, path);
     });
 }
 

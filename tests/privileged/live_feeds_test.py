@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
+from checks import Checks  # noqa: E402
 from serve_daemon import start_serve  # noqa: E402
 
 INBOX = "urn:nps:agent:example.test:live"
@@ -47,16 +48,6 @@ while [ $i -le 3 ]; do
 done
 printf '{"seq":0,"is_final":true,"data":{"lines":3}}\\n'
 """
-
-
-class Failures:
-    def __init__(self):
-        self.count = 0
-
-    def check(self, ok, what):
-        print(("ok    " if ok else "FAIL  ") + what, flush=True)
-        if not ok:
-            self.count += 1
 
 
 def make_image(work):
@@ -284,7 +275,7 @@ def main():
     if os.geteuid() != 0:
         print("skipped: needs root (the daemon makes namespaces, cgroups and mounts)")
         return 77
-    t = Failures()
+    t = Checks()
     with tempfile.TemporaryDirectory(prefix="nps-live-") as state:
         oci = make_image(state)
         subprocess.run([args.runner, "image", "import", str(oci), "--name", "talker:1", "--state-dir", state],
@@ -306,8 +297,7 @@ def main():
             daemon.wait(timeout=30)
             if t.count:
                 print(Path(state, "serve.log").read_text())
-    print(f"{t.count} failure(s)")
-    return 1 if t.count else 0
+    return t.exit_status()
 
 
 if __name__ == "__main__":

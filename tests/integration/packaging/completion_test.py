@@ -14,6 +14,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from checks import Checks  # noqa: E402
+
 
 def complete(script, runner, words):
     """COMPREPLY for the command line `runner words…` with the cursor on the last word."""
@@ -38,12 +41,7 @@ def main():
     runner = str(Path(args.runner).resolve())
     bash_script = Path(args.completions, "nps-runner.bash")
     zsh_script = Path(args.completions, "_nps-runner")
-    failures = 0
-
-    def check(ok, what):
-        nonlocal failures
-        print(("ok    " if ok else "FAIL  ") + what, flush=True)
-        failures += not ok
+    check = Checks()
 
     top = help_text(runner)
     verbs = set(re.findall(r"^  ([a-z]+)", top.split("Verbs:")[1].split("\n\n")[0], re.M))
@@ -89,8 +87,7 @@ def main():
         print("note  zsh is not installed: the zsh completion's syntax was not checked")
     check(zsh_script.read_text().startswith("#compdef nps-runner"), "the zsh completion declares #compdef")
 
-    print(f"{failures} failure(s)")
-    return 1 if failures else 0
+    return check.exit_status()
 
 
 if __name__ == "__main__":

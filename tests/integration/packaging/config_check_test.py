@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+from checks import Checks  # noqa: E402
 from support import documented_config_keys, run  # noqa: E402
 
 
@@ -21,12 +23,7 @@ def main():
     parser.add_argument("--runner", required=True)
     parser.add_argument("--configuration-md", required=True)
     args = parser.parse_args()
-    failures = 0
-
-    def check(ok, what):
-        nonlocal failures
-        print(("ok    " if ok else "FAIL  ") + what, flush=True)
-        failures += not ok
+    check = Checks()
 
     with tempfile.TemporaryDirectory(prefix="nps-config-check-") as tmp:
         good = Path(tmp, "good.toml")
@@ -78,8 +75,7 @@ def main():
         done = run([args.runner, "config", "check", "--config", str(good), "--inbox", "not-a-nid"])
         check(done.returncode == 2 and "--inbox" in done.stderr, "a bad flag value is a usage error naming it")
 
-    print(f"{failures} failure(s)")
-    return 1 if failures else 0
+    return check.exit_status()
 
 
 if __name__ == "__main__":
