@@ -27,7 +27,8 @@ Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, su
                       [this](const std::string& nid) -> Result<store::Announce> {
                           return NPS_TRY(stores_.acquire())->resolve_announce(nid);
                       }),
-      feeds_(std::make_unique<LiveFeeds>(stores, loop))
+      feeds_(std::make_unique<LiveFeeds>(stores, loop)),
+      sessions_(clock)
 {
 }
 
@@ -105,6 +106,20 @@ bool Api::authorized(const net::HttpRequest& request) const
     return false;
 }
 
+std::optional<net::HttpResponse> Api::csrf_refusal(const net::HttpRequest& request, const ui::Session& session) const
+{
+    if (request.method == "GET" || request.method == "HEAD")
+        return std::nullopt;
+    if (!ui::Sessions::csrf_matches(session, request.header("x-csrf-token")))
+        return error_response("NWP-HTTP-CSRF-INVALID",
+                              "A dashboard request that changes state must carry the session's X-CSRF-Token");
+    // A browser names the page's origin; it must be this host's.
+    const std::string& origin = request.header("origin");
+    if (!origin.empty() && origin != "http://" + request.header("host"))
+        return error_response("NWP-HTTP-CSRF-INVALID", "Origin '" + origin + "' is not this dashboard's");
+    return std::nullopt;
+}
+
 Result<void> Api::check_inbox_nid(const std::string& nid) const
 {
     if (!proto::is_valid_nid(nid))
@@ -129,10 +144,23 @@ void Api::handle(const net::HttpRequest& request, net::Responder responder)
     try {
         if (request.body_too_large)
             return reply(error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit"));
-        if (!authorized(request))
+        // The dashboard's login: its one-time code is the credential.
+        if (request.path == "/ui/login")
+            return reply(ui_login(request));
+        const bool trusted = authorized(request);
+        const ui::Session* session = trusted ? nullptr : session_of(request);
+        if (!trusted && !session) {
+            if (is_ui_path(request.path))
+                return reply(ui_refused(request));
             return reply(error_response("NWP-HTTP-UNAUTHENTICATED",
                                         "Missing or wrong bearer token: send 'Authorization: Bearer TOKEN' "
                                         "(api.token, or the token serve generated in <state_dir>/api.token)"));
+        }
+        if (session)
+            if (auto refusal = csrf_refusal(request, *session))
+                return reply(std::move(*refusal));
+        if (is_ui_path(request.path))
+            return reply(ui_route(request, session));
         // Only now, for an authorised client, is a frame body decoded.
         auto body = read_request_body(request, config_.max_message_bytes);
         if (body && body->frame)
@@ -232,6 +260,10 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
     const std::string& area = s[1];
     if (area == "workers" && n == 2)
         return m == "GET" ? list_workers() : method_not_allowed("GET");
+    if (area == "overview" && n == 2)
+        return m == "GET" ? overview() : method_not_allowed("GET");
+    if (area == "images" && n == 2)
+        return m == "GET" ? list_images() : method_not_allowed("GET");
     if (area == "capabilities" && n == 2)
         return m == "GET" ? capabilities() : method_not_allowed("GET");
     if (area == "inbox" && n == 3) {

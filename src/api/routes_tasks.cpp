@@ -115,6 +115,9 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
     }
     body["nodes"] = std::move(nodes);
     body["events"] = std::move(event_list);
+    // The DAG as deposited (its nodes and edges): what the dashboard draws.
+    const Json frame = Json::parse(task.payload, nullptr, /*allow_exceptions=*/false);
+    body["dag"] = frame.is_object() && frame.contains("dag") ? frame["dag"] : Json(nullptr);
     return json_response(200, body);
 }
 
@@ -134,6 +137,21 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
     }
     if (auto it = request.query.find("nid"); it != request.query.end() && !it->second.empty())
         filter.nid = it->second;
+    if (auto it = request.query.find("q"); it != request.query.end() && !it->second.empty()) {
+        if (it->second.size() > limits::kMaxIdChars)
+            return protocol_error("NWP-HTTP-PARAM-INVALID",
+                                  "q is longer than a task id (" + std::to_string(limits::kMaxIdChars) + " characters)");
+        filter.task_id_contains = it->second;
+    }
+    if (auto it = request.query.find("since_seconds"); it != request.query.end()) {
+        char* end = nullptr;
+        const long long seconds = std::strtoll(it->second.c_str(), &end, 10);
+        constexpr long long kHundredYears = 100LL * 366 * 24 * 3600;
+        if (it->second.empty() || *end != '\0' || seconds < 1 || seconds > kHundredYears)
+            return protocol_error("NWP-HTTP-PARAM-INVALID",
+                                  "since_seconds '" + it->second + "' is not a number of seconds (1 … 100 years)");
+        filter.created_after_ms = clock_.now_ms() - seconds * 1000;
+    }
     if (auto it = request.query.find("limit"); it != request.query.end()) {
         char* end = nullptr;
         long limit = std::strtol(it->second.c_str(), &end, 10);

@@ -44,6 +44,7 @@ Verbs:
   config check [--config F] validate a config file; print every setting and its source
   status                    summarise a running daemon: cgroups, tasks, workers, inboxes
   ps                        the running workers: task, node, pid, uptime, memory, CPU
+  ui [--task ID] [--open]   print (or open) a one-time login URL of the web dashboard
   version                   print the version
 
 Run 'nps-runner VERB --help' for a verb's options; 'man nps-runner' for more.
@@ -79,6 +80,7 @@ constexpr Verb kVerbs[] = {
     {"image", "inspect", image_inspect},
     {"config", "check", config_check},
     {"status", nullptr, status},
+    {"ui", nullptr, ui},
     {"ps", nullptr, ps},
     {"invoke", nullptr, invoke},
     {"version", nullptr, version},

@@ -19,6 +19,7 @@
 #include "nps/config/config.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/image_store.hpp"
+#include "nps/image/summary_json.hpp"
 #include "nps/image/registry_settings.hpp"
 
 namespace nps::cli {
@@ -248,14 +249,7 @@ int image_ls(int argc, char** argv, int first)
     if (json) {
         Json out = Json::array();
         for (const auto& i : *images)
-            out.push_back({{"name", i.name.empty() ? Json(nullptr) : Json(i.name)},
-                           {"digest", i.manifest_digest},
-                           {"platform", i.platform},
-                           {"size", i.size},
-                           {"layers", i.layers},
-                           {"imported_at", format_rfc3339_ms(i.imported_at_ms)},
-                           {"last_used_at", format_rfc3339_ms(i.last_used_at_ms)},
-                           {"pins", i.pins}});
+            out.push_back(image::summary_json(i));
         std::printf("%s\n", out.dump(2).c_str());
         return kExitOk;
     }

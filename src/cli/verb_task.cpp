@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "nps/cli/dag_picture.hpp"
 #include "nps/cli/output.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/net/http_client.hpp"
@@ -74,12 +75,17 @@ std::optional<std::int64_t> parse_duration_seconds(const std::string& text)
 
 int task_show(int argc, char** argv, int first)
 {
-    VerbSpec spec{"task show", "ID [--json] [--raw] [--log NODE [--stream stderr|stdout] [--bytes N]]",
+    VerbSpec spec{"task show", "ID [--json|--graph|--dot] [--raw] [--log NODE [--stream stderr|stdout] [--bytes N]]",
                   "Show a task: state, lease, nodes, result and event log; with --log, the tail of a\n"
-                  "node's last worker log instead. Control characters in worker-supplied text are\n"
+                  "node's last worker log instead. --graph draws its DAG as text (each node with its\n"
+                  "layer, state and predecessors, and its step in the saga's compensation order);\n"
+                  "--dot prints it as Graphviz DOT. Control characters in worker-supplied text are\n"
                   "printed escaped (\\x1b, \\u009b) unless --raw is given.",
-                  "",
+                  "Examples:\n  nps-runner task show demo-3-node-dag --graph\n"
+                  "  nps-runner task show demo-3-node-dag --dot | dot -Tsvg > dag.svg\n",
                   {{"--json", nullptr, "print the API's JSON"},
+                   {"--graph", nullptr, "draw the DAG as text: nodes, edges, states"},
+                   {"--dot", nullptr, "print the DAG as Graphviz DOT"},
                    {"--log", "NODE", "print the log tail of NODE's last finished worker"},
                    {"--stream", "S", "with --log: stderr (default) or stdout"},
                    {"--bytes", "N", "with --log: how much of the tail (default 65536)"},
@@ -94,6 +100,10 @@ int task_show(int argc, char** argv, int first)
             return report_error(task.error());
         if (args.flag("--json"))
             out.print_json(*task);
+        else if (args.flag("--graph"))
+            std::fputs(render_text(dag_picture(*task), out).c_str(), stdout);
+        else if (args.flag("--dot"))
+            std::fputs(render_dot(dag_picture(*task)).c_str(), stdout);
         else
             print_task(*task, out);
         return kExitOk;

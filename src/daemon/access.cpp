@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "nps/base/digest.hpp"
+#include "nps/base/random_id.hpp"
 #include "nps/base/small_file.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/config/config.hpp"
@@ -77,17 +77,7 @@ Result<std::string> read_token(const std::string& path, std::optional<gid_t> gro
 
 Result<std::string> random_token()
 {
-    unsigned char bytes[kTokenBytes];
-    std::size_t got = 0;
-    while (got < sizeof bytes) {
-        const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return system_error_errno("Failed to draw random bytes for the API token (getrandom)");
-        got += static_cast<std::size_t>(n);
-    }
-    return to_hex(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
+    return random_hex(kTokenBytes, "the API token");
 }
 
 // Writes `token` to a temporary file beside `path` and renames it into

@@ -23,6 +23,8 @@
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
 #include "nps/config/reload.hpp"
+#include "nps/image/image_store.hpp"
+#include "nps/image/summary_json.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/report/deliverer.hpp"
 #include "nps/store/startup_check.hpp"
@@ -243,6 +245,13 @@ Result<void> run(config::Config config, ConfigLoader reload)
                    .executor = [&executor] { return executor->status_json(); },
                    .not_ready = [&executor] { return executor->not_ready_reason(); },
                    .workers = [&executor] { return executor->workers_json(); },
+                   .images = [&config]() -> Result<std::string> {
+                       auto images = NPS_TRY(image::ImageStore::open({.state_dir = config.state_dir}));
+                       nlohmann::json list = nlohmann::json::array();
+                       for (const auto& i : NPS_TRY(images->list()))
+                           list.push_back(image::summary_json(i));
+                       return list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                   },
                    .running_log = [&executor](const std::string& task_id,
                                               const std::string& node_id) {
                        return executor->running_log_dir(task_id, node_id);
@@ -269,7 +278,12 @@ Result<void> run(config::Config config, ConfigLoader reload)
     if (http_options.tcp_listen) {
         auto address = NPS_TRY(net::parse_listen_address(config.listen));
         std::string host = address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first;
-        log::info("listening on http://" + host + ":" + std::to_string(server->server().tcp_port()));
+        const std::string origin = "http://" + host + ":" + std::to_string(server->server().tcp_port());
+        log::info("listening on " + origin);
+        // Login URLs name a loopback address when the listener takes any.
+        api.set_dashboard_origin(address.first == "0.0.0.0" ? "http://127.0.0.1:" + std::to_string(server->server().tcp_port())
+                                 : address.first == "::"    ? "http://[::1]:" + std::to_string(server->server().tcp_port())
+                                                            : origin);
     }
     if (http_options.unix_socket)
         log::info("listening on unix:" + *http_options.unix_socket);

@@ -65,12 +65,25 @@ nop::AttemptOutcome from_worker(const supervisor::WorkerOutcome& o)
     return out;
 }
 
-std::string worker_event_detail(const supervisor::WorkerOutcome& o)
+// Mapped params above this size are left out of the worker event.
+constexpr std::size_t kEventParamsMaxBytes = 16 * 1024;
+
+// The worker's end (docs/executor.md "Events"): its state, exit, and its
+// timeline on the wall clock (dispatched: its rootfs and limits being
+// prepared; started: its process spawned; ended), merged with what the
+// attempt was given (`attempt_detail`: attempt, compensation, params, image,
+// limits).
+std::string worker_event_detail(const supervisor::WorkerOutcome& o, std::int64_t dispatched_at_ms,
+                                const nlohmann::json& attempt_detail)
 {
-    nlohmann::json detail = {
+    nlohmann::json detail = attempt_detail;
+    detail.update({
         {"state", std::string(supervisor::to_string(o.state))},
         {"duration_ms", std::chrono::duration_cast<std::chrono::milliseconds>(o.ended - o.started).count()},
-    };
+        {"dispatched_at_ms", dispatched_at_ms},
+        {"started_at_ms", o.started_at_ms},
+        {"ended_at_ms", o.ended_at_ms},
+    });
     if (!o.error_code.empty())
         detail["error_code"] = o.error_code;
     if (o.killed_reason != supervisor::KilledReason::none)
@@ -81,7 +94,33 @@ std::string worker_event_detail(const supervisor::WorkerOutcome& o)
         detail["signal"] = *o.signal;
     if (!o.log_dir.empty())
         detail["log_dir"] = o.log_dir;
-    return detail.dump();
+    return detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// A worker's limits in force, as GET /v1/workers and the worker event show them.
+nlohmann::json worker_limits_json(const supervisor::WorkerStatus& status)
+{
+    using Json = nlohmann::json;
+    const auto number = [](const auto& value) { return value ? Json(*value) : Json(nullptr); };
+    const auto seconds = [](const std::optional<std::chrono::milliseconds>& d) {
+        return d && d->count() > 0 ? Json(d->count() / 1000.0) : Json(nullptr);
+    };
+    return {{"memory_bytes", number(status.limits.memory_bytes)},
+            {"cpu_millicores", number(status.limits.cpu_millicores)},
+            {"pids", number(status.limits.pids_max)},
+            {"idle_timeout_seconds", seconds(status.lifecycle.idle_timeout)},
+            {"max_runtime_seconds", seconds(status.lifecycle.max_runtime)}};
+}
+
+// What an attempt was given, for its worker event.
+nlohmann::json attempt_detail(const nop::Attempt& attempt, const std::string& image)
+{
+    nlohmann::json detail = {{"attempt", attempt.number}, {"compensation", attempt.compensation}, {"image", image}};
+    if (attempt.params_json.size() > kEventParamsMaxBytes)
+        detail["params_truncated"] = true;
+    else
+        detail["params"] = nlohmann::json::parse(attempt.params_json, nullptr, /*allow_exceptions=*/false);
+    return detail;
 }
 
 // A fenced write or renewal refused because the lease is not ours any more
@@ -106,6 +145,8 @@ struct TaskExecution::Slot {
     std::unique_ptr<PreparedWorker> prepared;  // held while the worker runs
     bool stop_requested = false;
     supervisor::EventLoop::TimePoint dispatched{};
+    std::int64_t dispatched_at_ms = 0;  // the same, on the wall clock (ctx_.clock)
+    nlohmann::json detail;              // for its worker event: attempt_detail(), limits once started
     // Progress frames become "<node>:progress" events, one per
     // kProgressInterval at most: the newest frame not yet written waits
     // here for the timer (or the attempt's end).
@@ -138,9 +179,6 @@ void TaskExecution::describe_workers(nlohmann::json& into, std::int64_t now_ms) 
         auto status = ctx_.supervisor.status(*slot->worker);
         if (!status)
             continue;
-        const auto ms = [](const std::optional<std::chrono::milliseconds>& d) {
-            return d && d->count() > 0 ? Json(d->count() / 1000.0) : Json(nullptr);
-        };
         into.push_back({
             {"task_id", task_id()},
             {"node_id", node_id},
@@ -155,12 +193,7 @@ void TaskExecution::describe_workers(nlohmann::json& into, std::int64_t now_ms) 
             {"uptime_seconds", status->started_at_ms ? Json((now_ms - status->started_at_ms) / 1000.0) : Json(nullptr)},
             {"memory_bytes", optional_number(status->memory_bytes)},
             {"cpu_seconds", status->cpu_usec ? Json(static_cast<double>(*status->cpu_usec) / 1e6) : Json(nullptr)},
-            {"limits",
-             {{"memory_bytes", optional_number(status->limits.memory_bytes)},
-              {"cpu_millicores", optional_number(status->limits.cpu_millicores)},
-              {"pids", optional_number(status->limits.pids_max)},
-              {"idle_timeout_seconds", ms(status->lifecycle.idle_timeout)},
-              {"max_runtime_seconds", ms(status->lifecycle.max_runtime)}}},
+            {"limits", worker_limits_json(*status)},
         });
     }
 }
@@ -214,6 +247,7 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
     slot->attempt = attempt;
     slot->serial = next_serial_++;
     slot->dispatched = supervisor::EventLoop::now();
+    slot->dispatched_at_ms = ctx_.clock.now_ms();
     const std::uint64_t serial = slot->serial;
     slots_[attempt.node_id] = std::move(slot);
     ++outstanding_;
@@ -234,6 +268,12 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
             }
             launch(node, serial, std::move(*result));
         });
+}
+
+TaskExecution::Slot* TaskExecution::slot_of(const std::string& node_id, std::uint64_t serial)
+{
+    const auto it = slots_.find(node_id);
+    return it != slots_.end() && it->second->serial == serial ? it->second.get() : nullptr;
 }
 
 void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared)
@@ -285,6 +325,7 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
         worker.max_runtime = std::chrono::seconds(*spec.max_runtime_seconds);
     worker.delegate_frame = make_delegate_frame(task_, slot.attempt, spec.cgn_budget);
     worker.attempt = slot.attempt.number;
+    slot.detail = attempt_detail(slot.attempt, spec.image);
     worker.cgn_budget = spec.cgn_budget;
 
     auto id = ctx_.supervisor.start(
@@ -296,16 +337,23 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
                  if (ctx_.worker_logs_closed && !outcome.log_dir.empty())
                      ctx_.worker_logs_closed(outcome.log_dir);
                  flush_progress(node_id, serial);
-                 if (!abandoned_)
-                     on_event(node_id + ":worker", worker_event_detail(outcome));
+                 if (!abandoned_) {
+                     const Slot* mine = slot_of(node_id, serial);
+                     on_event(node_id + ":worker",
+                              worker_event_detail(outcome, mine ? mine->dispatched_at_ms : 0,
+                                                  mine ? mine->detail : nlohmann::json::object()));
+                 }
                  finish_attempt(node_id, serial, from_worker(outcome));
              },
          .on_progress = [this, node_id, serial](supervisor::WorkerId, std::uint64_t seq,
                                                 const std::string& data_json) {
              progress(node_id, serial, seq, data_json);
          },
-         .on_started = [this, node_id, serial](supervisor::WorkerId, pid_t pid) {
+         .on_started = [this, node_id, serial](supervisor::WorkerId started, pid_t pid) {
              log_worker_start(node_id, serial, pid);
+             Slot* mine = slot_of(node_id, serial);
+             if (const auto status = ctx_.supervisor.status(started); status && mine)
+                 mine->detail["limits"] = worker_limits_json(*status);
          }});
     if (!id) {
         finish_attempt(node_id, serial,

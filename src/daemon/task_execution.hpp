@@ -75,6 +75,8 @@ private:
     enum class Fence { lease, none };  // how records are written: fenced by our lease, or (cancelled) not
     struct Slot;
 
+    // The slot of the attempt (node_id, serial) while it is the node's current one, else nullptr.
+    Slot* slot_of(const std::string& node_id, std::uint64_t serial);
     void launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared);
     // A progress frame of the attempt (node_id, serial): written now as an
     // event, or when the node's kProgressInterval has passed.

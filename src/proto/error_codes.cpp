@@ -79,6 +79,7 @@ constexpr ErrorCodeInfo kTable[] = {
     {"NWP-HTTP-METHOD-NOT-ALLOWED", "NPS-CLIENT-BAD-FRAME", 405},   // (ours) route exists, method does not
     {"NWP-HTTP-PARAM-INVALID", "NPS-CLIENT-BAD-PARAM", 400},        // (ours) bad query/header/field
     {"NWP-HTTP-UNAUTHENTICATED", "NPS-AUTH-UNAUTHENTICATED", 401},  // (ours) missing/wrong bearer token
+    {"NWP-HTTP-CSRF-INVALID", "NPS-AUTH-FORBIDDEN", 403},  // (ours) a dashboard write without its anti-CSRF token
     {"NWP-INBOX-NOT-FOUND", "NPS-CLIENT-NOT-FOUND", 404},           // (ours) NID outside the allowlist
     {"NWP-INBOX-MESSAGE-NOT-FOUND", "NPS-CLIENT-NOT-FOUND", 404},   // npsd
     {"NWP-RATE-LIMIT-INBOX-FULL", "NPS-LIMIT-RATE", 429},           // npsd (status made canonical)

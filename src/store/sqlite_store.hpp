@@ -161,6 +161,7 @@ public:
 
     Result<TaskRecord> task(const std::string& task_id) override;
     Result<std::vector<TaskRecord>> list_tasks(const TaskListFilter& filter) override;
+    Result<std::vector<TaskStateCount>> task_state_counts() override;
     Result<TaskRecord> cancel(const std::string& task_id) override;
     using Store::append_event;
     Result<void> append_event(const std::string& task_id, const std::string& name, const std::string& detail_json,
@@ -289,7 +290,7 @@ private:
     // results.cpp
     CachedStatement result_task_, result_find_, result_upsert_, result_list_, result_terminal_;
     // tasks.cpp
-    CachedStatement task_get_, task_list_, cancel_task_;
+    CachedStatement task_get_, task_list_, task_counts_, cancel_task_;
     // announces.cpp
     CachedStatement announce_put_, announce_get_, announce_list_, announce_remove_;
     // outbox.cpp

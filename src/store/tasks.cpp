@@ -40,13 +40,32 @@ Result<std::vector<TaskRecord>> SqliteStore::list_tasks(const TaskListFilter& fi
                           "t.dag_hash, t.dedup_key, t.lease_owner, t.lease_expiry, t.claims, t.created_at, "
                           "t.updated_at, '', t.finished_at, t.results_expire_at, t.results_expired_at "
                           "FROM tasks t WHERE (?1 IS NULL OR t.state = ?1) "
-                          "AND (?2 IS NULL OR t.nid = ?2) ORDER BY t.message_id DESC LIMIT ?3");
+                          "AND (?2 IS NULL OR t.nid = ?2) AND (?4 IS NULL OR t.created_at > ?4) "
+                          "AND (?5 IS NULL OR instr(t.task_id, ?5) > 0) ORDER BY t.message_id DESC LIMIT ?3");
             bind_optional(*st, 1, filter.state);
             bind_optional(*st, 2, filter.nid);
             st->bind(3, limit);
+            if (filter.created_after_ms)
+                st->bind(4, *filter.created_after_ms);
+            else
+                st->bind(4);
+            bind_optional(*st, 5, filter.task_id_contains);
             std::vector<TaskRecord> out;
             while (st->executeStep())
                 out.push_back(read_task(*st, 0));
+            return out;
+        });
+}
+
+Result<std::vector<TaskStateCount>> SqliteStore::task_state_counts()
+{
+    return guarded<std::vector<TaskStateCount>>(
+        [&] { return std::string("Failed to count tasks by state"); },
+        [&]() -> Result<std::vector<TaskStateCount>> {
+            auto st = use(task_counts_, "SELECT state, count(*) FROM tasks GROUP BY state ORDER BY state");
+            std::vector<TaskStateCount> out;
+            while (st->executeStep())
+                out.push_back({.state = st->getColumn(0).getString(), .tasks = st->getColumn(1).getInt64()});
             return out;
         });
 }

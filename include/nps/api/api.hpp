@@ -10,6 +10,13 @@
 // generates one: daemon/access.hpp). Refusals are 401
 // NWP-HTTP-UNAUTHENTICATED with `WWW-Authenticate: Bearer`.
 //
+// The dashboard (/ui/, docs/dashboard.md) follows the same rules, and on TCP
+// also takes a dashboard session (ui/sessions.hpp): its cookie authorises
+// every route a token does, except minting login codes; a request with it
+// that changes state (any method but GET and HEAD) must also carry the
+// session's anti-CSRF token in `X-CSRF-Token`, and an `Origin`, if sent,
+// naming this host, else 403 NWP-HTTP-CSRF-INVALID.
+//
 // Threading: everything runs on the daemon's loop thread (the HTTP server is
 // a net::LoopHttpServer on that loop), so a handler must not block. Handlers
 // that may wait answer later through the request's Responder:
@@ -40,6 +47,7 @@
 #include "nps/net/http_server.hpp"
 #include "nps/spawn/resolver.hpp"
 #include "nps/supervisor/event_loop.hpp"
+#include "nps/ui/sessions.hpp"
 
 namespace nps::api {
 
@@ -62,6 +70,7 @@ struct ApiHooks {
     std::function<std::string()> executor;                      // GET /healthz "executor": a JSON object text
     std::function<std::string()> not_ready;                     // GET /readyz: why not ready, "" when ready
     std::function<std::string()> workers;                       // GET /v1/workers: a JSON array text
+    std::function<Result<std::string>()> images;                // GET /v1/images: a JSON array text
     // The log directory of the node's running worker, if one runs (a
     // followed log reads it as it grows).
     std::function<std::optional<std::string>(const std::string& task_id, const std::string& node_id)> running_log;
@@ -82,6 +91,9 @@ public:
 
     // Set before the HTTP server starts.
     void set_hooks(ApiHooks hooks);
+    // The dashboard's origin for login URLs ("http://127.0.0.1:7070"), once
+    // the TCP listener's port is known; unset without a TCP listener.
+    void set_dashboard_origin(std::string origin) { dashboard_origin_ = std::move(origin); }
 
     // The net::AsyncHttpHandler: answers through `responder`, now or later.
     void handle(const net::HttpRequest& request, net::Responder responder);
@@ -118,7 +130,11 @@ private:
     // The routes that may answer later; false when `r` is not one of them.
     bool route_deferred(const net::HttpRequest& r, const Reply& reply);
     Result<net::HttpResponse> route(const net::HttpRequest& request);
+    // By the socket, the token, or an open TCP API (not a dashboard session).
     bool authorized(const net::HttpRequest& request) const;
+    // A dashboard session's state-changing request without its anti-CSRF
+    // token (or from another origin): the refusal, else nullopt.
+    std::optional<net::HttpResponse> csrf_refusal(const net::HttpRequest& request, const ui::Session& session) const;
 
     // Handlers, one per route (defined in the routes_*.cpp files). An error
     // becomes the error body in finish().
@@ -167,6 +183,17 @@ private:
     // GET /.nwm and GET /v1/capabilities (routes_catalogue.cpp).
     Result<net::HttpResponse> manifest(const net::HttpRequest& request);
     Result<net::HttpResponse> capabilities();
+    // GET /v1/overview and GET /v1/images (routes_overview.cpp).
+    Result<net::HttpResponse> overview();
+    Result<net::HttpResponse> list_images();
+
+    // The dashboard (routes_ui.cpp): /ui/…, /v1/ui/….
+    static bool is_ui_path(const std::string& path);
+    const ui::Session* session_of(const net::HttpRequest& request);
+    Result<net::HttpResponse> ui_route(const net::HttpRequest& request, const ui::Session* session);
+    net::HttpResponse ui_login(const net::HttpRequest& request);
+    net::HttpResponse ui_refused(const net::HttpRequest& request);
+    Result<net::HttpResponse> issue_login_code(const net::HttpRequest& request);
 
     // NWP-INBOX-NOT-FOUND / NWP-HTTP-PARAM-INVALID for a NID this API does not host.
     Result<void> check_inbox_nid(const std::string& nid) const;
@@ -183,6 +210,8 @@ private:
     bool shutting_down_ = false;
     spawn::SpawnSpecResolver spawn_resolver_;  // announces from the store; remote specs cached
     std::unique_ptr<LiveFeeds> feeds_;
+    ui::Sessions sessions_;
+    std::string dashboard_origin_;
 };
 
 }  // namespace nps::api

@@ -49,6 +49,11 @@ public:
                         std::vector<std::pair<std::string, std::string>> headers = {}) const;
 
     const std::string& describe() const { return description_; }
+    // The http(s):// base URL when the client talks TCP; nullopt on the unix socket.
+    std::optional<std::string> tcp_base() const
+    {
+        return unix_socket_ ? std::nullopt : std::optional<std::string>(base_url_);
+    }
 
 private:
     std::string base_url_;

@@ -32,6 +32,7 @@ int image_gc(int argc, char** argv, int first);
 int image_inspect(int argc, char** argv, int first);
 int version(int argc, char** argv, int first);
 int status(int argc, char** argv, int first);
+int ui(int argc, char** argv, int first);
 
 // Exit statuses.
 inline constexpr int kExitOk = 0;

@@ -142,6 +142,8 @@ public:
     // Newest deposit first; limit 0 → kDefaultTaskListLimit, clamped to
     // kMaxTaskListLimit. The records' payload is left empty (fetch task()).
     virtual Result<std::vector<TaskRecord>> list_tasks(const TaskListFilter& filter) = 0;
+    // The number of tasks in each state that has any, ordered by state name.
+    virtual Result<std::vector<TaskStateCount>> task_state_counts() = 0;
     // Non-terminal → CANCELLED (error NOP-TASK-CANCELLED), message removed, lease
     // ended, event "task:cancelled". Terminal → NOP-TASK-ALREADY-COMPLETED.
     virtual Result<TaskRecord> cancel(const std::string& task_id) = 0;

@@ -172,6 +172,8 @@ struct PruneRequest {
 struct TaskListFilter {
     std::optional<std::string> state{};
     std::optional<std::string> nid{};
+    std::optional<std::int64_t> created_after_ms{};  // deposited after this time
+    std::optional<std::string> task_id_contains{};   // a literal substring of the task id
     std::uint32_t limit = 100;
 };
 
@@ -235,6 +237,12 @@ struct ReportRetry {
     std::string owner{};
     std::string error{};
     std::int64_t next_attempt_at_ms = 0;
+};
+
+// How many tasks are in one state.
+struct TaskStateCount {
+    std::string state;
+    std::int64_t tasks = 0;
 };
 
 struct ReportCounts {
