@@ -144,13 +144,10 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
         filter.task_id_contains = it->second;
     }
     if (auto it = request.query.find("since_seconds"); it != request.query.end()) {
-        char* end = nullptr;
-        const long long seconds = std::strtoll(it->second.c_str(), &end, 10);
-        constexpr long long kHundredYears = 100LL * 366 * 24 * 3600;
-        if (it->second.empty() || *end != '\0' || seconds < 1 || seconds > kHundredYears)
-            return protocol_error("NWP-HTTP-PARAM-INVALID",
-                                  "since_seconds '" + it->second + "' is not a number of seconds (1 … 100 years)");
-        filter.created_after_ms = clock_.now_ms() - seconds * 1000;
+        const std::int64_t seconds =
+            NPS_TRY(bounded_integer(it->second, "since_seconds", 0, 1, limits::kMaxRetentionSeconds));
+        if (seconds > 0)  // empty: no age filter
+            filter.created_after_ms = clock_.now_ms() - seconds * 1000;
     }
     if (auto it = request.query.find("limit"); it != request.query.end()) {
         char* end = nullptr;

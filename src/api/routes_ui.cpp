@@ -166,8 +166,7 @@ Result<net::HttpResponse> Api::ui_route(const net::HttpRequest& request, const u
             return serve_asset(request, *asset);
     } else if (is_page(path)) {
         // One page serves every URL; its script draws the view the path names.
-        net::HttpResponse page = serve_asset(request, *ui::find_asset("index.html"));
-        return page;
+        return serve_asset(request, *ui::find_asset("index.html"));
     }
     return notice_page(404, "No such page", "The dashboard has no page at this address. <a href=\"/ui/\">Overview</a>");
 }

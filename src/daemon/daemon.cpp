@@ -278,12 +278,11 @@ Result<void> run(config::Config config, ConfigLoader reload)
     if (http_options.tcp_listen) {
         auto address = NPS_TRY(net::parse_listen_address(config.listen));
         std::string host = address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first;
-        const std::string origin = "http://" + host + ":" + std::to_string(server->server().tcp_port());
-        log::info("listening on " + origin);
+        const std::string port = std::to_string(server->server().tcp_port());
+        log::info("listening on http://" + host + ":" + port);
         // Login URLs name a loopback address when the listener takes any.
-        api.set_dashboard_origin(address.first == "0.0.0.0" ? "http://127.0.0.1:" + std::to_string(server->server().tcp_port())
-                                 : address.first == "::"    ? "http://[::1]:" + std::to_string(server->server().tcp_port())
-                                                            : origin);
+        const std::string login_host = address.first == "0.0.0.0" ? "127.0.0.1" : address.first == "::" ? "[::1]" : host;
+        api.set_dashboard_origin("http://" + login_host + ":" + port);
     }
     if (http_options.unix_socket)
         log::info("listening on unix:" + *http_options.unix_socket);

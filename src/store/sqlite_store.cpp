@@ -95,6 +95,27 @@ bool unsafe_no_sync_for_tests()
     return v != nullptr && std::string_view(v) == "1";
 }
 
+// The write-ahead log's bound (docs/retention.md). SQLite's own automatic
+// checkpoint (PASSIVE, every kCheckpointFrames) copies what no reader still
+// needs; the log starts again from its beginning only when a checkpoint
+// finished and no reader was inside it. Under steady concurrent writers that
+// moment may not come, and the log grows without limit. This hook replaces
+// the automatic one after every commit: the same passive checkpoint, and past
+// kTruncateFrames a TRUNCATE checkpoint that waits (busy timeout) for the
+// readers to leave and empties the file. The commit is already durable when
+// the hook runs; a checkpoint that fails here is retried after the next one.
+constexpr int kCheckpointFrames = 1000;  // SQLite's default: ~4 MiB of 4 KiB pages
+constexpr int kTruncateFrames = 3072;    // ~12 MiB
+
+int bound_write_ahead_log(void*, sqlite3* db, const char* schema, int frames)
+{
+    if (frames >= kTruncateFrames)
+        sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+    else if (frames >= kCheckpointFrames)
+        sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    return SQLITE_OK;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clock& clock)
@@ -138,6 +159,7 @@ Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clo
         // After a checkpoint, truncate a WAL that grew past 64 MiB (a burst)
         // instead of keeping the big file around forever.
         db->exec("PRAGMA journal_size_limit=67108864");
+        sqlite3_wal_hook(db->getHandle(), bound_write_ahead_log, nullptr);
         db->exec("PRAGMA temp_store=MEMORY");
 
         auto version = detail::migrate(*db, path);

@@ -239,6 +239,26 @@ def demo_dag(args, api, base, b, t, docs):
     b.screenshot("task-demo-dag", docs)
 
 
+def terminal_pictures(args, base, token, t):
+    """`task show --graph` and `--dot` through the real binary, on the saga."""
+    show = [args.runner, "task", "show", "saga-task", "--server", base, "--token", token]
+    out = subprocess.run(show + ["--graph"], capture_output=True, text=True, timeout=30)
+    lines = out.stdout.splitlines()
+    t.check(out.returncode == 0 and lines and lines[0].startswith("task saga-task  FAILED  (3 nodes, 2 edges)"),
+            f"task show --graph names the task, its state and its size ({out.returncode} {lines[:1]} {out.stderr})")
+    for node_id, state in (("reserve", "COMPENSATED"), ("charge", "COMPENSATED"), ("ship", "FAILED")):
+        t.check(any(node_id in line and state in line for line in lines),
+                f"task show --graph: {node_id} {state}")
+    t.check("◀─ charge" in out.stdout, "task show --graph: ship's edge from charge")
+    out = subprocess.run(show + ["--dot"], capture_output=True, text=True, timeout=30)
+    t.check(out.returncode == 0 and out.stdout.startswith('digraph "saga-task" {') and out.stdout.endswith("}\n")
+            and '"reserve" -> "charge";' in out.stdout and '"charge" -> "ship";' in out.stdout,
+            f"task show --dot prints the DAG as Graphviz DOT ({out.stdout[:200]!r})")
+    if shutil.which("dot"):
+        rendered = subprocess.run(["dot", "-Tsvg"], input=out.stdout, capture_output=True, text=True, timeout=30)
+        t.check(rendered.returncode == 0 and "<svg" in rendered.stdout, "Graphviz renders it")
+
+
 def saga(api, base, b, t, docs):
     status, _, _ = api.call("POST", f"/v1/inbox/{INBOX}", saga_frame())
     t.check(status == 201, f"the saga is deposited ({status})")
@@ -365,6 +385,7 @@ def main():
             access(args, base, token, api, browser, t)
             demo_dag(args, api, base, browser, t, args.docs_images)
             saga(api, base, browser, t, args.docs_images)
+            terminal_pictures(args, base, token, t)
             running(api, base, browser, t)
             worker_text_stays_text(api, base, browser, t)
             other_pages(base, browser, t)
