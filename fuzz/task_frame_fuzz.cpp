@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target: decode_task_frame and jcs_canonicalize on arbitrary bytes.
+// libFuzzer target: decode_task_frame, jcs_canonicalize and the inbox's
+// other decoder, decode_completion_message, on arbitrary bytes.
 // Beyond "no crash, no sanitizer report", it checks three properties and
 // aborts when one breaks:
 //   1. JCS is idempotent: canon(canon(x)) == canon(x).
@@ -7,12 +8,15 @@
 //      canonical text.
 //   3. Decoding the canonical form of an accepted frame gives the same frame
 //      hashes (canonicalization never changes what a frame means).
+//   4. No text is both a TaskFrame and a completion message, and one the
+//      route takes for a completion message (looks_like_…) is never a frame.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
 #include "nps/base/digest.hpp"
+#include "nps/proto/completion_message.hpp"
 #include "nps/proto/dag.hpp"
 #include "nps/proto/dedup.hpp"
 #include "nps/proto/jcs.hpp"
@@ -41,6 +45,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
 
     const auto frame = decode_task_frame(text);
+    const auto message = decode_completion_message(text);
+    if (frame && (message || looks_like_completion_message(text)))
+        property_broken("a text is both a TaskFrame and a completion message");
+    if (message && !looks_like_completion_message(text))
+        property_broken("a completion message the route would not recognise");
     if (!frame)
         return 0;
     if (!canonical)

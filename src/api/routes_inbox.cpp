@@ -16,6 +16,7 @@
 #include "nps/base/digest.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
+#include "nps/proto/completion_message.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::api {
@@ -42,7 +43,7 @@ Json message_json(const store::Message& m)
 {
     return {
         {"message_id", std::to_string(m.message_id)},
-        {"task_id", m.task_id},
+        {"task_id", m.task_id.empty() ? Json(nullptr) : Json(m.task_id)},  // null: a notice, not a task
         {"enqueued_at", format_rfc3339_ms(m.enqueued_at_ms)},
         {"expires_at", m.expires_at_ms == INT64_MAX ? Json(nullptr) : Json(format_rfc3339_ms(m.expires_at_ms))},
         {"priority", m.priority},
@@ -70,7 +71,10 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
     if (!acceptable_content_type(content_type))
         return protocol_error("NWP-HTTP-CONTENT-TYPE-UNSUPPORTED",
                               "Content-Type '" + content_type + "' is not a JSON TaskFrame type");
-    auto frame = NPS_TRY(proto::decode_task_frame(request.body));
+    auto decoded = proto::decode_task_frame(request.body);
+    if (!decoded && proto::looks_like_completion_message(request.body))
+        return deposit_completion_message(request, nid);
+    auto frame = NPS_TRY(std::move(decoded));
     auto priority = NPS_TRY(bounded_integer(request.header("x-nps-inbox-priority"), "X-Nps-Inbox-Priority",
                                             proto::inbox_priority(frame.priority), limits::kMinInboxPriority,
                                             limits::kMaxInboxPriority));
@@ -97,6 +101,41 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
     body.erase("payload_b64");
     body["nid"] = result.message.nid;
     body["dedup_key"] = frame.dedup_key;
+    body["duplicate"] = result.duplicate;
+    return json_response(result.duplicate ? 200 : 201, body);
+}
+
+// Another runner's completion message (proto/completion_message.hpp): kept
+// as a notice, which peek lists and ack removes, and no claim takes. Its
+// Idempotency-Key (else the body's digest) makes a replay a duplicate.
+Result<net::HttpResponse> Api::deposit_completion_message(const net::HttpRequest& request, const std::string& nid)
+{
+    const proto::CompletionMessage message = NPS_TRY(proto::decode_completion_message(request.body));
+    const std::string& key = request.header("idempotency-key");
+    if (key.size() > limits::kMaxIdempotencyKeyBytes)
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "Idempotency-Key longer than " +
+                                                            std::to_string(limits::kMaxIdempotencyKeyBytes) + " bytes");
+    auto ttl = NPS_TRY(bounded_integer(request.header("x-nps-inbox-ttl-seconds"), "X-Nps-Inbox-Ttl-Seconds",
+                                       config_.default_ttl_seconds, 1, limits::kMaxInboxTtlSeconds));
+    auto store = NPS_TRY(stores_.acquire());
+    auto result = NPS_TRY(store->deposit_notice({
+        .nid = nid,
+        .source = key.empty() ? "sha256:" + sha256_hex(request.body) : "key:" + key,
+        .payload = request.body,
+        .content_type = "application/json",
+        .ttl_seconds = ttl,
+        .max_depth = config_.max_depth,
+    }));
+    if (!result.duplicate) {
+        ++metrics_.deposits;
+        loop_.defer([this, nid] { wake_waiters(nid); });
+    } else {
+        ++metrics_.deposits_duplicate;
+    }
+    Json body = message_json(result.message);
+    body.erase("payload_b64");
+    body["nid"] = nid;
+    body["reports_task"] = message.task_id;
     body["duplicate"] = result.duplicate;
     return json_response(result.duplicate ? 200 : 201, body);
 }

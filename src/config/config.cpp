@@ -695,7 +695,8 @@ Result<void> apply_upstream(const TableReader& t, Config& c)
 
 Result<void> apply_report(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"task_store_url", "task_store_token", "task_store_token_file", "ca_file",
+    NPS_TRY_VOID(t.check_keys({"task_store_url", "task_store_token", "task_store_token_file", "npsd_url",
+                                "npsd_token", "npsd_token_file", "ca_file",
                                 "timeout_seconds", "retry_initial_ms", "retry_max_ms", "max_age_seconds",
                                 "callback_allow_destinations"}));
     ReportPolicy& r = c.report;
@@ -705,6 +706,11 @@ Result<void> apply_report(const TableReader& t, Config& c)
             r.task_store_url->pop_back();
     r.task_store_token = NPS_TRY(service_token(t, "task_store_token", "task_store_token_file",
                                                r.task_store_url.has_value(), "task_store_url"));
+    r.npsd_url = NPS_TRY(service_url(t, "npsd_url"));
+    if (r.npsd_url)
+        while (r.npsd_url->size() > 1 && r.npsd_url->back() == '/')
+            r.npsd_url->pop_back();
+    r.npsd_token = NPS_TRY(service_token(t, "npsd_token", "npsd_token_file", r.npsd_url.has_value(), "npsd_url"));
     if (auto v = NPS_TRY(t.string("ca_file"))) {
         if (v->empty() || v->front() != '/')
             return t.fail("ca_file", "must be an absolute path to a PEM file");

@@ -139,6 +139,8 @@ std::vector<Setting> describe(const Config& c, const std::set<std::string>& from
         {"upstream.batch", c.upstream.batch},
         {"report.task_store_url", optional_text(c.report.task_store_url)},
         {"report.task_store_token", secret(c.report.task_store_token.has_value())},
+        {"report.npsd_url", optional_text(c.report.npsd_url)},
+        {"report.npsd_token", secret(c.report.npsd_token.has_value())},
         {"report.ca_file", optional_text(c.report.ca_file)},
         {"report.timeout_seconds", c.report.timeout_seconds},
         {"report.retry_initial_ms", c.report.retry_initial_ms},

@@ -118,6 +118,8 @@ const std::vector<Key>& keys()
         // [report]
         restart_only("report.task_store_url", NPS_FIELD(report.task_store_url)),
         restart_only("report.task_store_token", NPS_FIELD(report.task_store_token)),
+        restart_only("report.npsd_url", NPS_FIELD(report.npsd_url)),
+        restart_only("report.npsd_token", NPS_FIELD(report.npsd_token)),
         restart_only("report.ca_file", NPS_FIELD(report.ca_file)),
         restart_only("report.timeout_seconds", NPS_FIELD(report.timeout_seconds)),
         restart_only("report.retry_initial_ms", NPS_FIELD(report.retry_initial_ms)),

@@ -106,12 +106,16 @@ Result<void> decode_aggregate_fields(const object& root, TaskFrame& frame)
 // reply_to and the SDKs' hop count.
 Result<void> decode_delegation_fields(const object& root, TaskFrame& frame)
 {
-    // Refused rather than ignored: a sender that asks for a completion
-    // message must not wait for one that never comes.
-    if (optional_member(root, "reply_to"))
-        return field_error(kMalformed, "reply_to",
-                           "completion messages to an inbox are not supported by this runner yet; use "
-                           "callback_url (docs/reporting.md)");
+    // The NID whose inbox gets the task's completion message (the reference
+    // runner's way of reporting; docs/reporting.md "Completion messages").
+    if (auto v = optional_member(root, "reply_to")) {
+        const std::string_view nid = NPS_TRY(read_string(*v, kMalformed, "reply_to"));
+        if (!is_valid_nid(nid))
+            return field_error(kMalformed, "reply_to",
+                               "'" + std::string(nid) + "' is not an NID (urn:nps:…) whose inbox can take the "
+                               "task's completion message");
+        frame.reply_to = std::string(nid);
+    }
     // `depth` is the TypeScript SDK's older name for it (alpha.15).
     const auto depth_value = optional_member(root, "delegate_depth");
     const auto old_depth_value = optional_member(root, "depth");

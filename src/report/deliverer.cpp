@@ -48,6 +48,9 @@ std::string row_name(const store::ReportRow& row)
 {
     if (row.kind == store::ReportKind::callback)
         return "the callback of task '" + row.task_id + "' (" + row.state + ")";
+    if (row.kind == store::ReportKind::reply)
+        return "the completion message of task '" + row.task_id + "' (" + row.state + ") for inbox '" +
+               row.reply_to.value_or("") + "'";
     return "the report of node '" + row.node_id + "' of task '" + row.task_id + "' (" + row.state + ")";
 }
 
@@ -88,7 +91,7 @@ struct Deliverer::Impl {
     bool nodes_paused() const { return node_pause_until_ms > clock.now_ms(); }
     store::ReportKinds claimable() const
     {
-        return !options.task_store_url || nodes_paused() ? store::ReportKinds::callbacks_only
+        return !options.task_store_url || nodes_paused() ? store::ReportKinds::no_node_reports
                                                          : store::ReportKinds::all;
     }
 
@@ -175,7 +178,15 @@ void Deliverer::Impl::begin(const store::ReportRow& row)
             return finish(row, *attempt.decided);
         fetch = fetcher->trusted(attempt.request, [this, id, request = attempt.request](
                                                       Result<net::FetchedResponse> response) {
-            answered(id, detail::judge_node(request, response, clock));
+            answered(id, detail::judge_trusted(request, response, clock));
+        });
+    } else if (row.kind == store::ReportKind::reply) {
+        detail::ReplyAttempt attempt = detail::prepare_reply(options, *store, row);
+        if (attempt.decided)
+            return finish(row, *attempt.decided);
+        fetch = fetcher->trusted(attempt.request, [this, id, request = attempt.request](
+                                                      Result<net::FetchedResponse> response) {
+            answered(id, detail::judge_trusted(request, response, clock));
         });
     } else {
         detail::CallbackAttempt attempt = detail::prepare_callback(options, *store, guard, row);
@@ -210,18 +221,23 @@ void Deliverer::Impl::finish(const store::ReportRow& row, const detail::AttemptR
     const std::int64_t now = clock.now_ms();
     const std::uint32_t tries = row.tries + 1;
     const bool callback = row.kind == store::ReportKind::callback;
+    const bool node = row.kind == store::ReportKind::node;
     Result<bool> recorded = false;
 
     if (result.verdict == Verdict::delivered) {
-        if (!callback && task_store_failing) {
+        if (node && task_store_failing) {
             task_store_failing = false;
             log::notice("The task store answers again; delivering the reports held back");
         }
-        const std::string detail =
-            callback ? Json{{"url", row.callback_url.value_or("")}, {"status", result.http_status},
-                            {"attempts", tries}}
-                           .dump(-1, ' ', false, Json::error_handler_t::replace)
-                     : std::string();
+        std::string detail;
+        if (callback)
+            detail = Json{{"url", row.callback_url.value_or("")}, {"status", result.http_status}, {"attempts", tries}}
+                         .dump(-1, ' ', false, Json::error_handler_t::replace);
+        else if (!node)  // a completion message: where it went
+            detail = Json{{"reply_to", row.reply_to.value_or("")},
+                          {"npsd", options.npsd_url ? Json(*options.npsd_url) : Json(nullptr)},
+                          {"attempts", tries}}
+                         .dump(-1, ' ', false, Json::error_handler_t::replace);
         recorded = store->mark_report_delivered(row.id, owner, detail);
     } else {
         const std::int64_t age = now - row.recorded_at_ms;
@@ -235,15 +251,17 @@ void Deliverer::Impl::finish(const store::ReportRow& row, const detail::AttemptR
             Json detail = {{"error", why}, {"attempts", tries}};
             if (callback)
                 detail["url"] = row.callback_url.value_or("");
-            else
+            else if (node)
                 detail.update({{"node_id", row.node_id}, {"state", row.state}});
+            else
+                detail["reply_to"] = row.reply_to.value_or("");
             recorded = store->mark_report_dead(row.id, owner, why,
                                                detail.dump(-1, ' ', false, Json::error_handler_t::replace));
         } else {
             std::int64_t delay = backoff_ms(tries, options.retry_initial.count(), options.retry_max.count());
             if (result.retry_after_ms)
                 delay = std::max(delay, *result.retry_after_ms);
-            if (!callback) {
+            if (node) {
                 // The task store itself is failing: hold back every node report
                 // until this one is due again (one probe per period). Reports
                 // already in flight finish on their own.

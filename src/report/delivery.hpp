@@ -33,8 +33,9 @@ struct NodeAttempt {
     net::TrustedRequest request{};
 };
 NodeAttempt prepare_node(const DelivererOptions& options, const store::ReportRow& row);
-AttemptResult judge_node(const net::TrustedRequest& request, const Result<net::FetchedResponse>& response,
-                         const Clock& clock);
+// The answer of an operator-configured service (task store, npsd).
+AttemptResult judge_trusted(const net::TrustedRequest& request, const Result<net::FetchedResponse>& response,
+                            const Clock& clock);
 
 // POST of a callback row to its callback_url, through `guard` (which must
 // outlive the request).
@@ -45,5 +46,14 @@ struct CallbackAttempt {
 CallbackAttempt prepare_callback(const DelivererOptions& options, store::Store& store,
                                  const net::DestinationGuard& guard, const store::ReportRow& row);
 AttemptResult judge_callback(const Result<net::FetchedResponse>& response, const Clock& clock);
+
+// A completion message of a reply row: the POST to options.npsd_url, or,
+// without one, decided at once by depositing it into `store`'s own inbox.
+struct ReplyAttempt {
+    std::optional<AttemptResult> decided{};  // set: nothing to send
+    net::TrustedRequest request{};
+};
+// Its answer is judged as a task store's (judge_trusted).
+ReplyAttempt prepare_reply(const DelivererOptions& options, store::Store& store, const store::ReportRow& row);
 
 }  // namespace nps::report::detail

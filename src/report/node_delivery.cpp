@@ -29,14 +29,14 @@ NodeAttempt prepare_node(const DelivererOptions& options, const store::ReportRow
     return attempt;
 }
 
-AttemptResult judge_node(const net::TrustedRequest& request, const Result<net::FetchedResponse>& response,
-                         const Clock& clock)
+AttemptResult judge_trusted(const net::TrustedRequest& request, const Result<net::FetchedResponse>& response,
+                            const Clock& clock)
 {
     if (!response)
         return {.verdict = Verdict::retry, .error = response.error().describe()};
     AttemptResult result{.verdict = judge_task_store_status(response->status), .http_status = response->status};
     if (result.verdict != Verdict::delivered)
-        result.error = "PATCH '" + request.url + "': " + describe_answer(response->status, response->body);
+        result.error = request.method + " '" + request.url + "': " + describe_answer(response->status, response->body);
     if (auto it = response->headers.find("retry-after"); it != response->headers.end())
         result.retry_after_ms = parse_retry_after_ms(it->second, clock.now_ms());
     return result;

@@ -13,6 +13,8 @@ Result<DelivererOptions> deliverer_options(const config::Config& config)
         .owner_prefix = config.runner_nid.empty() ? std::string("nps-runner") : config.runner_nid,
         .task_store_url = r.task_store_url,
         .task_store_token = r.task_store_token,
+        .npsd_url = r.npsd_url,
+        .npsd_token = r.npsd_token,
         .ca_file = r.ca_file,
         .timeout = std::chrono::seconds(r.timeout_seconds),
         .retry_initial = std::chrono::milliseconds(r.retry_initial_ms),

@@ -115,26 +115,65 @@ Result<std::string> node_report_body(const store::ReportRow& row)
     return dump(body);
 }
 
-std::string callback_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes)
+namespace {
+
+// The task's node records as the callback and the completion message show them.
+Json node_states(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes)
 {
-    Json node_states = Json::object();
+    Json states = Json::object();
     for (const auto& n : nodes) {
         if (n.dedup_key != task.dedup_key)
             continue;  // a record under another DAG of the same task_id is not this task's
-        node_states[n.node_id] = {
+        states[n.node_id] = {
             {"state", ascii_lower(n.state)},
             {"attempts", n.attempts},
             {"error_code", text_or_null(n.error_code)},
         };
     }
+    return states;
+}
+
+}  // namespace
+
+std::string callback_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes)
+{
     const Json body = {
         {"task_id", task.task_id},
         {"state", ascii_lower(task.state)},
         {"error_code", text_or_null(task.error_code)},
         {"aggregate", parsed_or_null(task.aggregate_json)},
-        {"nodes", std::move(node_states)},
+        {"nodes", node_states(task, nodes)},
     };
     return dump(body);
+}
+
+std::string completion_message_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes)
+{
+    Json body = {
+        {"task_id", task.task_id},
+        {"node_state", task.state},
+        {"state", ascii_lower(task.state)},
+        {"nodes", node_states(task, nodes)},
+        {"created_at", format_rfc3339_ms(task.created_at_ms)},
+        {"finished_at", format_rfc3339_ms(task.finished_at_ms.value_or(task.updated_at_ms))},
+    };
+    if (task.error_code && !task.error_code->empty())
+        body["error_code"] = cut_utf8(*task.error_code, kMaxErrorCodeBytes);
+    if (task.error_message && !task.error_message->empty())
+        body["error_message"] = cut_utf8(*task.error_message, kMaxErrorMessageBytes);
+    if (Json result = parsed_or_null(task.aggregate_json); !result.is_null())
+        body["result"] = std::move(result);
+    return dump(body);
+}
+
+std::string completion_idempotency_key(const store::TaskRecord& task)
+{
+    return task.dedup_key + ":reply";
+}
+
+std::string npsd_inbox_url(const std::string& npsd_url, const std::string& nid)
+{
+    return npsd_url + "/v1/inbox/" + net::url_encode(nid);
 }
 
 std::string callback_idempotency_key(const store::TaskRecord& task)

@@ -48,17 +48,7 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
 
             if (request.max_depth > 0) {
                 // Counts entries of the partial index only (O(depth), index-only).
-                auto st = use(deposit_depth_,
-                              "SELECT count(*) FROM tasks "
-                              "WHERE nid = ?1 AND queue = 'queued' AND expires_at > ?2");
-                st->bindNoCopy(1, request.nid);
-                st->bind(2, static_cast<std::int64_t>(now));
-                st->executeStep();
-                const std::int64_t depth = st->getColumn(0).getInt64();
-                if (depth >= request.max_depth)
-                    return protocol_error("NWP-RATE-LIMIT-INBOX-FULL",
-                                          "Inbox '" + request.nid + "' is full (" + std::to_string(depth) +
-                                              " messages, limit " + std::to_string(request.max_depth) + ")");
+                NPS_TRY_VOID(check_depth(request.nid, request.max_depth, now));
             }
 
             NPS_TRY_VOID(count_inbox_task(request.nid, request.max_inboxes, now));
@@ -104,6 +94,86 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
         });
 }
 
+Result<void> SqliteStore::check_depth(const std::string& nid, std::int64_t max_depth, std::int64_t now)
+{
+    // Counts entries of the partial index only (O(depth), index-only).
+    auto st = use(deposit_depth_,
+                  "SELECT (SELECT count(*) FROM tasks WHERE nid = ?1 AND queue = 'queued' AND expires_at > ?2) + "
+                  "(SELECT count(*) FROM inbox_notices WHERE nid = ?1 AND expires_at > ?2)");
+    st->bindNoCopy(1, nid);
+    st->bind(2, static_cast<std::int64_t>(now));
+    st->executeStep();
+    const std::int64_t depth = st->getColumn(0).getInt64();
+    if (depth >= max_depth)
+        return protocol_error("NWP-RATE-LIMIT-INBOX-FULL", "Inbox '" + nid + "' is full (" + std::to_string(depth) +
+                                                               " messages, limit " + std::to_string(max_depth) + ")");
+    return {};
+}
+
+Result<DepositResult> SqliteStore::deposit_notice(const NoticeRequest& request)
+{
+    return guarded<DepositResult>(
+        [&] { return "Failed to deposit a message into inbox '" + request.nid + "'"; },
+        [&]() -> Result<DepositResult> {
+            const std::int64_t now = now_ms();
+            WriteTransaction txn(*this);
+            {
+                auto st = use(notice_find_,
+                              "SELECT n.message_id, n.nid, NULL, n.content_type, n.priority, n.enqueued_at, "
+                              "n.expires_at, n.payload FROM inbox_notices n WHERE n.source = ?1");
+                st->bindNoCopy(1, request.source);
+                if (st->executeStep()) {
+                    DepositResult dup;
+                    dup.message = read_message(*st, 0);
+                    dup.message.payload = st->getColumn(kMessageColumnCount).getString();
+                    dup.duplicate = true;
+                    return dup;
+                }
+            }
+            if (request.max_depth > 0)
+                NPS_TRY_VOID(check_depth(request.nid, request.max_depth, now));
+
+            DepositResult out;
+            Message& m = out.message;
+            m.nid = request.nid;
+            m.content_type = request.content_type;
+            m.enqueued_at_ms = now;
+            m.expires_at_ms = now + effective_ttl_seconds(request.ttl_seconds) * 1000;
+            m.payload = request.payload;
+            {
+                // The next id of the tasks' AUTOINCREMENT sequence: one id
+                // space for every message (schema migration 6).
+                auto st = use(notice_sequence_,
+                              "INSERT INTO sqlite_sequence (name, seq) "
+                              "SELECT 'tasks', coalesce((SELECT max(message_id) FROM tasks), 0) "
+                              "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'tasks')");
+                st->exec();
+            }
+            {
+                auto st = use(notice_id_,
+                              "UPDATE sqlite_sequence SET seq = seq + 1 WHERE name = 'tasks' RETURNING seq");
+                if (!st->executeStep())
+                    throw SQLite::Exception("the tasks' id sequence gave no id");
+                m.message_id = st->getColumn(0).getInt64();
+            }
+            {
+                auto st = use(notice_insert_,
+                              "INSERT INTO inbox_notices (message_id, nid, source, content_type, payload, priority, "
+                              "enqueued_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6, ?7)");
+                st->bind(1, static_cast<std::int64_t>(m.message_id));
+                st->bindNoCopy(2, request.nid);
+                st->bindNoCopy(3, request.source);
+                st->bindNoCopy(4, request.content_type);
+                st->bindNoCopy(5, request.payload.data(), static_cast<int>(request.payload.size()));
+                st->bind(6, static_cast<std::int64_t>(m.enqueued_at_ms));
+                st->bind(7, static_cast<std::int64_t>(m.expires_at_ms));
+                st->exec();
+            }
+            txn.commit();
+            return out;
+        });
+}
+
 Result<void> SqliteStore::count_inbox_task(const std::string& nid, std::int64_t max_inboxes, std::int64_t now)
 {
     if (max_inboxes > 0) {
@@ -136,11 +206,16 @@ Result<std::vector<Message>> SqliteStore::peek(const std::string& nid, std::uint
     return guarded<std::vector<Message>>(
         [&] { return "Failed to peek inbox '" + nid + "'"; },
         [&]() -> Result<std::vector<Message>> {
+            // Tasks and notices (task_id NULL) in one claim order.
             auto st = use(peek_,
+                          "SELECT * FROM ("
                           "SELECT " NPS_STORE_MESSAGE_COLUMNS ", f.payload FROM tasks m "
                           "JOIN frames f ON f.message_id = m.message_id "
                           "WHERE m.nid = ?1 AND m.queue = 'queued' AND m.lease_expiry <= ?2 AND m.expires_at > ?2 "
-                          "ORDER BY m.priority DESC, m.message_id LIMIT ?3");
+                          "UNION ALL "
+                          "SELECT n.message_id, n.nid, NULL, n.content_type, n.priority, n.enqueued_at, n.expires_at, "
+                          "n.payload FROM inbox_notices n WHERE n.nid = ?1 AND n.expires_at > ?2) "
+                          "ORDER BY 5 DESC, 1 LIMIT ?3");
             st->bindNoCopy(1, nid);
             st->bind(2, static_cast<std::int64_t>(now_ms()));
             st->bind(3, limit);
@@ -169,9 +244,16 @@ Result<void> SqliteStore::ack(const std::string& nid, std::int64_t message_id)
                 st->bind(1, static_cast<std::int64_t>(message_id));
                 st->bindNoCopy(2, nid);
                 st->bind(3, static_cast<std::int64_t>(now));
-                if (!st->executeStep())
-                    return protocol_error("NWP-INBOX-MESSAGE-NOT-FOUND",
-                                          "Message " + std::to_string(message_id) + " is not in inbox '" + nid + "'");
+                if (!st->executeStep()) {
+                    auto notice = use(notice_ack_,
+                                      "DELETE FROM inbox_notices WHERE message_id = ?1 AND nid = ?2 AND expires_at > ?3");
+                    notice->bind(1, static_cast<std::int64_t>(message_id));
+                    notice->bindNoCopy(2, nid);
+                    notice->bind(3, static_cast<std::int64_t>(now));
+                    if (notice->exec() == 0)
+                        return protocol_error("NWP-INBOX-MESSAGE-NOT-FOUND", "Message " + std::to_string(message_id) +
+                                                                                 " is not in inbox '" + nid + "'");
+                }
             }
             txn.commit();
             return {};
@@ -184,7 +266,8 @@ Result<std::int64_t> SqliteStore::depth(const std::string& nid)
         [&] { return "Failed to count inbox '" + nid + "'"; },
         [&]() -> Result<std::int64_t> {
             auto st = use(depth_,
-                          "SELECT count(*) FROM tasks WHERE nid = ?1 AND queue = 'queued' AND expires_at > ?2");
+                          "SELECT (SELECT count(*) FROM tasks WHERE nid = ?1 AND queue = 'queued' AND expires_at > ?2) "
+                          "+ (SELECT count(*) FROM inbox_notices WHERE nid = ?1 AND expires_at > ?2)");
             st->bindNoCopy(1, nid);
             st->bind(2, static_cast<std::int64_t>(now_ms()));
             st->executeStep();
@@ -197,7 +280,9 @@ Result<std::int64_t> SqliteStore::last_message_id()
     return guarded<std::int64_t>(
         [&] { return std::string("Failed to read the last message id"); },
         [&]() -> Result<std::int64_t> {
-            auto st = use(last_id_, "SELECT coalesce(max(message_id), 0) FROM tasks");
+            auto st = use(last_id_,
+                          "SELECT max(coalesce((SELECT max(message_id) FROM tasks), 0), "
+                          "coalesce((SELECT max(message_id) FROM inbox_notices), 0))");
             st->executeStep();
             return st->getColumn(0).getInt64();
         });
@@ -222,6 +307,11 @@ Result<std::int64_t> SqliteStore::sweep_expired()
                 st->bind(1, static_cast<std::int64_t>(now));
                 while (st->executeStep())
                     ++expired;
+            }
+            {
+                auto st = use(notice_sweep_, "DELETE FROM inbox_notices WHERE expires_at <= ?1");
+                st->bind(1, static_cast<std::int64_t>(now));
+                st->exec();  // notices past their TTL are simply gone, as at npsd
             }
             txn.commit();
             return expired;

@@ -12,21 +12,28 @@ namespace {
 
 #define NPS_STORE_REPORT_COLUMNS                                                                        \
     "id, kind, status, task_id, node_id, dedup_key, state, attempts, error_code, error_message, result, " \
-    "killed_reason, runner_nid, callback_url, recorded_at, tries, next_attempt_at, lease_until, last_error"
+    "killed_reason, runner_nid, callback_url, recorded_at, tries, next_attempt_at, lease_until, last_error, "  \
+    "reply_to"
 
 // Due rows of a claim: pending, not waiting for a retry, not leased, and no
-// earlier pending row of the same (task, node) — that one goes first.
-// ?2 is the kind filter (NULL: any); claims bind ?1 to now for the rest.
+// earlier pending row of the same kind and (task, node) — that one goes
+// first (a task's callback and its completion message do not wait for each
+// other). ?2 is the kind left out (NULL: none); claims bind ?1 to now.
 #define NPS_STORE_REPORT_DUE                                                                    \
-    "o.status = 'pending' AND (?2 IS NULL OR o.kind = ?2) AND NOT EXISTS ("                    \
+    "o.status = 'pending' AND (?2 IS NULL OR o.kind <> ?2) AND NOT EXISTS ("                   \
     "SELECT 1 FROM report_outbox p WHERE p.status = 'pending' AND p.task_id = o.task_id "      \
-    "AND p.node_id = o.node_id AND p.id < o.id)"
+    "AND p.node_id = o.node_id AND p.kind = o.kind AND p.id < o.id)"
+
+ReportKind report_kind(const std::string& text)
+{
+    return text == "callback" ? ReportKind::callback : text == "reply" ? ReportKind::reply : ReportKind::node;
+}
 
 ReportRow read_report(const SQLite::Statement& st)
 {
     ReportRow r;
     r.id = st.getColumn(0).getInt64();
-    r.kind = st.getColumn(1).getString() == "callback" ? ReportKind::callback : ReportKind::node;
+    r.kind = report_kind(st.getColumn(1).getString());
     r.status = st.getColumn(2).getString() == "dead" ? ReportStatus::dead : ReportStatus::pending;
     r.task_id = st.getColumn(3).getString();
     r.node_id = st.getColumn(4).getString();
@@ -44,13 +51,14 @@ ReportRow read_report(const SQLite::Statement& st)
     r.next_attempt_at_ms = st.getColumn(16).getInt64();
     r.lease_until_ms = st.getColumn(17).getInt64();
     r.last_error = optional_text(st, 18);
+    r.reply_to = optional_text(st, 19);
     return r;
 }
 
 void bind_kinds(SQLite::Statement& st, int index, ReportKinds kinds)
 {
-    if (kinds == ReportKinds::callbacks_only)
-        st.bind(index, "callback");
+    if (kinds == ReportKinds::no_node_reports)
+        st.bind(index, "node");
     else
         st.bind(index);
 }
@@ -106,13 +114,13 @@ Result<bool> SqliteStore::mark_report_delivered(std::int64_t id, const std::stri
                 kind = st->getColumn(0).getString();
                 task_id = st->getColumn(1).getString();
             }
-            if (kind == "callback") {
+            if (kind == "callback" || kind == "reply") {  // "callback:delivered", "reply:delivered"
                 auto st = use(report_task_key_, "SELECT message_id FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, task_id);
                 if (st->executeStep()) {
                     const std::int64_t message_id = st->getColumn(0).getInt64();
                     st->tryReset();
-                    add_event(message_id, now, "callback:delivered", detail_json.empty() ? "{}" : detail_json);
+                    add_event(message_id, now, (kind + ":delivered").c_str(), detail_json.empty() ? "{}" : detail_json);
                 }
             }
             txn.commit();
@@ -171,7 +179,7 @@ Result<bool> SqliteStore::mark_report_dead(std::int64_t id, const std::string& o
                 if (st->executeStep()) {
                     const std::int64_t message_id = st->getColumn(0).getInt64();
                     st->tryReset();
-                    add_event(message_id, now, kind == "callback" ? "callback:abandoned" : "report:abandoned",
+                    add_event(message_id, now, kind == "node" ? "report:abandoned" : (kind + ":abandoned").c_str(),
                               detail_json.empty() ? "{}" : detail_json);
                 }
             }

@@ -53,7 +53,7 @@ constexpr int kApplicationId = 0x4E505352;
 //    the head never touches the table rows it skips (live leases). `queue`
 //    is constant in the partial index but must be a column too: SQLite's
 //    covering-index check does not credit the index's WHERE.
-constexpr std::array<const char*, 5> kMigrations = {
+constexpr std::array<const char*, 6> kMigrations = {
     // 1: initial schema
     R"sql(
 CREATE TABLE tasks (
@@ -379,6 +379,82 @@ UPDATE OR IGNORE image_refs SET name = substr(name, 11) WHERE name LIKE 'docker.
 UPDATE OR IGNORE image_refs SET name = substr(name, 17) WHERE name LIKE 'index.docker.io/%';
 UPDATE OR IGNORE image_refs SET name = substr(name, 9)
     WHERE name LIKE 'library/%' AND instr(substr(name, 9), '/') = 0;
+)sql",
+
+    // 6: completion messages (docs/reporting.md "Completion messages").
+    //  - A 'reply' outbox row is written when a task whose deposited
+    //    TaskFrame names a reply_to NID reaches COMPLETED/FAILED/CANCELLED,
+    //    like a callback row; reply_to holds the NID. The table is rebuilt
+    //    for the kind's CHECK (SQLite cannot alter one), in place as events
+    //    was in 5, so the triggers that write it keep naming report_outbox.
+    //  - inbox_notices holds messages that are not tasks (completion
+    //    messages) in an inbox: peek lists them beside the tasks, ack
+    //    deletes them, no claim ever takes them. Their message_id comes from
+    //    the tasks' AUTOINCREMENT sequence (sqlite_sequence), so one id
+    //    space names every message of every inbox. source keys a notice
+    //    ("reply:<task_id>" for ours): depositing it again is a duplicate.
+    R"sql(
+PRAGMA legacy_alter_table = ON;
+CREATE TABLE report_outbox_v6 (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind            TEXT    NOT NULL CHECK (kind IN ('node', 'callback', 'reply')),
+    task_id         TEXT    NOT NULL,
+    node_id         TEXT    NOT NULL,
+    dedup_key       TEXT    NOT NULL,
+    state           TEXT    NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    error_code      TEXT,
+    error_message   TEXT,
+    result          TEXT,
+    killed_reason   TEXT,
+    runner_nid      TEXT,
+    callback_url    TEXT,
+    reply_to        TEXT,
+    recorded_at     INTEGER NOT NULL,
+    status          TEXT    NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'dead')),
+    tries           INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    lease_owner     TEXT,
+    lease_until     INTEGER NOT NULL DEFAULT 0,
+    last_error      TEXT
+);
+INSERT INTO report_outbox_v6 (id, kind, task_id, node_id, dedup_key, state, attempts, error_code, error_message,
+                              result, killed_reason, runner_nid, callback_url, recorded_at, status, tries,
+                              next_attempt_at, lease_owner, lease_until, last_error)
+    SELECT id, kind, task_id, node_id, dedup_key, state, attempts, error_code, error_message, result,
+           killed_reason, runner_nid, callback_url, recorded_at, status, tries, next_attempt_at, lease_owner,
+           lease_until, last_error
+    FROM report_outbox;
+DROP TABLE report_outbox;
+ALTER TABLE report_outbox_v6 RENAME TO report_outbox;
+PRAGMA legacy_alter_table = OFF;
+CREATE INDEX report_outbox_order ON report_outbox (task_id, node_id, id) WHERE status = 'pending';
+
+CREATE TRIGGER tasks_reply AFTER UPDATE OF state ON tasks
+WHEN (NEW.state = 'COMPLETED' OR NEW.state = 'FAILED' OR NEW.state = 'CANCELLED')
+  AND (OLD.state = 'PENDING' OR OLD.state = 'RUNNING')
+BEGIN
+    INSERT INTO report_outbox (kind, task_id, node_id, dedup_key, state, error_code, error_message, reply_to,
+                               recorded_at, next_attempt_at)
+    SELECT 'reply', NEW.task_id, '', NEW.dedup_key, NEW.state, NEW.error_code, NEW.error_message, nid,
+           NEW.updated_at, NEW.updated_at
+    FROM (SELECT CASE WHEN json_valid(CAST(payload AS TEXT))
+                      THEN json_extract(CAST(payload AS TEXT), '$.reply_to') END AS nid
+          FROM frames WHERE message_id = NEW.message_id)
+    WHERE typeof(nid) = 'text' AND nid <> '';
+END;
+
+CREATE TABLE inbox_notices (
+    message_id   INTEGER PRIMARY KEY,
+    nid          TEXT    NOT NULL,
+    source       TEXT    NOT NULL UNIQUE,
+    content_type TEXT    NOT NULL,
+    payload      BLOB    NOT NULL,
+    priority     INTEGER NOT NULL,
+    enqueued_at  INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL
+);
+CREATE INDEX inbox_notices_order ON inbox_notices (nid, priority DESC, message_id);
 )sql",
 };
 

@@ -177,6 +177,7 @@ public:
     Result<void> remove_announce(const std::string& nid) override;
 
     Result<std::int64_t> sweep_expired() override;
+    Result<DepositResult> deposit_notice(const NoticeRequest& request) override;
 
     Result<std::int64_t> expire_results(std::uint32_t max_tasks) override;
     Result<std::int64_t> prune_tasks(const PruneRequest& request) override;
@@ -258,6 +259,9 @@ private:
     // Inside deposit's transaction: counts one more task of nid in
     // `inboxes`; a nid with no tasks yet is refused (NWP-RATE-LIMIT-INBOX-FULL)
     // when max_inboxes (> 0) NIDs already have some.
+    // NWP-RATE-LIMIT-INBOX-FULL when nid holds max_depth live messages
+    // (tasks and notices); in the caller's transaction.
+    Result<void> check_depth(const std::string& nid, std::int64_t max_depth, std::int64_t now);
     Result<void> count_inbox_task(const std::string& nid, std::int64_t max_inboxes, std::int64_t now);
     // Inside a write transaction: deletes the finished tasks listed (message
     // ids, task ids, nids) with everything that refers to them (retention.cpp).
@@ -280,6 +284,7 @@ private:
     // inbox.cpp
     CachedStatement deposit_find_, deposit_depth_, deposit_task_, deposit_frame_;
     CachedStatement peek_, ack_, depth_, last_id_, sweep_, inbox_known_, inbox_count_, inbox_add_;
+    CachedStatement notice_find_, notice_sequence_, notice_id_, notice_insert_, notice_ack_, notice_sweep_;
     // retention.cpp
     CachedStatement expire_nodes_, expire_tasks_, prune_select_, remove_select_;
     CachedStatement delete_events_, delete_nodes_, delete_reports_, delete_frames_, delete_tasks_;

@@ -67,7 +67,15 @@ const char* to_string(RecordOutcome outcome)
 
 const char* to_string(ReportKind kind)
 {
-    return kind == ReportKind::callback ? "callback" : "node";
+    switch (kind) {
+    case ReportKind::node:
+        return "node";
+    case ReportKind::callback:
+        return "callback";
+    case ReportKind::reply:
+        return "reply";
+    }
+    return "node";
 }
 
 std::uint32_t clamp_lease_seconds(std::uint32_t requested)

@@ -139,6 +139,7 @@ private:
     // Handlers, one per route (defined in the routes_*.cpp files). An error
     // becomes the error body in finish().
     Result<net::HttpResponse> deposit(const net::HttpRequest& request, const std::string& nid);
+    Result<net::HttpResponse> deposit_completion_message(const net::HttpRequest& request, const std::string& nid);
     void peek(const net::HttpRequest& request, const std::string& nid, const Reply& reply);
     // The head of the inbox; nullopt when it is empty.
     Result<std::optional<net::HttpResponse>> peek_now(const std::string& nid, std::uint32_t batch);

@@ -54,6 +54,8 @@ inline constexpr std::int64_t kMaxInboxTtlSeconds = 7 * 24 * 3600;
 // task prune --older-than and [store] task_retention_hours: at most 100 years.
 inline constexpr std::int64_t kMaxRetentionSeconds = std::int64_t{100} * 365 * 24 * 3600;
 inline constexpr std::int64_t kDefaultMaxInboxDepth = 10'000;
+// An Idempotency-Key naming a completion message deposited into an inbox.
+inline constexpr std::size_t kMaxIdempotencyKeyBytes = 256;
 inline constexpr int kMinInboxPriority = -1000;
 inline constexpr int kMaxInboxPriority = 1000;
 inline constexpr std::uint32_t kMaxPeekWaitSeconds = 30;       // npsd NPSD_MAX_INBOX_WAIT_SECONDS

@@ -86,11 +86,14 @@ struct ExecutorPolicy {
     std::uint32_t shutdown_grace_seconds = 30;  // SIGTERM: running tasks may finish this long, then are stopped
 };
 
-// [report] (docs/reporting.md): where node states and task callbacks go,
+// [report] (docs/reporting.md): where node states, task callbacks and
+// completion messages go,
 // and how hard the durable outbox tries.
 struct ReportPolicy {
     std::optional<std::string> task_store_url;   // PATCH {url}/{task_id}/nodes/{node_id}; none: the own store is the task store
     std::optional<std::string> task_store_token; // bearer token (task_store_token or task_store_token_file)
+    std::optional<std::string> npsd_url;         // completion messages: POST {url}/v1/inbox/{reply_to}; none: our own inbox
+    std::optional<std::string> npsd_token;       // bearer token (npsd_token or npsd_token_file)
     std::optional<std::string> ca_file;          // PEM CAs trusted besides the system store (task store and callbacks)
     std::uint32_t timeout_seconds = limits::kDefaultReportTimeoutSeconds;     // one delivery attempt
     std::uint32_t retry_initial_ms = limits::kDefaultReportRetryInitialMs;    // first backoff, doubled per failure

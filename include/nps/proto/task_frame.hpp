@@ -13,8 +13,8 @@
 //      the message names the expected spelling), task-level fields (frame,
 //      task_id, timeout_ms, max_retries, priority, preflight,
 //      compensation_policy, result_ttl_seconds, context, request_id, and the
-//      extensions aggregate / aggregate_k) wrong, a reply_to (completion
-//      messages are not supported yet) → NWP-HTTP-FRAME-BODY-MALFORMED; delegate_depth (the SDKs' non-spec
+//      extensions aggregate / aggregate_k) wrong, a reply_to that is not an
+//      NID → NWP-HTTP-FRAME-BODY-MALFORMED; delegate_depth (the SDKs' non-spec
 //      hop count) ≥ 3 → NOP-DELEGATE-CHAIN-TOO-DEEP
 //   3. dag missing / not an object, empty dag, node or edge field wrong,
 //      duplicate or unknown node ids, a key that is not a field of the dag,
@@ -100,6 +100,9 @@ struct TaskFrame {
     std::uint32_t result_ttl_seconds = 3600;
     std::string context_json;  // canonical JSON object text, empty if absent
     std::optional<std::string> request_id;
+    // The NID whose inbox gets a completion message when the task ends
+    // (the reference runner's reporting; docs/reporting.md).
+    std::optional<std::string> reply_to;
     // The SDKs' non-spec hop count (0 on a root TaskFrame; digest §9.16):
     // the DelegateFrames carry it + 1.
     std::uint8_t delegate_depth = 0;

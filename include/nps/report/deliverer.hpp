@@ -20,6 +20,12 @@
 //    row is dead and the task gets the event "callback:abandoned" (success:
 //    "callback:delivered"). A URL the static rules refuse, a 3xx other than
 //    307/308 or a 4xx other than 408/425/429 abandons at once.
+//  - reply rows → a completion message for the TaskFrame's reply_to NID:
+//    POST {npsd_url}/v1/inbox/{reply_to} (an operator-configured npsd, a
+//    trusted request with its bearer token; judged and retried like a node
+//    report, without pausing the others), or without an npsd_url a notice
+//    in this store's own inbox of that NID (Store::deposit_notice). Event
+//    "reply:delivered" or "reply:abandoned".
 //
 // Threading: none of its own. It runs on the caller's event loop (the
 // daemon's supervisor::EventLoop) with its own Store connection (SQLite on
@@ -66,6 +72,8 @@ struct DelivererOptions {
     std::string owner_prefix = "nps-runner";                  // names this deliverer's leases (a pid and a nonce are added)
     std::optional<std::string> task_store_url{};              // none: node rows are discarded
     std::optional<std::string> task_store_token{};            // Authorization: Bearer
+    std::optional<std::string> npsd_url{};                    // completion messages; none: our own inbox
+    std::optional<std::string> npsd_token{};                  // Authorization: Bearer
     std::optional<std::string> ca_file{};                     // besides the system CAs, for both destinations
     std::chrono::milliseconds timeout{limits::kDefaultReportTimeoutSeconds * 1000};  // one attempt
     std::chrono::milliseconds retry_initial{limits::kDefaultReportRetryInitialMs};

@@ -15,6 +15,14 @@
 //    "nodes":{"<id>":{"state":<lowercase>,"attempts":n,"error_code":…|null}}}
 // with every node recorded under the task's dedup_key, saga states included
 // (NPS-5 §2.7.6), and Idempotency-Key: <dedup_key>:callback.
+//
+// Completion message (proto/completion_message.hpp): POST
+// {npsd_url}/v1/inbox/{reply_to}, or a notice in our own inbox, with
+//   {"task_id","node_state":<terminal state>,"state":<lowercase>,
+//    "error_code","error_message","result":<the aggregate>,
+//    "nodes":{…as in the callback},"created_at","finished_at"}
+// members without a value left out (as the reference runner does), and
+// Idempotency-Key: <dedup_key>:reply.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +49,11 @@ Result<std::string> node_report_body(const store::ReportRow& row);
 // The callback body from the task record and its node records.
 std::string callback_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes);
 std::string callback_idempotency_key(const store::TaskRecord& task);
+
+std::string completion_message_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes);
+std::string completion_idempotency_key(const store::TaskRecord& task);
+// {npsd_url}/v1/inbox/{nid}, the NID percent-encoded.
+std::string npsd_inbox_url(const std::string& npsd_url, const std::string& nid);
 
 enum class Verdict {
     delivered,  // 2xx

@@ -69,12 +69,20 @@ public:
     // (limits::kDefaultInboxTtlSeconds); larger than kMaxInboxTtlSeconds is
     // clamped. Checking the depth counts the inbox: O(depth).
     virtual Result<DepositResult> deposit(const DepositRequest& request) = 0;
+    // Stores a notice, a message that is not a task (a completion message,
+    // docs/reporting.md), in request.nid's inbox: peek lists it among the
+    // tasks (Message::task_id empty), ack deletes it, depth counts it, no
+    // claim takes it, its TTL deletes it (sweep_expired). The same source
+    // again returns the first notice with duplicate=true. Depth at
+    // max_depth → NWP-RATE-LIMIT-INBOX-FULL.
+    virtual Result<DepositResult> deposit_notice(const NoticeRequest& request) = 0;
 
     // npsd-compatible peek: up to `batch` visible messages (queued, not under a
     // live lease, TTL not passed), in claim order. Does not change anything.
     virtual Result<std::vector<Message>> peek(const std::string& nid, std::uint32_t batch) = 0;
     // npsd-compatible ack: removes the message from the inbox (the task record
-    // stays, with event "inbox:acked"; a lease on it is not ended). Unknown,
+    // stays, with event "inbox:acked"; a lease on it is not ended; a notice is
+    // deleted). Unknown,
     // already-acked, another nid's or expired id → NWP-INBOX-MESSAGE-NOT-FOUND.
     virtual Result<void> ack(const std::string& nid, std::int64_t message_id) = 0;
     // Messages still queued for nid (leased or not), TTL not passed.
@@ -191,7 +199,8 @@ public:
 
     // --- housekeeping ----------------------------------------------------------------
     // Never-claimed messages past their TTL leave the inbox; their tasks go
-    // FAILED with NOP-TASK-TIMEOUT and event "inbox:expired". Returns how many.
+    // FAILED with NOP-TASK-TIMEOUT and event "inbox:expired". Returns how many;
+    // notices past their TTL are deleted besides.
     virtual Result<std::int64_t> sweep_expired() = 0;
 
     // --- retention (docs/retention.md) -------------------------------------------------

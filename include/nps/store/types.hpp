@@ -28,8 +28,8 @@ bool is_terminal_node_state(const std::string& state);  // COMPLETED FAILED CANC
 struct Message {
     std::int64_t message_id = 0;
     std::string nid{};
-    std::string task_id{};
-    std::string payload{};  // the TaskFrame JSON exactly as deposited
+    std::string task_id{};  // empty: a notice (Store::deposit_notice), not a task
+    std::string payload{};  // the TaskFrame JSON (or the notice) exactly as deposited
     std::string content_type{};
     int priority = 0;
     std::int64_t enqueued_at_ms = 0;
@@ -49,6 +49,18 @@ struct DepositRequest {
     std::int64_t max_depth = 0;    // inbox depth cap for this nid; 0 = unlimited
     std::int64_t max_inboxes = 0;  // cap on NIDs holding tasks, a new nid refused at it; 0 = unlimited
     std::uint32_t result_ttl_seconds = 3600;  // the TaskFrame's: results kept this long after the task ends
+};
+
+// A message that is not a task, for an inbox: a completion message
+// (docs/reporting.md). `source` names it: depositing the same source again
+// is a duplicate of the first.
+struct NoticeRequest {
+    std::string nid{};
+    std::string source{};
+    std::string payload{};
+    std::string content_type{};
+    std::int64_t ttl_seconds = 0;  // ≤ 0: the inbox default; clamped as a task's
+    std::int64_t max_depth = 0;    // inbox depth cap for this nid; 0 = unlimited
 };
 
 struct DepositResult {
@@ -192,8 +204,9 @@ struct Announce {
 // A row the database wrote, in the same transaction as the change it reports
 // (schema triggers): a node reaching a reportable state (COMPLETED FAILED
 // CANCELLED SKIPPED COMPENSATING COMPENSATED COMPENSATION_FAILED), or a task
-// with a callback_url ending (COMPLETED FAILED CANCELLED).
-enum class ReportKind { node, callback };
+// with a callback_url ending (COMPLETED FAILED CANCELLED), or a task with a
+// reply_to ending (a completion message for that NID's inbox).
+enum class ReportKind { node, callback, reply };
 const char* to_string(ReportKind kind);
 
 enum class ReportStatus { pending, dead };
@@ -203,7 +216,7 @@ struct ReportRow {
     ReportKind kind = ReportKind::node;
     ReportStatus status = ReportStatus::pending;
     std::string task_id{};
-    std::string node_id{};    // "" for a callback
+    std::string node_id{};    // "" for a callback or a reply
     std::string dedup_key{};
     std::string state{};      // node state, or the task's terminal state for a callback
     // The snapshot of the node record (node rows); a callback row carries the
@@ -215,6 +228,7 @@ struct ReportRow {
     std::optional<std::string> killed_reason{};
     std::optional<std::string> runner_nid{};
     std::optional<std::string> callback_url{};  // callback rows
+    std::optional<std::string> reply_to{};      // reply rows: the NID whose inbox gets the message
     std::int64_t recorded_at_ms = 0;            // when the reported change was recorded
     std::uint32_t tries = 0;                    // failed delivery attempts so far
     std::int64_t next_attempt_at_ms = 0;
@@ -222,8 +236,9 @@ struct ReportRow {
     std::optional<std::string> last_error{};
 };
 
-// Which rows a claim may take.
-enum class ReportKinds { all, callbacks_only };
+// Which rows a claim may take: all, or all but node reports (while there is
+// no task store to send them to, or it is failing).
+enum class ReportKinds { all, no_node_reports };
 
 struct ReportClaim {
     std::string owner{};        // the deliverer's token; fences the marks below

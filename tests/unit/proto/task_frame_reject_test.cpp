@@ -131,9 +131,9 @@ TEST_CASE("TaskFrame rejects: task-level fields")
         {"/preflight", Json("yes"), kMalformed, "preflight: expected a boolean, got a string"},
         {"/compensation_policy", Json("on_failure"), kMalformed,
          "compensation_policy: expected \"best_effort\", \"strict\" or \"none\", got 'on_failure'"},
-        {"/reply_to", Json("urn:nps:agent:o:inbox"), kMalformed,
-         "reply_to: completion messages to an inbox are not supported by this runner yet; use callback_url "
-         "(docs/reporting.md)"},
+        {"/reply_to", Json("orchestrator"), kMalformed,
+         "reply_to: 'orchestrator' is not an NID (urn:nps:…) whose inbox can take the task's completion message"},
+        {"/reply_to", Json(7), kMalformed, "reply_to: expected a string, got a number"},
         {"/delegate_depth", Json(-1), kMalformed, "delegate_depth: must be an integer from 0 to 255, got -1"},
         {"/delegate_depth", Json(2), "NOP-DELEGATE-CHAIN-TOO-DEEP",
          "delegate_depth: 2: the workers would be entity 4 of a delegation chain of at most 3"},

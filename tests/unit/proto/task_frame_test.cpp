@@ -50,6 +50,7 @@ TEST_CASE("TaskFrame: minimal frame and spec defaults")
     CHECK(frame.result_ttl_seconds == 3600);
     CHECK(frame.context_json.empty());
     CHECK_FALSE(frame.request_id);
+    CHECK_FALSE(frame.reply_to);
     CHECK(frame.aggregate == AggregateMode::merge);
     CHECK_FALSE(frame.aggregate_k);
 
@@ -138,6 +139,7 @@ TEST_CASE("TaskFrame: every field set")
       "context": {"session_id": "s-1", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                   "span_id": "00f067aa0ba902b7", "trace_flags": 1, "baggage": {"k": "v"}, "custom": [1, "x"]},
       "request_id": "req-7",
+      "reply_to": "urn:nps:agent:orchestrator.example:inbox",
       "delegate_depth": 1,
       "dag": {
         "nodes": [
@@ -170,6 +172,7 @@ TEST_CASE("TaskFrame: every field set")
           R"({"baggage":{"k":"v"},"custom":[1,"x"],"session_id":"s-1","span_id":"00f067aa0ba902b7",)"
           R"("trace_flags":1,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"})");
     CHECK(frame.request_id == "req-7");
+    CHECK(frame.reply_to == "urn:nps:agent:orchestrator.example:inbox");
     CHECK(frame.dag.edges.empty());
 
     REQUIRE(frame.dag.nodes.size() == 2);

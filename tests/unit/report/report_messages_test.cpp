@@ -124,6 +124,45 @@ TEST_CASE("callback body: lowercase states, saga states, only the task's dedup_k
     CHECK(done["nodes"] == Json::object());
 }
 
+TEST_CASE("a completion message carries the task's end, its nodes and aggregate, and no null member")
+{
+    TaskRecord task;
+    task.task_id = "t-9";
+    task.dedup_key = "dk";
+    task.state = "FAILED";
+    task.error_code = "NOP-WORKER-FAILED";
+    task.error_message = "node ship failed";
+    task.created_at_ms = 1'764'748'800'000;  // 2025-12-03T08:00:00Z
+    task.finished_at_ms = 1'764'748'801'500;
+    const std::vector<NodeResult> nodes = {
+        {.task_id = "t-9", .node_id = "ship", .dedup_key = "dk", .state = "FAILED", .attempts = 2,
+         .error_code = "NOP-WORKER-FAILED"},
+        {.task_id = "t-9", .node_id = "stale", .dedup_key = "another-dag", .state = "COMPLETED", .attempts = 1},
+    };
+    const Json failed = Json::parse(completion_message_body(task, nodes));
+    CHECK(failed == Json{{"task_id", "t-9"},
+                         {"node_state", "FAILED"},
+                         {"state", "failed"},
+                         {"error_code", "NOP-WORKER-FAILED"},
+                         {"error_message", "node ship failed"},
+                         {"nodes", {{"ship", {{"state", "failed"}, {"attempts", 2}, {"error_code", "NOP-WORKER-FAILED"}}}}},
+                         {"created_at", "2025-12-03T08:00:00.000Z"},
+                         {"finished_at", "2025-12-03T08:00:01.500Z"}});
+    CHECK(completion_idempotency_key(task) == "dk:reply");
+
+    task.state = "COMPLETED";
+    task.error_code.reset();
+    task.error_message.reset();
+    task.aggregate_json = R"({"answer":4})";
+    const Json done = Json::parse(completion_message_body(task, {}));
+    CHECK(done["node_state"] == "COMPLETED");
+    CHECK(done["result"] == Json{{"answer", 4}});
+    CHECK_FALSE(done.contains("error_code"));
+    CHECK_FALSE(done.contains("error_message"));
+    CHECK(npsd_inbox_url("http://npsd:17433", "urn:nps:agent:o:inbox") ==
+          "http://npsd:17433/v1/inbox/urn%3Anps%3Aagent%3Ao%3Ainbox");
+}
+
 TEST_CASE("judging answers")
 {
     for (long s : {200L, 201L, 204L}) {

@@ -81,6 +81,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a version 4 file's events get their positions i
     {
         // Back to schema 4's events table (no pos), holding the same rows.
         SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
+        raw.exec("DROP TRIGGER tasks_reply; DROP TABLE inbox_notices; ALTER TABLE report_outbox DROP COLUMN reply_to");
         raw.exec("PRAGMA legacy_alter_table = ON");
         raw.exec("CREATE TABLE events_v4 (message_id INTEGER NOT NULL REFERENCES tasks (message_id), "
                  "seq INTEGER NOT NULL, at INTEGER NOT NULL, name TEXT NOT NULL, detail TEXT NOT NULL, "

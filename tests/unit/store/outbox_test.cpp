@@ -265,13 +265,13 @@ TEST_CASE_FIXTURE(StoreFixture, "only callbacks are claimed when asked; node row
     REQUIRE(store->record_node_result(node_result("cb-1", "n1", "COMPLETED", "{}")));
     REQUIRE(store->complete("cb-1", kRunnerA, completed()));
     CHECK(store->report_counts()->backlog == 2);
-    CHECK(*store->next_report_due(ReportKinds::callbacks_only) == clock.now_ms());
+    CHECK(*store->next_report_due(ReportKinds::no_node_reports) == clock.now_ms());
 
     auto rows = *store->claim_reports({.owner = kOwnerA, .lease_ms = 1000, .max_rows = 16,
-                                       .kinds = ReportKinds::callbacks_only});
+                                       .kinds = ReportKinds::no_node_reports});
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].kind == ReportKind::callback);
-    CHECK(*store->next_report_due(ReportKinds::callbacks_only) == clock.now_ms() + 1000);
+    CHECK(*store->next_report_due(ReportKinds::no_node_reports) == clock.now_ms() + 1000);
 
     CHECK(*store->discard_node_reports() == 1);
     CHECK(store->report_counts()->backlog == 1);
@@ -321,7 +321,9 @@ TEST_CASE_FIXTURE(StoreFixture, "a version 2 file gains the outbox when opened")
     store.reset();
     {
         SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
-        // Schema 4's retention objects, then schema 3's outbox.
+        // Schema 6's completion messages, schema 4's retention objects, then
+        // schema 3's outbox.
+        raw.exec("DROP TRIGGER tasks_reply; DROP TABLE inbox_notices");
         raw.exec("DROP TRIGGER tasks_finished; DROP TABLE inboxes; DROP INDEX tasks_results_expiry; "
                  "DROP INDEX tasks_finished_order; ALTER TABLE tasks DROP COLUMN result_ttl_seconds; "
                  "ALTER TABLE tasks DROP COLUMN finished_at; ALTER TABLE tasks DROP COLUMN results_expire_at; "

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "nps/proto/completion_message.hpp"
+
+#include "jcs_dom.hpp"
+#include "json_fields.hpp"
+#include "nps/proto/task_frame.hpp"
+
+namespace nps::proto {
+
+namespace {
+
+using namespace detail;
+
+constexpr std::string_view kMalformed = "NWP-HTTP-FRAME-BODY-MALFORMED";
+
+Result<CompletionMessage> decode(std::string_view json_text)
+{
+    simdjson::dom::parser parser;
+    const element root_value = NPS_TRY(parse_json(parser, json_text, "completion message"));
+    const object root = NPS_TRY(read_object(root_value, kMalformed, "completion message"));
+    std::string canonical;
+    NPS_TRY_VOID(jcs_append(root_value, canonical));  // duplicate keys, depth, UTF-8
+    if (optional_member(root, "dag"))
+        return field_error(kMalformed, "dag", "a completion message has no dag (a TaskFrame has no node_state)");
+
+    CompletionMessage message;
+    const element task_id = NPS_TRY(required_member(root, "task_id", kMalformed, "task_id"));
+    message.task_id = std::string(NPS_TRY(read_string(task_id, kMalformed, "task_id")));
+    if (!is_valid_identifier(message.task_id))
+        return field_error(kMalformed, "task_id",
+                           "'" + message.task_id + "' is not a task id (1-128 characters of A-Z a-z 0-9 . _ : -)");
+    const element state = NPS_TRY(required_member(root, "node_state", kMalformed, "node_state"));
+    message.node_state = std::string(NPS_TRY(read_string(state, kMalformed, "node_state")));
+    if (message.node_state != "COMPLETED" && message.node_state != "FAILED" && message.node_state != "CANCELLED")
+        return field_error(kMalformed, "node_state",
+                           "expected \"COMPLETED\", \"FAILED\" or \"CANCELLED\", got '" + message.node_state + "'");
+    return message;
+}
+
+}  // namespace
+
+bool looks_like_completion_message(std::string_view json_text)
+{
+    try {
+        simdjson::dom::parser parser;
+        auto root = parse_json(parser, json_text, "completion message");
+        if (!root || !root->is_object())
+            return false;
+        const object fields = root->get_object().value_unsafe();
+        return fields.at_key("node_state").error() == simdjson::SUCCESS &&
+               fields.at_key("dag").error() != simdjson::SUCCESS;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+Result<CompletionMessage> decode_completion_message(std::string_view json_text)
+{
+    try {
+        return decode(json_text);
+    } catch (const std::bad_alloc&) {
+        return internal_error("completion message decoding: out of memory");
+    }
+}
+
+}  // namespace nps::proto
