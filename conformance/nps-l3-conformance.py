@@ -100,8 +100,8 @@ class Client:
             return http.client.HTTPSConnection(self.host, self.port, timeout=self.timeout)
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
 
-    def send(self, conn, method, path, body=None):
-        headers = {"Accept": "application/json"}
+    def send(self, conn, method, path, body=None, extra_headers=None):
+        headers = {"Accept": "application/json", **(extra_headers or {})}
         data = None
         if body is not None:
             data = json.dumps(body).encode("utf-8")
@@ -113,10 +113,10 @@ class Client:
         raw = response.read().decode("utf-8", "replace")
         return Reply(response.status, raw)
 
-    def call(self, method, path, body=None):
+    def call(self, method, path, body=None, headers=None):
         conn = self.connection()
         try:
-            return self.send(conn, method, path, body)
+            return self.send(conn, method, path, body, headers)
         finally:
             conn.close()
 
@@ -249,6 +249,60 @@ class TaskStoreRecorder:
         return states
 
 
+# The logical NWP host of Spawn-02's resolved ref: no DNS knows it, only the
+# NDP resolver below, so a runner that fetches it resolved it.
+RESOLVED_HOST = "specs.conformance.nps-runner"
+
+
+class NdpResolver:
+    """An NDP resolver as the runner asks one (ResolveFrame 0x31 over the
+    nps-registry HTTP form, digest §3.2/§3.3): GET /v1/resolve?target=<nwp URL>
+    answers {target, resolved:{host, port, ttl, health}}. RESOLVED_HOST maps to
+    the host and port of `spec_base_url`; any other nwp URL to its own host and
+    port. Records every target asked; the runner's [spawn] nwp_resolver_url
+    must be http://HOST:PORT."""
+
+    def __init__(self, listen, spec_base_url):
+        host, _, port = listen.rpartition(":")
+        spec = urllib.parse.urlsplit(spec_base_url or "https://127.0.0.1")
+        self.targets = []
+        self.lock = threading.Lock()
+        resolver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                parts = urllib.parse.urlsplit(self.path)
+                target = urllib.parse.parse_qs(parts.query).get("target", [""])[0]
+                nwp = urllib.parse.urlsplit(target)
+                if parts.path != "/v1/resolve" or nwp.scheme != "nwp" or not nwp.hostname:
+                    return self.answer(404, {"error": "NDP-RESOLVE-NOT-FOUND", "target": target})
+                with resolver.lock:
+                    resolver.targets.append(target)
+                if nwp.hostname == RESOLVED_HOST:
+                    resolved = {"host": spec.hostname, "port": spec.port or 443}
+                else:
+                    resolved = {"host": nwp.hostname, "port": nwp.port or 17433}
+                self.answer(200, {"target": target, "resolved": dict(resolved, ttl=60, health="healthy")})
+
+            def answer(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port)), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def asked(self, target):
+        with self.lock:
+            return target in self.targets
+
+
 class Context:
     def __init__(self, args, client):
         self.args = args
@@ -256,6 +310,7 @@ class Context:
         self.run_id = time.strftime("%Y%m%d%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.cleanup = []  # task ids to cancel at the end (best effort)
         self.task_store = TaskStoreRecorder(args.task_store_listen) if args.task_store_listen else None
+        self.resolver = NdpResolver(args.ndp_resolver_listen, args.spec_base_url) if args.ndp_resolver_listen else None
 
     # Identifiers unique to this run, so a deployment can be tested again
     # without colliding with an earlier run's tasks and announces.
@@ -272,8 +327,8 @@ class Context:
         return self.args.claim_inbox or "urn:nps:agent:conformance.nps-runner:%s-claims" % self.run_id
 
     # --- API
-    def deposit(self, inbox, frame):
-        reply = self.client.call("POST", "/v1/inbox/" + enc(inbox), frame)
+    def deposit(self, inbox, frame, headers=None):
+        reply = self.client.call("POST", "/v1/inbox/" + enc(inbox), frame, headers)
         expect_status(reply, 201, "deposit of task %s into %s" % (frame["task_id"], inbox))
         self.cleanup.append(frame["task_id"])
         return reply
@@ -322,6 +377,13 @@ class Context:
 
     def release(self, task_id, runner):
         return self.client.call("DELETE", "/v1/leases/%s?runner_nid=%s" % (enc(task_id), enc(runner)))
+
+    def running_worker(self, task_id):
+        """The state of the task's worker GET /v1/workers lists ("queued", "running", "stopping"), or None."""
+        reply = self.client.call("GET", "/v1/workers")
+        expect_status(reply, 200, "GET /v1/workers")
+        states = [w.get("state") for w in reply.get("workers", []) if w.get("task_id") == task_id]
+        return states[0] if states else None
 
     def require_execution(self, need_image=True):
         if not self.args.inbox:
@@ -524,6 +586,107 @@ def claim_03(ctx, notes):
     return "renewed at +4 s: expiry +%.1f s; held past the original expiry; non-owner 409" % (renewed - original)
 
 
+def announce_dag_agents(ctx, prefix):
+    """The DAG-01 workers (2 → double → report) under agents of their own; their NIDs."""
+    fetch, double, report = (ctx.agent(prefix + "-" + name) for name in ("fetch", "double", "report"))
+    ctx.announce(fetch, ctx.worker_spec(["/bin/worker", "emit", '{"value":2}']))
+    ctx.announce(double, ctx.worker_spec(["/bin/worker", "double"]))
+    ctx.announce(report, ctx.worker_spec(["/bin/worker", "report"]))
+    return fetch, double, report
+
+
+def linear_dag_frame(task_id, fetch, double, report):
+    act = "nwp://conformance.nps-runner/%s/invoke"
+    return task_frame(task_id, [
+        dag_node("fetch", fetch, act % "fetch"),
+        dag_node("double", double, act % "double", ["fetch"], input_mapping={"value": "$.fetch.value"}),
+        dag_node("report", report, act % "report", ["double"], input_mapping={"answer": "$.double.value"}),
+    ])
+
+
+def claim_04(ctx, notes):
+    """An executing runner reclaims a lapsed lease and resumes: it runs only the nodes not yet finished."""
+    ctx.require_execution()
+    a = ctx.runner_nid("a")
+    task_id = ctx.task_id("claim04")
+    frame = linear_dag_frame(task_id, *announce_dag_agents(ctx, "claim04"))
+    # Held back from the executing runner's head claims (X-Nps-Inbox-Delay-Seconds), so that
+    # runner A, naming the task, takes the first lease.
+    ctx.deposit(ctx.args.inbox, frame, {"X-Nps-Inbox-Delay-Seconds": "300"})
+    first = ctx.claim(ctx.args.inbox, a, 10, task_id)
+    claimed_at = time.monotonic()
+    expect_status(first, 200, "runner A's claim of the held task")
+    check(first.get("outcome") == "granted", "runner A's claim is not 'granted'", first)
+    dedup = first.get("dedup_key")
+    expect_status(ctx.report_node(task_id, "fetch", dedup, a, "COMPLETED", {"value": 2}), 200,
+                  "runner A's report of fetch")
+    # A crashes. Once its lease lapses the executing runner's head claim reclaims the task.
+    task = ctx.wait_terminal(task_id, ctx.args.task_timeout + 15)
+    waited = time.monotonic() - claimed_at
+    notes["task_id"] = task_id
+    check(task.get("state") == "COMPLETED", "task not COMPLETED after the reclaim", task)
+    check(task.get("aggregate") == {"answer": 4}, "aggregate is not {\"answer\": 4} (fetch's result unused?)", task)
+    check(task.get("claims") == 2, "the executing runner's claim is not the task's second", task)
+    nodes = task.get("nodes", {})
+    fetch = nodes.get("fetch", {})
+    check(fetch.get("attempts") == 1 and fetch.get("runner_nid") == a, "fetch was run again", task)
+    executor = (nodes.get("double") or {}).get("runner_nid")
+    check(executor and executor != a and nodes.get("report", {}).get("runner_nid") == executor,
+          "double and report were not run by the executing runner", task)
+    names = event_names(task)
+    notes["events"] = names
+    check("lease:reclaimed" in names, "no lease:reclaimed event", names)
+    check("fetch:worker" not in names and "fetch:attempt:1" not in names,
+          "the executing runner started a worker for the finished node fetch", names)
+    check("double:worker" in names and "report:worker" in names, "double and report ran no worker", names)
+    return "A held the lease, finished fetch and stopped; the runner reclaimed after %.1f s and ran only double, report" % waited
+
+
+def claim_05(ctx, notes):
+    """A runner that loses its lease mid-execution stops its worker and writes nothing more about the task."""
+    ctx.require_execution()
+    b = ctx.runner_nid("b")
+    agent = ctx.agent("claim05")
+    ctx.announce(agent, ctx.worker_spec(["/bin/worker", "sleep", "60"],
+                                        idle_timeout_seconds=120, max_runtime_seconds=120))
+    task_id = ctx.task_id("claim05")
+    frame = task_frame(task_id, [dag_node("n", agent, "nwp://conformance.nps-runner/claim05/invoke")],
+                       {"max_retries": 0})
+    ctx.deposit(ctx.args.inbox, frame)
+    deadline = time.monotonic() + ctx.args.task_timeout
+    while ctx.running_worker(task_id) != "running":
+        check(time.monotonic() < deadline, "the worker never started", ctx.task(task_id))
+        time.sleep(0.1)
+    task = ctx.task(task_id)
+    owner = (task.get("lease") or {}).get("runner_nid")
+    check(owner, "the running task has no lease", task)
+    # The lease is lost as if it had lapsed: released for its owner, then taken by runner B.
+    expect_status(ctx.release(task_id, owner), 204, "release of the executing runner's lease")
+    taken = ctx.claim(ctx.args.inbox, b, 600, task_id)
+    lost_at = time.monotonic()
+    expect_status(taken, 200, "runner B's claim")
+    seq_taken = max(e.get("seq", 0) for e in ctx.task(task_id).get("events", []))
+    # The old owner notices at its next renewal (a third of its lease at most) and ends its worker.
+    while ctx.running_worker(task_id):
+        check(time.monotonic() - lost_at < 630, "the runner that lost its lease never stopped its worker")
+        time.sleep(0.2)
+    stopped = time.monotonic() - lost_at
+    time.sleep(1.0)
+    later = [e for e in ctx.task(task_id).get("events", []) if e.get("seq", 0) > seq_taken]
+    notes["events_after_loss"] = later
+    check(not later, "the runner that lost its lease wrote about the task after losing it", later)
+    task = ctx.task(task_id)
+    check(task.get("state") == "RUNNING" and (task.get("lease") or {}).get("runner_nid") == b,
+          "the task is not RUNNING under runner B's lease", task)
+    check("n" not in task.get("nodes", {}) or task["nodes"]["n"].get("state") not in TERMINAL,
+          "the old owner recorded the node", task)
+    dedup = taken.get("dedup_key")
+    expect_status(ctx.report_node(task_id, "n", dedup, b, "COMPLETED", {"by": "b"}), 200, "runner B's report of n")
+    expect_status(ctx.complete(task_id, b, "COMPLETED"), 200, "runner B's completion")
+    check(ctx.task(task_id).get("state") == "COMPLETED", "runner B could not complete the task")
+    return "lease taken by B; the old owner stopped its worker %.1f s later and wrote nothing more" % stopped
+
+
 def spawn_01(ctx, notes):
     """An inline spawnspec: ref: the announced agent's 1-node task completes."""
     ctx.require_execution()
@@ -546,8 +709,12 @@ def spawn_02(ctx, notes):
     https_ref = ctx.args.spec_base_url.rstrip("/") + "/" + SPAWN02_FILE
     nwp_ref = ctx.args.spec_nwp_url or nwp_from_https(https_ref)
     notes["refs"] = {"https": https_ref, "nwp": nwp_ref}
+    if ctx.resolver:
+        # Known only to the NDP resolver: the runner must resolve it there.
+        path = urllib.parse.urlsplit(https_ref).path
+        notes["refs"]["nwp-resolved"] = "nwp://%s%s" % (RESOLVED_HOST, path)
     tasks = {}
-    for kind, ref in (("https", https_ref), ("nwp", nwp_ref)):
+    for kind, ref in notes["refs"].items():
         agent = ctx.agent("spawn02-" + kind)
         ctx.announce(agent, ref)
         name = "spawn02-" + kind
@@ -562,7 +729,13 @@ def spawn_02(ctx, notes):
         node = task.get("nodes", {}).get("n", {})
         check(task.get("state") == "COMPLETED" and node.get("result") == SPAWN02_RESULT,
               "%s ref %s: task not COMPLETED with result %s" % (kind, notes["refs"][kind], SPAWN02_RESULT), task)
-    return "https:// and nwp:// refs fetched → both nodes COMPLETED"
+    if not ctx.resolver:
+        notes["ndp_resolve"] = "not checked (no --ndp-resolver-listen)"
+        return "https:// and nwp:// refs fetched → both nodes COMPLETED"
+    check(ctx.resolver.asked(notes["refs"]["nwp-resolved"]),
+          "the runner did not resolve %s through the NDP resolver" % notes["refs"]["nwp-resolved"], ctx.resolver.targets)
+    return ("https:// and nwp:// refs fetched, one nwp:// host known only to the NDP resolver (ResolveFrame) "
+            "→ all three nodes COMPLETED")
 
 
 def spawn_03(ctx, notes):
@@ -649,16 +822,7 @@ def life_02(ctx, notes):
 def dag_01(ctx, notes):
     """A 3-node linear DAG of spawned workers with input_mapping completes; canonical event order."""
     ctx.require_execution()
-    fetch, double, report = ctx.agent("dag-fetch"), ctx.agent("dag-double"), ctx.agent("dag-report")
-    ctx.announce(fetch, ctx.worker_spec(["/bin/worker", "emit", '{"value":2}']))
-    ctx.announce(double, ctx.worker_spec(["/bin/worker", "double"]))
-    ctx.announce(report, ctx.worker_spec(["/bin/worker", "report"]))
-    act = "nwp://conformance.nps-runner/%s/invoke"
-    frame = task_frame(ctx.task_id("dag01"), [
-        dag_node("fetch", fetch, act % "fetch"),
-        dag_node("double", double, act % "double", ["fetch"], input_mapping={"value": "$.fetch.value"}),
-        dag_node("report", report, act % "report", ["double"], input_mapping={"answer": "$.double.value"}),
-    ])
+    frame = linear_dag_frame(ctx.task_id("dag01"), *announce_dag_agents(ctx, "dag"))
     ctx.deposit(ctx.args.inbox, frame)
     task = ctx.wait_terminal(frame["task_id"])
     notes["task_id"] = task["task_id"]
@@ -732,6 +896,8 @@ CASES = [
     ("TC-N3-Claim-01", claim_01),
     ("TC-N3-Claim-02", claim_02),
     ("TC-N3-Claim-03", claim_03),
+    ("TC-N3-Claim-04", claim_04),
+    ("TC-N3-Claim-05", claim_05),
     ("TC-N3-Spawn-01", spawn_01),
     ("TC-N3-Spawn-02", spawn_02),
     ("TC-N3-Spawn-03", spawn_03),
@@ -754,8 +920,10 @@ def parse_args(argv):
         epilog="""\
 cases:
   Claim-01..03 use a fresh inbox of their own (--claim-inbox) and the claims/leases
-  API with two made-up runner NIDs; they need no worker. Spawn-01/02, Life-01/02,
-  DAG-01 and Saga-01 deposit tasks into --inbox and need the demo worker image;
+  API with two made-up runner NIDs; they need no worker. Claim-04/05 (the executing
+  runner reclaims and resumes; a runner that lost its lease stops and writes nothing
+  more), Spawn-01/02, Life-01/02, DAG-01 and Saga-01 deposit tasks into --inbox and
+  need the demo worker image;
   Spawn-02 also needs --spec-base-url; Spawn-03 needs only --inbox. A case missing
   an input is SKIP, never PASS.
 
@@ -795,6 +963,10 @@ exit status: 0 when no case FAILED (skips allowed), 1 when one did,
                    help="serve a recording task store here; the runner's [report] task_store_url must be "
                         "http://HOST:PORT/tasks. DAG-01 and Saga-01 then also check the node state PATCHes "
                         "the runner sends it (NPS-5 §3.2)")
+    p.add_argument("--ndp-resolver-listen", metavar="HOST:PORT",
+                   help="serve an NDP resolver here (ResolveFrame over GET /v1/resolve?target=); the runner's "
+                        "[spawn] nwp_resolver_url must be http://HOST:PORT. Spawn-02 then also fetches a "
+                        "SpawnSpec by an nwp:// host only that resolver knows")
     p.add_argument("--cases", metavar="LIST",
                    help="comma-separated case ids to run (e.g. Claim-01,DAG-01); default all")
     p.add_argument("--task-timeout", type=float, default=90.0, metavar="S",

@@ -97,6 +97,13 @@ def stop(proc, grace=10):
         proc.wait()
 
 
+def free_port():
+    """A loopback port free now, for a server the conformance runner starts later."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--report", default="conformance-report.json")
@@ -138,15 +145,15 @@ def main():
         # The orchestrator's task store is the conformance runner's recorder
         # (--task-store-listen) on a loopback port picked now; reports sent
         # before it listens are retried by the outbox.
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind(("127.0.0.1", 0))
-            task_store_port = probe.getsockname()[1]
+        task_store_port, resolver_port = free_port(), free_port()
         config = os.path.join(state, "config.toml")
         with open(config, "w", encoding="utf-8") as f:
-            f.write('[runner]\ninboxes = ["%s"]\nshutdown_grace_seconds = 2\n'
+            # lease_seconds 15: renewed every 5 s, so Claim-05's lost lease is noticed soon.
+            f.write('[runner]\ninboxes = ["%s"]\nshutdown_grace_seconds = 2\nlease_seconds = 15\n'
                     '[spawn]\nallow_destinations = ["127.0.0.1"]\nca_file = "%s/ca.pem"\n'
+                    'nwp_resolver_url = "http://127.0.0.1:%d"\n'
                     '[report]\ntask_store_url = "http://127.0.0.1:%d/tasks"\nretry_initial_ms = 200\n'
-                    'retry_max_ms = 1000\n' % (INBOX, pki, task_store_port))
+                    'retry_max_ms = 1000\n' % (INBOX, pki, resolver_port, task_store_port))
         run([os.path.join(ROOT, "demo/make-image"), os.path.join(work, "image")], os.path.join(work, "image.log"))
         run([binary, "image", "import", os.path.join(work, "image/oci"), "--name", IMAGE,
              "--state-dir", state, "--config", config], os.path.join(work, "image.log"))
@@ -170,12 +177,13 @@ def main():
         # The suite, as a third party runs it.
         argv = [sys.executable, conformance, "--url", url, "--token", token, "--inbox", INBOX, "--image", IMAGE,
                 "--spec-base-url", "https://127.0.0.1:%s/specs" % port, "--report", args.report,
-                "--task-store-listen", "127.0.0.1:%d" % task_store_port]
+                "--task-store-listen", "127.0.0.1:%d" % task_store_port,
+                "--ndp-resolver-listen", "127.0.0.1:%d" % resolver_port]
         print("$ " + " ".join(argv), flush=True)
         status = subprocess.run(argv).returncode
         report = json.loads(read(args.report) or "{}")
         not_passed = [c["case"] + " " + c["result"] for c in report.get("cases", []) if c["result"] != "PASS"]
-        if status != 0 or not_passed or len(report.get("cases", [])) != 10:
+        if status != 0 or not_passed or len(report.get("cases", [])) != 12:
             print("FAIL: runner exit %d; not passed: %s" % (status, ", ".join(not_passed) or "-"))
             print("---- daemon log (tail)\n" + read(serve_log)[-6000:])
             return 1

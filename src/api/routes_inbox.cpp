@@ -80,6 +80,12 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
                                             limits::kMaxInboxPriority));
     auto ttl = NPS_TRY(bounded_integer(request.header("x-nps-inbox-ttl-seconds"), "X-Nps-Inbox-Ttl-Seconds",
                                        config_.default_ttl_seconds, 1, limits::kMaxInboxTtlSeconds));
+    auto delay = NPS_TRY(bounded_integer(request.header("x-nps-inbox-delay-seconds"), "X-Nps-Inbox-Delay-Seconds", 0,
+                                         0, limits::kMaxInboxTtlSeconds));
+    if (delay >= ttl)
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "X-Nps-Inbox-Delay-Seconds " + std::to_string(delay) +
+                                                            " must be below the message's TTL (" + std::to_string(ttl) +
+                                                            " s): it would expire before anyone could claim it");
 
     auto store = NPS_TRY(stores_.acquire());
     store::DepositRequest deposit = task_deposit(nid, frame, request.body, config_);
@@ -87,6 +93,7 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
         deposit.content_type = content_type;
     deposit.priority = static_cast<int>(priority);
     deposit.ttl_seconds = ttl;
+    deposit.delay_seconds = delay;
     auto result = NPS_TRY(store->deposit(deposit));
     if (result.duplicate) {
         ++metrics_.deposits_duplicate;

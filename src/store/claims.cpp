@@ -45,10 +45,11 @@ constexpr const char* kClaimBatchSql =
 constexpr const char* kClaimRenewSql =
     "UPDATE tasks SET lease_expiry = ?3, updated_at = ?4 "
     "WHERE message_id = ?1 AND lease_owner = ?2 AND queue = 'queued' AND lease_expiry > ?4" NPS_STORE_CLAIM_RETURNING;
-// Claim of one named message: the same guard as the head claim.
+// Claim of one named message: the head claim's guard, except that a message
+// under no lease (owner NULL) is taken before a deposit delay ends.
 constexpr const char* kClaimTaskSql =
-    NPS_STORE_CLAIM_SET "WHERE message_id = ?1 AND queue = 'queued' AND lease_expiry <= ?4 AND expires_at > ?4"
-    NPS_STORE_CLAIM_RETURNING;
+    NPS_STORE_CLAIM_SET "WHERE message_id = ?1 AND queue = 'queued' AND (lease_expiry <= ?4 OR lease_owner IS NULL) "
+    "AND expires_at > ?4" NPS_STORE_CLAIM_RETURNING;
 
 std::vector<ClaimedRow> read_claimed(SQLite::Statement& st)
 {

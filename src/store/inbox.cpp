@@ -65,8 +65,9 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                 // The tasks_deposited trigger logs inbox:deposited.
                 auto st = use(deposit_task_,
                               "INSERT INTO tasks (task_id, nid, content_type, priority, enqueued_at, expires_at, queue, "
-                              "state, dag_hash, dedup_key, frame_hash, created_at, updated_at, result_ttl_seconds) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', 'PENDING', ?7, ?8, ?9, ?5, ?5, ?10) "
+                              "state, dag_hash, dedup_key, frame_hash, created_at, updated_at, result_ttl_seconds, "
+                              "lease_expiry) "
+                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', 'PENDING', ?7, ?8, ?9, ?5, ?5, ?10, ?11) "
                               "RETURNING message_id");
                 st->bindNoCopy(1, request.task_id);
                 st->bindNoCopy(2, request.nid);
@@ -78,6 +79,10 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                 st->bindNoCopy(8, request.dedup_key);
                 st->bindNoCopy(9, request.frame_hash);
                 st->bind(10, static_cast<std::int64_t>(request.result_ttl_seconds));
+                // lease_expiry doubles as "visible at" (schema.cpp): a delay
+                // hides the unleased message from peek and head claims.
+                st->bind(11, request.delay_seconds > 0 ? m.enqueued_at_ms + request.delay_seconds * 1000
+                                                       : std::int64_t{0});
                 if (!st->executeStep())
                     throw SQLite::Exception("the task insert returned no row");
                 m.message_id = st->getColumn(0).getInt64();

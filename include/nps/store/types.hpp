@@ -46,6 +46,9 @@ struct DepositRequest {
     std::string dedup_key{};
     int priority = 0;
     std::int64_t ttl_seconds = 0;  // > 0
+    // > 0: hidden from peek and head claims this long (a claim naming the
+    // task takes it at once); must be below the TTL.
+    std::int64_t delay_seconds = 0;
     std::int64_t max_depth = 0;    // inbox depth cap for this nid; 0 = unlimited
     std::int64_t max_inboxes = 0;  // cap on NIDs holding tasks, a new nid refused at it; 0 = unlimited
     std::uint32_t result_ttl_seconds = 3600;  // the TaskFrame's: results kept this long after the task ends

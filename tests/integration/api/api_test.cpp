@@ -151,6 +151,11 @@ TEST_CASE("bad input gets the documented error body and changes nothing")
                 "NWP-HTTP-PARAM-INVALID");
     check_error(http("POST", url, task_frame("task-ttl"), {{"X-Nps-Inbox-Ttl-Seconds", "0"}}), 400,
                 "NWP-HTTP-PARAM-INVALID");
+    check_error(http("POST", url, task_frame("task-delay"), {{"X-Nps-Inbox-Delay-Seconds", "-1"}}), 400,
+                "NWP-HTTP-PARAM-INVALID");
+    check_error(http("POST", url, task_frame("task-delay"),
+                     {{"X-Nps-Inbox-Ttl-Seconds", "60"}, {"X-Nps-Inbox-Delay-Seconds", "60"}}),
+                400, "NWP-HTTP-PARAM-INVALID");
     check_error(http("POST", r.url() + "/v1/inbox/not-a-nid", task_frame("task-nid")), 400, "NWP-HTTP-PARAM-INVALID");
     std::string deep(100, '[');
     check_error(http("POST", url + "/claims", "{\"a\":" + deep + std::string(100, ']') + "}"), 400,
@@ -245,6 +250,24 @@ TEST_CASE("priority then FIFO, and TTL expiry")
     auto expired = http("GET", d.runner.url() + "/v1/tasks/t-short");
     CHECK(expired.body["state"] == "FAILED");
     CHECK(expired.body["error_code"] == "NOP-TASK-TIMEOUT");
+}
+
+TEST_CASE("a delayed deposit waits for its delay unless a claim names it")
+{
+    Daemon d;
+    auto url = inbox_url(d.runner);
+    REQUIRE(http("POST", url, task_frame("t-held"), {{"X-Nps-Inbox-Delay-Seconds", "1"}}).status == 201);
+    REQUIRE(http("POST", url, task_frame("t-later"), {{"X-Nps-Inbox-Delay-Seconds", "600"}}).status == 201);
+    CHECK(http("GET", url).body["count"] == 0);
+    CHECK(http("POST", url + "/claims", Json{{"runner_nid", kRunnerA}, {"lease_seconds", 60}}.dump()).status == 204);
+    auto named = http("POST", url + "/claims",
+                      Json{{"runner_nid", kRunnerA}, {"lease_seconds", 60}, {"task_id", "t-later"}}.dump());
+    CHECK(named.status == 200);
+    CHECK(named.body["outcome"] == "granted");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    auto head = http("POST", url + "/claims", Json{{"runner_nid", kRunnerA}, {"lease_seconds", 60}}.dump());
+    CHECK(head.status == 200);
+    CHECK(head.body["task_id"] == "t-held");
 }
 
 TEST_CASE("a long-poll peek does not block other requests and wakes on deposit")

@@ -201,3 +201,41 @@ TEST_CASE_FIXTURE(StoreFixture, "peek batch is clamped and returns payloads")
     REQUIRE(all->size() == 20);
     CHECK(all->front().payload == frame_for("t0"));
 }
+
+TEST_CASE_FIXTURE(StoreFixture, "a delayed deposit is hidden from peek and head claims until its delay ends")
+{
+    auto delayed = deposit_request("later");
+    delayed.delay_seconds = 5;
+    REQUIRE(store->deposit(delayed));
+    deposit("now");
+    CHECK(*store->depth(kNid) == 2);  // counted, though hidden
+    auto peeked = *store->peek(kNid, 16);
+    REQUIRE(peeked.size() == 1);
+    CHECK(peeked[0].task_id == "now");
+    CHECK(claim_head(kRunnerA).task_id == "now");
+    CHECK_FALSE(*store->claim({.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 30}));
+
+    clock.advance_ms(5'000);
+    CHECK(store->peek(kNid, 16)->size() == 1);
+    CHECK(claim_head(kRunnerB).task_id == "later");
+}
+
+TEST_CASE_FIXTURE(StoreFixture, "a claim naming a delayed task takes it at once, as granted")
+{
+    auto delayed = deposit_request("held");
+    delayed.delay_seconds = 60;
+    REQUIRE(store->deposit(delayed));
+    auto lease = store->claim({.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 10, .task_id = "held"});
+    REQUIRE(lease);
+    REQUIRE(lease->has_value());
+    CHECK((*lease)->outcome == ClaimOutcome::granted);
+    // Its lease, not the delay, decides from now on: another runner waits for it ...
+    auto other = store->claim({.nid = kNid, .runner_nid = kRunnerB, .lease_seconds = 10, .task_id = "held"});
+    REQUIRE_FALSE(other);
+    CHECK(other.error().code == "NOP-CLAIM-CONFLICT");
+    // ... and reclaims it by a head claim once it lapses.
+    clock.advance_ms(10'000);
+    auto reclaimed = claim_head(kRunnerB);
+    CHECK(reclaimed.task_id == "held");
+    CHECK(reclaimed.outcome == ClaimOutcome::reclaimed);
+}
