@@ -224,8 +224,10 @@ Result<void> run(config::Config config, ConfigLoader reload)
     api::Api api(config, pool, clock, *loop, prepare_worker_cgroups(cgroup_base));
 
     // The report outbox's deliverer (docs/reporting.md): node states to the
-    // task store, task callbacks; told whenever the executor records.
-    auto deliverer = NPS_TRY(report::Deliverer::start(config, clock, *loop));
+    // task store, task callbacks, completion messages (long-polls on our own
+    // inbox of a reply_to NID are woken); told whenever the executor records.
+    auto deliverer = NPS_TRY(report::Deliverer::start(config, clock, *loop,
+                                                      [&api](const std::string& nid) { api.wake_waiters(nid); }));
     auto executor = NPS_TRY(Executor::create({.config = config,
                                               .clock = clock,
                                               .loop = *loop,

@@ -182,8 +182,11 @@ void Deliverer::Impl::begin(const store::ReportRow& row)
         });
     } else if (row.kind == store::ReportKind::reply) {
         detail::ReplyAttempt attempt = detail::prepare_reply(options, *store, row);
-        if (attempt.decided)
+        if (attempt.decided) {
+            if (!options.npsd_url && attempt.decided->verdict == Verdict::delivered && options.notice_deposited)
+                options.notice_deposited(row.reply_to.value_or(""));
             return finish(row, *attempt.decided);
+        }
         fetch = fetcher->trusted(attempt.request, [this, id, request = attempt.request](
                                                       Result<net::FetchedResponse> response) {
             answered(id, detail::judge_trusted(request, response, clock));
@@ -363,9 +366,12 @@ Result<std::unique_ptr<Deliverer>> Deliverer::start(DelivererOptions options, co
 }
 
 Result<std::unique_ptr<Deliverer>> Deliverer::start(const config::Config& config, const Clock& clock,
-                                                    supervisor::EventLoop& loop)
+                                                    supervisor::EventLoop& loop,
+                                                    std::function<void(const std::string& nid)> notice_deposited)
 {
-    return start(NPS_TRY(deliverer_options(config)), clock, loop);
+    DelivererOptions options = NPS_TRY(deliverer_options(config));
+    options.notice_deposited = std::move(notice_deposited);
+    return start(std::move(options), clock, loop);
 }
 
 Deliverer::~Deliverer()

@@ -50,6 +50,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,9 @@ struct DelivererOptions {
     std::vector<proto::DestinationAllowEntry> callback_allow{};
     std::chrono::milliseconds poll{limits::kReportPollMs};
     std::uint32_t batch = limits::kReportClaimBatch;
+    // Told on the loop's thread after a completion message became a notice in
+    // our own inbox of `nid`, so long-polls parked on it look again.
+    std::function<void(const std::string& nid)> notice_deposited{};
     // null: the system resolver. Must outlive the deliverer by a lookup's
     // timeout (a helper thread may still be asking it after stop()).
     const net::HostResolver* resolver = nullptr;
@@ -98,7 +102,8 @@ public:
     static Result<std::unique_ptr<Deliverer>> start(DelivererOptions options, const Clock& clock,
                                                     supervisor::EventLoop& loop);
     static Result<std::unique_ptr<Deliverer>> start(const config::Config& config, const Clock& clock,
-                                                    supervisor::EventLoop& loop);
+                                                    supervisor::EventLoop& loop,
+                                                    std::function<void(const std::string& nid)> notice_deposited = {});
 
     // stop(); on the loop's thread.
     ~Deliverer();

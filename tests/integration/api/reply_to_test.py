@@ -25,6 +25,7 @@ import http.client
 import json
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -141,7 +142,23 @@ def local_inbox(api, t):
     t(status == 404 and again["error"] == "NWP-INBOX-MESSAGE-NOT-FOUND", f"a second ack is not found ({status})")
     t(find_reply(api, "done-1", seconds=0.5) is None, "and the listing no longer has it")
 
+    # A long-poll on the reply_to inbox is answered by the message itself.
+    answered = {}
+
+    def long_poll():
+        started = time.monotonic()
+        status, body = api.call("GET", f"/v1/inbox/{ORCHESTRATOR}?wait=20")
+        answered.update(status=status, body=body, seconds=time.monotonic() - started)
+
+    poller = threading.Thread(target=long_poll)
+    poller.start()
+    time.sleep(0.3)
     run_task(api, "failed-1", state="FAILED")
+    poller.join(timeout=30)
+    listed = [payload(m)["task_id"] for m in (answered.get("body") or {}).get("messages", [])]
+    t(answered.get("status") == 200 and listed == ["failed-1"] and answered["seconds"] < 15,
+      f"a parked long-poll on the reply_to inbox is answered with the message ({answered.get('seconds')} s, {listed})")
+
     m = find_reply(api, "failed-1")
     body = payload(m) if m else {}
     t(body.get("node_state") == "FAILED" and body.get("error_code") == "NOP-WORKER-FAILED"
