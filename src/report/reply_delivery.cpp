@@ -27,7 +27,10 @@ ReplyAttempt prepare_reply(const DelivererOptions& options, store::Store& store,
     auto nodes = store.node_results(row.task_id);
     if (!nodes)
         return decided(Verdict::retry, nodes.error().describe());
-    std::string body = completion_message_body(*task, *nodes);
+    auto events = store.events(row.task_id);
+    if (!events)
+        return decided(Verdict::retry, events.error().describe());
+    std::string body = completion_message_body(*task, *nodes, *events);
 
     if (!options.npsd_url) {
         auto deposited = store.deposit_notice({.nid = *row.reply_to,

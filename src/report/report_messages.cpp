@@ -147,7 +147,8 @@ std::string callback_body(const store::TaskRecord& task, const std::vector<store
     return dump(body);
 }
 
-std::string completion_message_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes)
+std::string completion_message_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes,
+                                    const std::vector<store::TaskEvent>& events)
 {
     Json body = {
         {"task_id", task.task_id},
@@ -163,6 +164,17 @@ std::string completion_message_body(const store::TaskRecord& task, const std::ve
         body["error_message"] = cut_utf8(*task.error_message, kMaxErrorMessageBytes);
     if (Json result = parsed_or_null(task.aggregate_json); !result.is_null())
         body["result"] = std::move(result);
+    const auto claimed = std::find_if(events.begin(), events.end(), [](const store::TaskEvent& e) {
+        return e.name == "lease:granted" || e.name == "lease:reclaimed";
+    });
+    if (claimed != events.end())
+        body["started_at"] = format_rfc3339_ms(claimed->at_ms);
+    const auto killed = std::find_if(nodes.begin(), nodes.end(), [&task](const store::NodeResult& n) {
+        return n.dedup_key == task.dedup_key && n.state == "FAILED" && n.killed_reason && !n.killed_reason->empty() &&
+               n.error_code == task.error_code;
+    });
+    if (killed != nodes.end())
+        body["killed_reason"] = *killed->killed_reason;
     return dump(body);
 }
 

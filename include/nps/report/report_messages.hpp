@@ -19,10 +19,12 @@
 // Completion message (proto/completion_message.hpp): POST
 // {npsd_url}/v1/inbox/{reply_to}, or a notice in our own inbox, with
 //   {"task_id","node_state":<terminal state>,"state":<lowercase>,
-//    "error_code","error_message","result":<the aggregate>,
-//    "nodes":{…as in the callback},"created_at","finished_at"}
+//    "error_code","error_message","killed_reason","result":<the aggregate>,
+//    "nodes":{…as in the callback},"created_at","started_at","finished_at"}
 // members without a value left out (as the reference runner does), and
-// Idempotency-Key: <dedup_key>:reply.
+// Idempotency-Key: <dedup_key>:reply. started_at is the first claim's time
+// (from the event log); killed_reason is that of the failed node whose code
+// the task carries.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +52,8 @@ Result<std::string> node_report_body(const store::ReportRow& row);
 std::string callback_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes);
 std::string callback_idempotency_key(const store::TaskRecord& task);
 
-std::string completion_message_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes);
+std::string completion_message_body(const store::TaskRecord& task, const std::vector<store::NodeResult>& nodes,
+                                    const std::vector<store::TaskEvent>& events);
 std::string completion_idempotency_key(const store::TaskRecord& task);
 // {npsd_url}/v1/inbox/{nid}, the NID percent-encoded.
 std::string npsd_inbox_url(const std::string& npsd_url, const std::string& nid);

@@ -10,6 +10,7 @@
 using namespace nps::report;
 using nps::store::NodeResult;
 using nps::store::ReportRow;
+using nps::store::TaskEvent;
 using nps::store::TaskRecord;
 using Json = nlohmann::json;
 
@@ -130,23 +131,29 @@ TEST_CASE("a completion message carries the task's end, its nodes and aggregate,
     task.task_id = "t-9";
     task.dedup_key = "dk";
     task.state = "FAILED";
-    task.error_code = "NOP-WORKER-FAILED";
+    task.error_code = "NOP-RUNTIME-IDLE-TIMEOUT";
     task.error_message = "node ship failed";
     task.created_at_ms = 1'764'748'800'000;  // 2025-12-03T08:00:00Z
     task.finished_at_ms = 1'764'748'801'500;
     const std::vector<NodeResult> nodes = {
         {.task_id = "t-9", .node_id = "ship", .dedup_key = "dk", .state = "FAILED", .attempts = 2,
-         .error_code = "NOP-WORKER-FAILED"},
+         .error_code = "NOP-RUNTIME-IDLE-TIMEOUT", .killed_reason = "idle_timeout"},
         {.task_id = "t-9", .node_id = "stale", .dedup_key = "another-dag", .state = "COMPLETED", .attempts = 1},
     };
-    const Json failed = Json::parse(completion_message_body(task, nodes));
+    const std::vector<TaskEvent> events = {{.seq = 1, .at_ms = task.created_at_ms, .name = "inbox:deposited"},
+                                           {.seq = 2, .at_ms = task.created_at_ms + 250, .name = "lease:granted"},
+                                           {.seq = 3, .at_ms = task.created_at_ms + 900, .name = "lease:reclaimed"}};
+    const Json failed = Json::parse(completion_message_body(task, nodes, events));
     CHECK(failed == Json{{"task_id", "t-9"},
                          {"node_state", "FAILED"},
                          {"state", "failed"},
-                         {"error_code", "NOP-WORKER-FAILED"},
+                         {"error_code", "NOP-RUNTIME-IDLE-TIMEOUT"},
                          {"error_message", "node ship failed"},
-                         {"nodes", {{"ship", {{"state", "failed"}, {"attempts", 2}, {"error_code", "NOP-WORKER-FAILED"}}}}},
+                         {"killed_reason", "idle_timeout"},
+                         {"nodes",
+                          {{"ship", {{"state", "failed"}, {"attempts", 2}, {"error_code", "NOP-RUNTIME-IDLE-TIMEOUT"}}}}},
                          {"created_at", "2025-12-03T08:00:00.000Z"},
+                         {"started_at", "2025-12-03T08:00:00.250Z"},
                          {"finished_at", "2025-12-03T08:00:01.500Z"}});
     CHECK(completion_idempotency_key(task) == "dk:reply");
 
@@ -154,11 +161,13 @@ TEST_CASE("a completion message carries the task's end, its nodes and aggregate,
     task.error_code.reset();
     task.error_message.reset();
     task.aggregate_json = R"({"answer":4})";
-    const Json done = Json::parse(completion_message_body(task, {}));
+    const Json done = Json::parse(completion_message_body(task, {}, {}));
     CHECK(done["node_state"] == "COMPLETED");
     CHECK(done["result"] == Json{{"answer", 4}});
     CHECK_FALSE(done.contains("error_code"));
     CHECK_FALSE(done.contains("error_message"));
+    CHECK_FALSE(done.contains("killed_reason"));
+    CHECK_FALSE(done.contains("started_at"));  // never claimed (cancelled in the inbox)
     CHECK(npsd_inbox_url("http://npsd:17433", "urn:nps:agent:o:inbox") ==
           "http://npsd:17433/v1/inbox/urn%3Anps%3Aagent%3Ao%3Ainbox");
 }
