@@ -46,10 +46,8 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
                 }
             }
 
-            if (request.max_depth > 0) {
-                // Counts entries of the partial index only (O(depth), index-only).
+            if (request.max_depth > 0)
                 NPS_TRY_VOID(check_depth(request.nid, request.max_depth, now));
-            }
 
             NPS_TRY_VOID(count_inbox_task(request.nid, request.max_inboxes, now));
 
