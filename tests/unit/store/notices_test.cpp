@@ -68,8 +68,10 @@ TEST_CASE_FIXTURE(StoreFixture, "a task with reply_to writes one reply row when 
     REQUIRE(*store->mark_report_delivered(rows[0].id, "d", R"({"reply_to":"x"})"));
     REQUIRE(*store->mark_report_dead(rows[1].id, "d", "refused", R"({"error":"refused"})"));
     const auto names = [&](const std::string& task_id) {
+        const auto events = store->events(task_id);
+        REQUIRE(events);
         std::vector<std::string> out;
-        for (const auto& e : *store->events(task_id))
+        for (const auto& e : *events)
             out.push_back(e.name);
         return out;
     };
