@@ -172,18 +172,13 @@ void Deliverer::Impl::begin(const store::ReportRow& row)
     }
     const std::int64_t id = row.id;
     net::AsyncFetcher::Id fetch = 0;
-    if (row.kind == store::ReportKind::node) {
-        detail::NodeAttempt attempt = detail::prepare_node(options, row);
-        if (attempt.decided)
-            return finish(row, *attempt.decided);
-        fetch = fetcher->trusted(attempt.request, [this, id, request = attempt.request](
-                                                      Result<net::FetchedResponse> response) {
-            answered(id, detail::judge_trusted(request, response, clock));
-        });
-    } else if (row.kind == store::ReportKind::reply) {
-        detail::ReplyAttempt attempt = detail::prepare_reply(options, *store, row);
+    if (row.kind != store::ReportKind::callback) {  // node reports and completion messages
+        const bool reply = row.kind == store::ReportKind::reply;
+        detail::TrustedAttempt attempt =
+            reply ? detail::prepare_reply(options, *store, row) : detail::prepare_node(options, row);
         if (attempt.decided) {
-            if (!options.npsd_url && attempt.decided->verdict == Verdict::delivered && options.notice_deposited)
+            if (reply && !options.npsd_url && attempt.decided->verdict == Verdict::delivered &&
+                options.notice_deposited)
                 options.notice_deposited(row.reply_to.value_or(""));
             return finish(row, *attempt.decided);
         }

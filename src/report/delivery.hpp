@@ -27,12 +27,15 @@ struct AttemptResult {
     std::optional<std::int64_t> retry_after_ms{}; // the receiver asked for this delay
 };
 
-// PATCH of a node row to the task store (options.task_store_url is set).
-struct NodeAttempt {
+// A request to an operator-configured service (task store, npsd), or the
+// outcome decided without one.
+struct TrustedAttempt {
     std::optional<AttemptResult> decided{};  // set: nothing to send
     net::TrustedRequest request{};
 };
-NodeAttempt prepare_node(const DelivererOptions& options, const store::ReportRow& row);
+
+// PATCH of a node row to the task store (options.task_store_url is set).
+TrustedAttempt prepare_node(const DelivererOptions& options, const store::ReportRow& row);
 // The answer of an operator-configured service (task store, npsd).
 AttemptResult judge_trusted(const net::TrustedRequest& request, const Result<net::FetchedResponse>& response,
                             const Clock& clock);
@@ -49,11 +52,6 @@ AttemptResult judge_callback(const Result<net::FetchedResponse>& response, const
 
 // A completion message of a reply row: the POST to options.npsd_url, or,
 // without one, decided at once by depositing it into `store`'s own inbox.
-struct ReplyAttempt {
-    std::optional<AttemptResult> decided{};  // set: nothing to send
-    net::TrustedRequest request{};
-};
-// Its answer is judged as a task store's (judge_trusted).
-ReplyAttempt prepare_reply(const DelivererOptions& options, store::Store& store, const store::ReportRow& row);
+TrustedAttempt prepare_reply(const DelivererOptions& options, store::Store& store, const store::ReportRow& row);
 
 }  // namespace nps::report::detail

@@ -5,9 +5,9 @@
 
 namespace nps::report::detail {
 
-NodeAttempt prepare_node(const DelivererOptions& options, const store::ReportRow& row)
+TrustedAttempt prepare_node(const DelivererOptions& options, const store::ReportRow& row)
 {
-    NodeAttempt attempt;
+    TrustedAttempt attempt;
     auto body = node_report_body(row);
     if (!body) {
         attempt.decided = AttemptResult{.verdict = Verdict::refused, .error = body.error().describe()};

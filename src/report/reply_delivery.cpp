@@ -8,16 +8,16 @@ namespace nps::report::detail {
 
 namespace {
 
-ReplyAttempt decided(Verdict verdict, std::string error = {})
+TrustedAttempt decided(Verdict verdict, std::string error = {})
 {
-    ReplyAttempt attempt;
+    TrustedAttempt attempt;
     attempt.decided = AttemptResult{.verdict = verdict, .error = std::move(error)};
     return attempt;
 }
 
 }  // namespace
 
-ReplyAttempt prepare_reply(const DelivererOptions& options, store::Store& store, const store::ReportRow& row)
+TrustedAttempt prepare_reply(const DelivererOptions& options, store::Store& store, const store::ReportRow& row)
 {
     if (!row.reply_to || row.reply_to->empty())
         return decided(Verdict::refused, "the report has no reply_to NID");
@@ -41,7 +41,7 @@ ReplyAttempt prepare_reply(const DelivererOptions& options, store::Store& store,
             return decided(Verdict::retry, "inbox '" + *row.reply_to + "': " + deposited.error().describe());
         return decided(Verdict::delivered);
     }
-    ReplyAttempt attempt;
+    TrustedAttempt attempt;
     attempt.request = net::TrustedRequest{
         .method = "POST",
         .url = npsd_inbox_url(*options.npsd_url, *row.reply_to),
