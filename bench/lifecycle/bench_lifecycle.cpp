@@ -163,7 +163,7 @@ std::string delegate_frame(int n)
 }
 
 struct Bench {
-    std::unique_ptr<EventLoop> loop;
+    std::unique_ptr<nps::event::EventLoop> loop;
     std::unique_ptr<Supervisor> supervisor;
     std::map<WorkerId, WorkerOutcome> outcomes;
     std::string rootfs;
@@ -391,7 +391,7 @@ int main(int argc, char** argv)
         Bench b;
         b.rootfs = rootfs;
         b.netns_fd = netns->fd();
-        auto loop = EventLoop::create();
+        auto loop = nps::event::EventLoop::create();
         if (!loop)
             die(loop.error().describe());
         b.loop = std::move(*loop);

@@ -11,19 +11,20 @@
 #include "nps/api/process_metrics.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/log.hpp"
+#include "nps/config/area_options.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/store/write_health.hpp"
 
 namespace nps::api {
 
-Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, supervisor::EventLoop& loop,
+Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, event::EventLoop& loop,
          HostFacts host)
     : config_(config),
       stores_(stores),
       clock_(clock),
       loop_(loop),
       host_(std::move(host)),
-      spawn_resolver_(spawn::resolver_options(config), clock,
+      spawn_resolver_(config::resolver_options(config), clock,
                       [this](const std::string& nid) -> Result<store::Announce> {
                           return NPS_TRY(stores_.acquire())->resolve_announce(nid);
                       }),

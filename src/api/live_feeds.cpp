@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nps/base/limits.hpp"
 #include "nps/api/json_io.hpp"
+#include "nps/base/limits.hpp"
 
 namespace nps::api {
 
@@ -74,7 +74,7 @@ net::HttpResponse stream_response(const std::shared_ptr<net::ResponseStream>& st
 
 }  // namespace
 
-LiveFeeds::LiveFeeds(StorePool& stores, supervisor::EventLoop& loop) : stores_(stores), loop_(loop) {}
+LiveFeeds::LiveFeeds(StorePool& stores, event::EventLoop& loop) : stores_(stores), loop_(loop) {}
 
 LiveFeeds::~LiveFeeds()
 {

@@ -38,8 +38,8 @@
 #include "nps/api/store_pool.hpp"
 #include "nps/base/result.hpp"
 #include "nps/base/unique_fd.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
-#include "nps/supervisor/event_loop.hpp"
 
 namespace nps::api {
 
@@ -57,7 +57,7 @@ struct LogFollowRequest {
 
 class LiveFeeds {
 public:
-    LiveFeeds(StorePool& stores, supervisor::EventLoop& loop);
+    LiveFeeds(StorePool& stores, event::EventLoop& loop);
     ~LiveFeeds();
     LiveFeeds(const LiveFeeds&) = delete;
     LiveFeeds& operator=(const LiveFeeds&) = delete;
@@ -78,7 +78,7 @@ public:
     std::size_t open_feeds() const { return events_.size() + logs_.size(); }
 
 private:
-    using TimePoint = supervisor::EventLoop::TimePoint;
+    using TimePoint = event::EventLoop::TimePoint;
 
     struct EventFeed {
         std::shared_ptr<net::ResponseStream> stream;
@@ -113,12 +113,12 @@ private:
     void drop(std::uint64_t id);
 
     StorePool& stores_;
-    supervisor::EventLoop& loop_;
+    event::EventLoop& loop_;
     RunningLogLookup running_log_;
     std::map<std::uint64_t, EventFeed> events_;
     std::map<std::uint64_t, LogFeed> logs_;
     std::uint64_t next_id_ = 1;
-    supervisor::EventLoop::TimerId timer_ = 0;
+    event::EventLoop::TimerId timer_ = 0;
     TimePoint timer_due_{};
     bool ending_ = false;
 };

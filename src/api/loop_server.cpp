@@ -5,7 +5,7 @@
 
 namespace nps::api {
 
-Result<std::unique_ptr<LoopServer>> LoopServer::attach(supervisor::EventLoop& loop,
+Result<std::unique_ptr<LoopServer>> LoopServer::attach(event::EventLoop& loop,
                                                        std::unique_ptr<net::LoopHttpServer> server)
 {
     if (!server)
@@ -21,7 +21,7 @@ Result<std::unique_ptr<LoopServer>> LoopServer::attach(supervisor::EventLoop& lo
     return bound;
 }
 
-LoopServer::LoopServer(supervisor::EventLoop& loop, std::unique_ptr<net::LoopHttpServer> server)
+LoopServer::LoopServer(event::EventLoop& loop, std::unique_ptr<net::LoopHttpServer> server)
     : loop_(loop), server_(std::move(server))
 {
 }

@@ -16,11 +16,11 @@
 #include "nps/cli/import_progress.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/cli/verbs.hpp"
+#include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/summary_json.hpp"
-#include "nps/image/registry_settings.hpp"
 
 namespace nps::cli {
 
@@ -188,7 +188,7 @@ int image_pull(int argc, char** argv, int first)
     auto ctx = open_store(*args);
     if (!ctx)
         return report_error(ctx.error());
-    request.settings = image::registry_settings(ctx->config);
+    request.settings = config::registry_settings(ctx->config);
     ImportProgressDisplay display(stderr, ImportProgressDisplay::mode_for(STDERR_FILENO, quiet), {}, "Pulling");
     if (!quiet)
         request.notice = [&](const std::string& message) {

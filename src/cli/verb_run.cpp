@@ -232,9 +232,10 @@ Result<void> apply_image(const ParsedArgs& args, const image::WorkerRootfs& root
     if (argv.empty())
         return internal_error("the image has neither Entrypoint nor Cmd: give a command after -- (or --entrypoint)");
     request.sandbox.argv = std::move(argv);
-    std::vector<std::string> env = config.env;
-    if (std::none_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("PATH=", 0) == 0; }))
-        env.insert(env.begin(), kDefaultPath);
+    std::vector<std::string> env;
+    if (std::none_of(config.env.begin(), config.env.end(), [](const std::string& e) { return e.rfind("PATH=", 0) == 0; }))
+        env.emplace_back(kDefaultPath);
+    env.insert(env.end(), config.env.begin(), config.env.end());
     for (const auto& entry : args.values("--env"))
         set_env(env, entry);
     request.sandbox.env = std::move(env);

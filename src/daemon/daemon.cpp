@@ -22,13 +22,14 @@
 #include "nps/base/unique_fd.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
+#include "nps/config/area_options.hpp"
 #include "nps/config/reload.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/summary_json.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/report/deliverer.hpp"
 #include "nps/store/startup_check.hpp"
-#include "nps/supervisor/event_loop.hpp"
 #include "access.hpp"
 #include "executor.hpp"
 #include "job_pool.hpp"
@@ -207,7 +208,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
 
     // Signals are blocked (and routed to the loop) before any thread starts,
     // so every thread inherits the mask.
-    auto loop = NPS_TRY(supervisor::EventLoop::create());
+    auto loop = NPS_TRY(event::EventLoop::create());
     std::function<void(int)> on_signal;
     NPS_TRY_VOID(loop->watch_signals({SIGTERM, SIGINT, SIGHUP}, [&on_signal](const signalfd_siginfo& info) {
         on_signal(static_cast<int>(info.ssi_signo));
@@ -226,8 +227,9 @@ Result<void> run(config::Config config, ConfigLoader reload)
     // The report outbox's deliverer (docs/reporting.md): node states to the
     // task store, task callbacks, completion messages (long-polls on our own
     // inbox of a reply_to NID are woken); told whenever the executor records.
-    auto deliverer = NPS_TRY(report::Deliverer::start(config, clock, *loop,
-                                                      [&api](const std::string& nid) { api.wake_waiters(nid); }));
+    auto report_options = NPS_TRY(config::deliverer_options(config));
+    report_options.notice_deposited = [&api](const std::string& nid) { api.wake_waiters(nid); };
+    auto deliverer = NPS_TRY(report::Deliverer::start(std::move(report_options), clock, *loop));
     auto executor = NPS_TRY(Executor::create({.config = config,
                                               .clock = clock,
                                               .loop = *loop,

@@ -10,11 +10,11 @@
 #include "nps/base/clock.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/config/config.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/sandbox/netns_pool.hpp"
 #include "nps/sandbox/seccomp.hpp"
 #include "nps/sandbox/userns.hpp"
 #include "nps/store/store.hpp"
-#include "nps/supervisor/event_loop.hpp"
 #include "nps/supervisor/supervisor.hpp"
 #include "worker_launch.hpp"
 
@@ -23,7 +23,7 @@ namespace nps::daemon {
 struct ExecutionContext {
     const config::Config& config;
     const Clock& clock;
-    supervisor::EventLoop& loop;
+    event::EventLoop& loop;
     store::Store& store;  // the loop thread's connection
     supervisor::Supervisor& supervisor;
     JobPool& jobs;

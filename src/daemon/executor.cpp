@@ -10,9 +10,10 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/base/log.hpp"
-#include "nps/sandbox/userns.hpp"
-#include "nps/proto/task_frame.hpp"
+#include "nps/config/area_options.hpp"
 #include "nps/daemon/recovery.hpp"
+#include "nps/proto/task_frame.hpp"
+#include "nps/sandbox/userns.hpp"
 #include "nps/spawn/quantity.hpp"
 
 namespace nps::daemon {
@@ -72,11 +73,11 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
 
     api::StorePool& stores = parts.stores;
     e->resolver_ = std::make_unique<spawn::SpawnSpecResolver>(
-        spawn::resolver_options(config), parts.clock, [&stores](const std::string& nid) -> Result<store::Announce> {
+        config::resolver_options(config), parts.clock, [&stores](const std::string& nid) -> Result<store::Announce> {
             return NPS_TRY(stores.acquire())->resolve_announce(nid);
         });
 
-    auto options = supervisor::supervisor_options(config);
+    auto options = config::supervisor_options(config);
     options.log_root = config.state_dir + "/logs";
     options.cgroup_base = parts.cgroups;
     options.clock = &parts.clock;
@@ -133,7 +134,7 @@ std::size_t Executor::configured_max_tasks() const
 void Executor::policy_changed()
 {
     max_tasks_ = configured_max_tasks();
-    auto policy = supervisor::supervisor_options(parts_.config);
+    auto policy = config::supervisor_options(parts_.config);
     supervisor_->update_policy(policy);
     prune_logs_for_cap();  // a lowered workers.logs_max_bytes holds at once
     claim_round();
@@ -290,7 +291,7 @@ void Executor::prune_logs_for_cap()
     if (cap == 0 || log_bytes_ <= cap || log_cap_timer_ != 0 || stopping_)
         return;
     const auto next = last_log_prune_ + std::chrono::milliseconds(kLogCapPruneMinIntervalMs);
-    if (supervisor::EventLoop::now() >= next) {
+    if (event::EventLoop::now() >= next) {
         run_log_prune();
         return;
     }
@@ -312,7 +313,7 @@ void Executor::run_log_prune()
         return;
     }
     log_prune_running_ = true;
-    last_log_prune_ = supervisor::EventLoop::now();
+    last_log_prune_ = event::EventLoop::now();
     const auto now = std::chrono::system_clock::now();
     supervisor::LogPruneOptions options{
         .cutoff = hours == 0 ? std::chrono::system_clock::time_point::min() : now - std::chrono::hours(hours),

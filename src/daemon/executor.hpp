@@ -43,7 +43,7 @@ sandbox::UsernsSlotsOptions userns_range(const config::Config& config);
 struct ExecutorParts {
     const config::Config& config;
     const Clock& clock;
-    supervisor::EventLoop& loop;
+    event::EventLoop& loop;
     store::Store& store;                        // the loop thread's connection
     api::StorePool& stores;                     // for the pool threads (announce lookups)
     const cgroup::CgroupBase* cgroups = nullptr;  // null: no worker cgroups
@@ -121,17 +121,17 @@ private:
     std::map<std::string, std::unique_ptr<TaskExecution>> executions_;
     std::size_t max_tasks_ = 1;
     std::size_t next_inbox_ = 0;
-    supervisor::EventLoop::TimerId claim_timer_ = 0;
-    supervisor::EventLoop::TimerId grace_timer_ = 0;
-    supervisor::EventLoop::TimerId prune_timer_ = 0;
+    event::EventLoop::TimerId claim_timer_ = 0;
+    event::EventLoop::TimerId grace_timer_ = 0;
+    event::EventLoop::TimerId prune_timer_ = 0;
     // [workers] logs_max_bytes: the bytes of all worker logs as the last
     // prune found them plus those of workers ended since; above the cap a
     // prune runs (one at a time, at most one a second).
     std::uint64_t log_bytes_ = 0;
     bool log_prune_running_ = false;
     bool log_prune_again_ = false;
-    supervisor::EventLoop::TimerId log_cap_timer_ = 0;
-    supervisor::EventLoop::TimePoint last_log_prune_{};
+    event::EventLoop::TimerId log_cap_timer_ = 0;
+    event::EventLoop::TimePoint last_log_prune_{};
     bool claiming_ = false;
     bool stopping_ = false;
     bool started_ = false;  // start() ran

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "nps/base/result.hpp"
-#include "nps/base/unique_fd.hpp"
-#include "nps/supervisor/event_loop.hpp"
+#include "nps/event/event_loop.hpp"
+#include "nps/event/lifetime.hpp"
 
 namespace nps::daemon {
 
@@ -33,7 +33,7 @@ public:
     using Done = std::function<void()>;
 
     // `name` (at most 15 characters) names the threads in /proc/PID/task/*/comm.
-    static Result<std::unique_ptr<JobPool>> create(supervisor::EventLoop& loop, std::size_t threads,
+    static Result<std::unique_ptr<JobPool>> create(event::EventLoop& loop, std::size_t threads,
                                                    const char* name);
     ~JobPool();
     JobPool(const JobPool&) = delete;
@@ -54,17 +54,14 @@ private:
         Done done;
     };
 
-    JobPool(supervisor::EventLoop& loop, UniqueFd wake);
+    explicit JobPool(event::EventLoop& loop) : post_(lifetime_.poster(loop)) {}
     void run_thread();
-    void deliver();
 
-    supervisor::EventLoop& loop_;
-    UniqueFd wake_;  // eventfd: completions are waiting
+    event::Lifetime lifetime_;  // completions arriving after the pool are dropped
+    event::Poster post_;
     std::mutex mutex_;
     std::condition_variable cv_;
     std::deque<Job> queue_;
-    std::deque<Done> completed_;
-    std::deque<Done> posted_;
     bool stopping_ = false;
     std::size_t pending_ = 0;  // loop thread only
     std::vector<std::thread> threads_;

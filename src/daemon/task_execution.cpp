@@ -144,15 +144,15 @@ struct TaskExecution::Slot {
     std::optional<supervisor::WorkerId> worker;
     std::unique_ptr<PreparedWorker> prepared;  // held while the worker runs
     bool stop_requested = false;
-    supervisor::EventLoop::TimePoint dispatched{};
+    event::EventLoop::TimePoint dispatched{};
     std::int64_t dispatched_at_ms = 0;  // the same, on the wall clock (ctx_.clock)
     nlohmann::json detail;              // for its worker event: attempt_detail(), limits once started
     // Progress frames become "<node>:progress" events, one per
     // kProgressInterval at most: the newest frame not yet written waits
     // here for the timer (or the attempt's end).
     std::optional<std::pair<std::uint64_t, std::string>> progress_pending;
-    supervisor::EventLoop::TimePoint progress_written{};
-    supervisor::EventLoop::TimerId progress_timer = 0;
+    event::EventLoop::TimePoint progress_written{};
+    event::EventLoop::TimerId progress_timer = 0;
 };
 
 TaskExecution::TaskExecution(ExecutionContext& context, store::Lease lease, proto::TaskFrame task, Retired retired)
@@ -246,7 +246,7 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
     auto slot = std::make_unique<Slot>();
     slot->attempt = attempt;
     slot->serial = next_serial_++;
-    slot->dispatched = supervisor::EventLoop::now();
+    slot->dispatched = event::EventLoop::now();
     slot->dispatched_at_ms = ctx_.clock.now_ms();
     const std::uint64_t serial = slot->serial;
     slots_[attempt.node_id] = std::move(slot);
@@ -428,7 +428,7 @@ void TaskExecution::progress(const std::string& node_id, std::uint64_t serial, s
     if (slot.progress_timer)
         return;  // the newest frame goes out when it fires
     const auto due = slot.progress_written + kProgressInterval;
-    if (supervisor::EventLoop::now() >= due)
+    if (event::EventLoop::now() >= due)
         return flush_progress(node_id, serial);
     slot.progress_timer = ctx_.loop.add_timer(due, [this, node_id, serial] {
         if (auto found = slots_.find(node_id); found != slots_.end() && found->second->serial == serial)
@@ -447,7 +447,7 @@ void TaskExecution::flush_progress(const std::string& node_id, std::uint64_t ser
     if (!slot.progress_pending || abandoned_)
         return;
     auto [seq, data] = *std::exchange(slot.progress_pending, std::nullopt);
-    slot.progress_written = supervisor::EventLoop::now();
+    slot.progress_written = event::EventLoop::now();
     nlohmann::json detail = {{"attempt", slot.attempt.number}, {"seq", seq}};
     if (data.size() <= kMaxProgressEventBytes)
         detail["data"] = nlohmann::json::parse(data, nullptr, /*allow_exceptions=*/false);
@@ -669,7 +669,7 @@ void TaskExecution::write_records()
                   {.task_id = task_id()});
     ctx_.metrics.count_task(outcome.state);
     ctx_.metrics.task_duration.observe(static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(supervisor::EventLoop::now() - claimed_).count()));
+        std::chrono::duration_cast<std::chrono::microseconds>(event::EventLoop::now() - claimed_).count()));
     if (ctx_.recorded)
         ctx_.recorded();
     unrecorded_end_.reset();

@@ -104,14 +104,14 @@ private:
     proto::TaskFrame task_;
     Retired retired_;
     std::unique_ptr<nop::TaskRun> run_;
-    supervisor::EventLoop::TimePoint claimed_ = supervisor::EventLoop::now();  // for nps_task_duration_seconds
+    event::EventLoop::TimePoint claimed_ = event::EventLoop::now();  // for nps_task_duration_seconds
     std::map<std::string, std::unique_ptr<Slot>> slots_;  // by node id: the attempt in flight
     std::uint64_t next_serial_ = 1;
     std::size_t outstanding_ = 0;                          // preparations + workers not yet ended
-    supervisor::EventLoop::TimerId renew_timer_ = 0;
+    event::EventLoop::TimerId renew_timer_ = 0;
     std::deque<store::NodeResult> unrecorded_;          // node results the store has not taken yet
     std::optional<store::TaskOutcome> unrecorded_end_;  // the task's end, written after them
-    supervisor::EventLoop::TimerId record_timer_ = 0;
+    event::EventLoop::TimerId record_timer_ = 0;
     std::set<TimerId> timers_;                             // the run's timers still pending
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for deferred callbacks
     Fence fence_ = Fence::lease;

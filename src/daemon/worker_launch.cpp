@@ -5,7 +5,7 @@
 
 #include <cerrno>
 
-#include "nps/image/registry_settings.hpp"
+#include "nps/config/area_options.hpp"
 #include "nps/spawn/spawn_ceilings.hpp"
 
 namespace nps::daemon {
@@ -45,7 +45,7 @@ Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const
         return resolution.error().code.empty()
                    ? protocol_error(spawn::kSpawnSpecInvalid, resolution.error().describe())
                    : std::move(resolution).error();
-    if (auto within = spawn::check_spawn_ceilings(resolution->spec, spawn::spawn_ceilings(policy)); !within)
+    if (auto within = spawn::check_spawn_ceilings(resolution->spec, config::spawn_ceilings(policy)); !within)
         return protocol_error(spawn::kSpawnSpecInvalid, "Agent '" + agent + "': " + within.error().message);
     return resolution;
 }
@@ -79,7 +79,7 @@ Result<void> ensure_image(const LaunchContext& context, image::ImageStore& image
     auto found = images.resolve(reference);
     if (found)
         return {};
-    image::PullRequest pull{.reference = reference, .settings = image::registry_settings(context.config)};
+    image::PullRequest pull{.reference = reference, .settings = config::registry_settings(context.config)};
     auto pulled = images.pull(pull);
     if (!pulled)
         return unavailable("Image '" + reference + "' is not in the image store (" + found.error().describe() +

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "nps/base/result.hpp"
+#include "nps/base/unique_fd.hpp"
 
 namespace nps::image::detail {
 
@@ -45,6 +46,9 @@ public:
 
 // A directory → directory source; anything else → archive source.
 Result<std::unique_ptr<ImportSource>> open_import_source(const std::string& path);
+
+// The source of an OCI layout directory `root`, open as `root_fd`.
+std::unique_ptr<ImportSource> make_directory_source(std::string root, UniqueFd root_fd);
 
 // For tests and the archive reader: an archive member name in canonical
 // form ("./a//b" → "a/b"); nullopt for names that climb out ("..") or are empty.

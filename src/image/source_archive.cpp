@@ -18,8 +18,6 @@
 
 namespace nps::image::detail {
 
-std::unique_ptr<ImportSource> make_directory_source(std::string root, UniqueFd root_fd);
-
 namespace {
 
 constexpr std::size_t kBlockBytes = 64 * 1024;

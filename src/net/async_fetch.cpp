@@ -20,24 +20,22 @@ struct AsyncFetcher::Op {
     std::unique_ptr<detail::Hop> hop;         // the hop in progress
     CurlMulti* multi = nullptr;
     CurlMulti::TransferId transfer = 0;
-    Reactor::TimerId timer = 0;               // a step waiting for the next round
+    event::EventLoop::TimerId timer = 0;               // a step waiting for the next round
 };
 
-AsyncFetcher::AsyncFetcher(Reactor& reactor) : reactor_(reactor) {}
+AsyncFetcher::AsyncFetcher(event::EventLoop& loop) : loop_(loop) {}
 
-Result<std::unique_ptr<AsyncFetcher>> AsyncFetcher::create(Reactor& reactor)
+Result<std::unique_ptr<AsyncFetcher>> AsyncFetcher::create(event::EventLoop& loop)
 {
-    std::unique_ptr<AsyncFetcher> fetcher(new AsyncFetcher(reactor));
-    fetcher->mailbox_ = NPS_TRY(Mailbox::create(reactor));
-    fetcher->trusted_multi_ = NPS_TRY(CurlMulti::create(reactor));
-    fetcher->guarded_multi_ = NPS_TRY(CurlMulti::create(reactor));
+    std::unique_ptr<AsyncFetcher> fetcher(new AsyncFetcher(loop));
+    fetcher->trusted_multi_ = NPS_TRY(CurlMulti::create(loop));
+    fetcher->guarded_multi_ = NPS_TRY(CurlMulti::create(loop));
     return fetcher;
 }
 
 AsyncFetcher::~AsyncFetcher()
 {
-    if (mailbox_)
-        mailbox_->close();  // answers of helper threads still resolving are dropped
+    lifetime_.end();  // answers of helper threads still resolving are dropped
     abort_all();
 }
 
@@ -55,7 +53,7 @@ void AsyncFetcher::abort(Id id)
         return;
     std::unique_ptr<Op> op = std::move(it->second);
     ops_.erase(it);
-    reactor_.cancel_timer(op->timer);
+    loop_.cancel_timer(op->timer);
     if (op->multi && op->transfer)
         op->multi->abort(op->transfer);  // before the hop's easy handle goes
 }
@@ -79,7 +77,7 @@ void AsyncFetcher::finish(Id id, Result<FetchedResponse> result)
 // Done never runs inside the call that started the request.
 void AsyncFetcher::fail_later(Id id, Error error)
 {
-    ops_.at(id)->timer = reactor_.add_timer_after(std::chrono::milliseconds(0),
+    ops_.at(id)->timer = loop_.add_timer_after(std::chrono::milliseconds(0),
                                                   [this, id, error = std::move(error)]() mutable {
                                                       ops_.at(id)->timer = 0;
                                                       finish(id, std::move(error));
@@ -138,9 +136,9 @@ AsyncFetcher::Id AsyncFetcher::guarded(GuardedRequest request, Done done)
         fail_later(id, begun.error());
         return id;
     }
-    // Through the reactor, so that even an IP literal's Done is not run
+    // Through the loop, so that even an IP literal's Done is not run
     // inside this call.
-    ops_.at(id)->timer = reactor_.add_timer_after(std::chrono::milliseconds(0), [this, id] {
+    ops_.at(id)->timer = loop_.add_timer_after(std::chrono::milliseconds(0), [this, id] {
         ops_.at(id)->timer = 0;
         next_hop(id);
     });
@@ -165,10 +163,9 @@ void AsyncFetcher::next_hop(Id id)
     if (destination->literal)
         return admitted(id, guard.admit(url, what, *left));  // nothing to resolve
     try {
-        std::thread([guard, url, what, timeout = *left, id, post = mailbox_->poster(), this] {
+        std::thread([guard, url, what, timeout = *left, id, post = lifetime_.poster(loop_), this] {
             auto answer = guard.admit(url, what, timeout);
-            // Runs on the loop only while the mailbox is open, i.e. while
-            // this fetcher exists.
+            // Runs on the loop only while this fetcher exists.
             post([this, id, answer = std::move(answer)]() mutable { admitted(id, std::move(answer)); });
         }).detach();
     } catch (const std::system_error& e) {

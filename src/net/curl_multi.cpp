@@ -8,10 +8,10 @@
 
 namespace nps::net {
 
-Result<std::unique_ptr<CurlMulti>> CurlMulti::create(Reactor& reactor)
+Result<std::unique_ptr<CurlMulti>> CurlMulti::create(event::EventLoop& loop)
 {
     NPS_TRY_VOID(curl::global_init());
-    std::unique_ptr<CurlMulti> multi(new CurlMulti(reactor));
+    std::unique_ptr<CurlMulti> multi(new CurlMulti(loop));
     multi->multi_ = curl_multi_init();
     if (multi->multi_ == nullptr)
         return internal_error("Failed to create a libcurl multi handle");
@@ -31,11 +31,11 @@ CurlMulti::~CurlMulti()
 {
     abort_all();
     closing_ = true;
-    reactor_.cancel_timer(std::exchange(timer_, 0));
+    loop_.cancel_timer(std::exchange(timer_, 0));
     if (multi_ != nullptr)
         curl_multi_cleanup(multi_);  // closes cached connections; may still call on_socket
     for (const auto& [fd, events] : watched_)
-        reactor_.remove_fd(fd);
+        loop_.remove_fd(fd);
     watched_.clear();
 }
 
@@ -79,7 +79,7 @@ int CurlMulti::on_socket(CURL*, curl_socket_t fd, int what, void* user, void*)
     auto it = self->watched_.find(fd);
     if (what == CURL_POLL_REMOVE || self->closing_) {
         if (it != self->watched_.end()) {
-            self->reactor_.remove_fd(fd);
+            self->loop_.remove_fd(fd);
             self->watched_.erase(it);
         }
         return 0;
@@ -91,11 +91,11 @@ int CurlMulti::on_socket(CURL*, curl_socket_t fd, int what, void* user, void*)
         events |= EPOLLOUT;
     Result<void> watched;
     if (it != self->watched_.end()) {
-        watched = self->reactor_.modify_fd(fd, events);
+        watched = self->loop_.modify_fd(fd, events);
         if (watched)
             it->second = events;
     } else {
-        watched = self->reactor_.add_fd(fd, events, [self, fd](std::uint32_t ready) {
+        watched = self->loop_.add_fd(fd, events, [self, fd](std::uint32_t ready) {
             int flags = 0;
             if (ready & EPOLLIN)
                 flags |= CURL_CSELECT_IN;
@@ -118,12 +118,12 @@ int CurlMulti::on_socket(CURL*, curl_socket_t fd, int what, void* user, void*)
 int CurlMulti::on_timer(CURLM*, long timeout_ms, void* user)
 {
     auto* self = static_cast<CurlMulti*>(user);
-    self->reactor_.cancel_timer(std::exchange(self->timer_, 0));
+    self->loop_.cancel_timer(std::exchange(self->timer_, 0));
     if (timeout_ms < 0 || self->closing_)
         return 0;
-    // Never call socket_action from here (curl forbids it): the reactor runs
+    // Never call socket_action from here (curl forbids it): the loop runs
     // the timer in a later round, a timeout of 0 included.
-    self->timer_ = self->reactor_.add_timer_after(std::chrono::milliseconds(timeout_ms), [self] {
+    self->timer_ = self->loop_.add_timer_after(std::chrono::milliseconds(timeout_ms), [self] {
         self->timer_ = 0;
         self->socket_action(CURL_SOCKET_TIMEOUT, 0);
     });

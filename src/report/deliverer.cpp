@@ -16,9 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/base/log.hpp"
+#include "nps/event/lifetime.hpp"
 #include "nps/net/async_fetch.hpp"
-#include "nps/net/mailbox.hpp"
-#include "nps/report/loop_reactor.hpp"
 #include "delivery.hpp"
 
 namespace nps::report {
@@ -26,7 +25,7 @@ namespace nps::report {
 namespace {
 
 using Json = nlohmann::json;
-using TimerId = supervisor::EventLoop::TimerId;
+using TimerId = event::EventLoop::TimerId;
 
 // Kept in hand before an attempt: an attempt may take the whole timeout, and
 // the lease must still be ours when we record its outcome.
@@ -57,7 +56,7 @@ std::string row_name(const store::ReportRow& row)
 }  // namespace
 
 struct Deliverer::Impl {
-    Impl(DelivererOptions o, const Clock& c, std::unique_ptr<store::Store> s, supervisor::EventLoop& l)
+    Impl(DelivererOptions o, const Clock& c, std::unique_ptr<store::Store> s, event::EventLoop& l)
         : options(std::move(o)),
           clock(c),
           store(std::move(s)),
@@ -65,7 +64,7 @@ struct Deliverer::Impl {
                 options.resolver ? *options.resolver : net::system_resolver()),
           owner(lease_owner(options.owner_prefix)),
           loop(l),
-          reactor(l)
+          post(lifetime.poster(l))
     {
     }
 
@@ -100,9 +99,9 @@ struct Deliverer::Impl {
     std::unique_ptr<store::Store> store;
     net::DestinationGuard guard;  // outlives every request (AsyncFetcher copies it for its lookups)
     std::string owner;
-    supervisor::EventLoop& loop;
-    LoopReactor reactor;
-    std::unique_ptr<net::Mailbox> mailbox;  // notify() from any thread
+    event::EventLoop& loop;
+    event::Lifetime lifetime;  // what notify() posted is dropped after stop()
+    event::Poster post;        // notify() from any thread
     std::unique_ptr<net::AsyncFetcher> fetcher;
 
     struct InFlight {
@@ -331,8 +330,7 @@ void Deliverer::Impl::stop()
     stopped = true;
     loop.cancel_timer(std::exchange(pump_timer, 0));
     loop.cancel_timer(std::exchange(wake_timer, 0));
-    if (mailbox)
-        mailbox->close();
+    lifetime.end();
     if (fetcher)
         fetcher->abort_all();  // no callback runs; connections in progress are closed
     in_flight.clear();
@@ -344,7 +342,7 @@ void Deliverer::Impl::stop()
 Deliverer::Deliverer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<Deliverer>> Deliverer::start(DelivererOptions options, const Clock& clock,
-                                                    supervisor::EventLoop& loop)
+                                                    event::EventLoop& loop)
 {
     if (options.task_store_url && options.task_store_url->empty())
         options.task_store_url.reset();
@@ -354,19 +352,9 @@ Result<std::unique_ptr<Deliverer>> Deliverer::start(DelivererOptions options, co
     auto store = NPS_TRY(store::Store::open(
         {.path = options.database_path, .synchronous = options.synchronous}, clock));
     auto impl = std::make_unique<Impl>(std::move(options), clock, std::move(store), loop);
-    impl->mailbox = NPS_TRY(net::Mailbox::create(impl->reactor));
-    impl->fetcher = NPS_TRY(net::AsyncFetcher::create(impl->reactor));
+    impl->fetcher = NPS_TRY(net::AsyncFetcher::create(loop));
     impl->pump_soon();
     return std::unique_ptr<Deliverer>(new Deliverer(std::move(impl)));
-}
-
-Result<std::unique_ptr<Deliverer>> Deliverer::start(const config::Config& config, const Clock& clock,
-                                                    supervisor::EventLoop& loop,
-                                                    std::function<void(const std::string& nid)> notice_deposited)
-{
-    DelivererOptions options = NPS_TRY(deliverer_options(config));
-    options.notice_deposited = std::move(notice_deposited);
-    return start(std::move(options), clock, loop);
 }
 
 Deliverer::~Deliverer()
@@ -379,7 +367,7 @@ void Deliverer::notify()
     // One look for any number of notifications before it.
     Impl* impl = impl_.get();
     if (!impl->notified.exchange(true))
-        impl->mailbox->post([impl] {
+        impl->post([impl] {
             impl->notified.store(false);
             impl->pump_soon();
         });

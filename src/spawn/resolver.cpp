@@ -54,25 +54,6 @@ const char* to_string(CacheUse use)
     return "none";
 }
 
-ResolverOptions resolver_options(const config::Config& config)
-{
-    ResolverOptions options;
-    for (const std::string& text : config.spawn_allow_destinations)
-        if (auto entry = proto::parse_destination_allow_entry(text))  // validated when the config was read
-            options.allow_destinations.push_back(*entry);
-    options.ca_file = config.spawn_ca_file;
-    options.registry_url = config.spawn_registry_url;
-    options.nwp_resolver_url = config.spawn_nwp_resolver_url;
-    options.fetch = net::FetchLimits{
-        .timeout_ms = static_cast<int>(config.spawn_fetch_timeout_seconds) * 1000,
-        .max_body_bytes = config.spawn_max_spec_bytes,
-        .max_redirects = config.spawn_max_redirects,
-    };
-    options.cache_max_age_seconds = config.spawn_cache_max_age_seconds;
-    options.cache_entries = config.spawn_cache_entries;
-    return options;
-}
-
 SpawnSpecResolver::SpawnSpecResolver(ResolverOptions options, const Clock& clock, AnnounceLookup local_announces)
     : options_(std::move(options)),
       clock_(clock),

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/spawn/spawn_ceilings.hpp"
 
-#include "nps/config/config.hpp"
 #include "nps/spawn/quantity.hpp"
 #include "spec_rules.hpp"
 
@@ -16,13 +15,6 @@ Error above(std::string_view field, const std::string& value, std::string_view k
 }
 
 }  // namespace
-
-SpawnCeilings spawn_ceilings(const config::WorkerPolicy& policy)
-{
-    return {.max_memory_bytes = policy.max_memory_bytes,
-            .max_cpu_millicores = policy.max_cpu_millicores,
-            .max_runtime_seconds = policy.max_runtime_seconds_ceiling};
-}
 
 Result<void> check_spawn_ceilings(const SpawnSpec& spec, const SpawnCeilings& ceilings)
 {

@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "nps/config/config.hpp"
 #include "refilled_pool.hpp"
 #include "worker.hpp"
 
@@ -69,25 +68,12 @@ std::string_view to_string(WorkerState state)
     return "FAILED";
 }
 
-SupervisorOptions supervisor_options(const config::Config& config)
-{
-    const auto& w = config.workers;
-    SupervisorOptions options;
-    options.max_concurrent = w.max_concurrent;
-    options.default_idle_timeout = std::chrono::seconds(w.default_idle_timeout_seconds);
-    options.default_max_runtime = std::chrono::seconds(w.default_max_runtime_seconds);
-    options.stop_grace = std::chrono::seconds(w.stop_grace_seconds);
-    options.log_limits = {.max_bytes = w.log_max_bytes, .keep = w.log_keep};
-    options.spawn_pool = w.spawn_pool;
-    return options;
-}
-
-Supervisor::Supervisor(EventLoop& loop, SupervisorOptions options)
+Supervisor::Supervisor(event::EventLoop& loop, SupervisorOptions options)
     : loop_(loop), options_(std::move(options)), read_buffer_(kReadChunk, '\0')
 {
 }
 
-Result<std::unique_ptr<Supervisor>> Supervisor::create(EventLoop& loop, SupervisorOptions options)
+Result<std::unique_ptr<Supervisor>> Supervisor::create(event::EventLoop& loop, SupervisorOptions options)
 {
     if (options.max_concurrent == 0)
         return internal_error("Failed to create the supervisor: max_concurrent must be at least 1");
@@ -232,7 +218,7 @@ Result<void> Supervisor::spawn_worker(Worker& w)
         for (const auto& skipped : w.cgroup->unenforced())
             w.warnings.push_back("this host cannot enforce the " + skipped + " limit; the worker ran without it");
     }
-    w.started = EventLoop::now();
+    w.started = event::EventLoop::now();
     w.last_activity = w.started;
     w.started_at_ms = options_.clock->now_ms();
 
@@ -256,10 +242,10 @@ Result<void> Supervisor::spawn_worker(Worker& w)
 
 Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
 {
-    const auto began = EventLoop::now();
+    const auto began = event::EventLoop::now();
     auto spent_us = [began] {
         return static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(EventLoop::now() - began).count());
+            std::chrono::duration_cast<std::chrono::microseconds>(event::EventLoop::now() - began).count());
     };
     if (pool_) {
         // A miss (none parked, a plan too large, a parked child gone) falls
@@ -310,7 +296,7 @@ void Supervisor::cancel(WorkerId id, StopReason reason)
         queue_.erase(it);
         // It never ran: its outcome needs no reaping, but still comes from
         // the loop, not from inside cancel().
-        const auto timer = std::make_shared<EventLoop::TimerId>(0);
+        const auto timer = std::make_shared<event::EventLoop::TimerId>(0);
         *timer = loop_.defer([this, w, reason, timer] {
             std::erase(pending_, *timer);
             if (reason == StopReason::shutdown)

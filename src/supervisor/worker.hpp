@@ -53,16 +53,16 @@ struct Supervisor::Worker {
     StreamDecoder decoder;
     RotatingLog out_log, err_log;
 
-    EventLoop::TimePoint started{};
-    EventLoop::TimePoint last_activity{};
+    event::EventLoop::TimePoint started{};
+    event::EventLoop::TimePoint last_activity{};
     std::int64_t started_at_ms = 0;
-    EventLoop::TimerId max_timer = 0, idle_timer = 0, stop_timer = 0;
+    event::EventLoop::TimerId max_timer = 0, idle_timer = 0, stop_timer = 0;
 
     std::optional<Settlement> settlement;
     std::optional<StopReason> stop_reason;
     StopStage stop_stage = StopStage::none;
     bool killed = false;  // we sent SIGKILL to the group
-    EventLoop::TimePoint killed_at{};
+    event::EventLoop::TimePoint killed_at{};
     bool exited = false;  // reaped; what is left in the pipes is being drained
     std::vector<std::string> warnings;
 };

@@ -31,7 +31,7 @@ std::string signal_name(int sig)
 
 LifecycleInput Supervisor::lifecycle_now(const Worker& w, WorkerReport report) const
 {
-    const auto now = EventLoop::now();
+    const auto now = event::EventLoop::now();
     return {.elapsed = now - w.started, .idle = now - w.last_activity, .limits = w.limits, .report = report};
 }
 
@@ -150,7 +150,7 @@ void Supervisor::kill_now(Worker& w)
     if (w.killed || w.exited)
         return;
     w.killed = true;
-    w.killed_at = EventLoop::now();
+    w.killed_at = event::EventLoop::now();
     // The whole group at once (no fork can outrun cgroup.kill); the pidfd
     // kill also covers a worker without a cgroup, whose pid namespace dies
     // with its first process. Reaping happens when the pidfd says so.
@@ -195,8 +195,8 @@ WorkerOutcome Supervisor::build_outcome(Worker& w, const std::optional<sandbox::
 {
     WorkerOutcome o;
     o.id = w.id;
-    o.ended = EventLoop::now();
-    o.started = w.started != EventLoop::TimePoint{} ? w.started : o.ended;
+    o.ended = event::EventLoop::now();
+    o.started = w.started != event::EventLoop::TimePoint{} ? w.started : o.ended;
     o.ended_at_ms = options_.clock->now_ms();
     o.started_at_ms = w.started_at_ms ? w.started_at_ms : o.ended_at_ms;
     o.killed = w.killed_at;
@@ -272,7 +272,7 @@ WorkerOutcome Supervisor::build_outcome(Worker& w, const std::optional<sandbox::
     o.retryable = s.retryable;
     o.killed_reason = s.killed_reason;
 
-    if (!options_.log_root.empty() && w.started != EventLoop::TimePoint{}) {
+    if (!options_.log_root.empty() && w.started != event::EventLoop::TimePoint{}) {
         o.log_dir = options_.log_root + "/" + w.name;
         w.err_log.close();
         if (auto tail = read_log_tail(w.err_log.path(), limits::kWorkerOutcomeTailBytes); tail)

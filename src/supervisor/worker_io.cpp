@@ -110,7 +110,7 @@ void Supervisor::on_output(Worker& w, LogStream stream)
         if (n < 0 && errno == EAGAIN)
             return;
         if (n > 0) {
-            w.last_activity = EventLoop::now();
+            w.last_activity = event::EventLoop::now();
             const std::string_view bytes(read_buffer_.data(), static_cast<std::size_t>(n));
             if (stream == LogStream::err) {
                 w.err_log.write(bytes);

@@ -44,9 +44,9 @@
 #include "nps/api/store_pool.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/config/config.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/spawn/resolver.hpp"
-#include "nps/supervisor/event_loop.hpp"
 #include "nps/ui/sessions.hpp"
 
 namespace nps::api {
@@ -83,7 +83,7 @@ struct ApiHooks {
 class Api {
 public:
     // `loop` runs the long-poll deadlines; the API lives on its thread.
-    Api(const config::Config& config, StorePool& stores, const Clock& clock, supervisor::EventLoop& loop,
+    Api(const config::Config& config, StorePool& stores, const Clock& clock, event::EventLoop& loop,
         HostFacts host = {});
     ~Api();
     Api(const Api&) = delete;
@@ -120,7 +120,7 @@ private:
         std::string nid;
         std::uint32_t batch = 0;
         Reply reply;
-        supervisor::EventLoop::TimerId deadline = 0;
+        event::EventLoop::TimerId deadline = 0;
     };
 
     void finish(const std::string& what, Result<net::HttpResponse> result,
@@ -202,7 +202,7 @@ private:
     const config::Config& config_;
     StorePool& stores_;
     const Clock& clock_;
-    supervisor::EventLoop& loop_;
+    event::EventLoop& loop_;
     HostFacts host_;
     Metrics metrics_;
     ApiHooks hooks_;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// LoopServer: runs a net::LoopHttpServer on a supervisor::EventLoop. Each of
+// LoopServer: runs a net::LoopHttpServer on a event::EventLoop. Each of
 // the server's epoll fds is watched for EPOLLIN; after every dispatch() one
 // loop timer is re-armed from the server's next_timeout(), so MHD's pending
 // work and connection timeouts run without any periodic tick; an answer
@@ -13,14 +13,14 @@
 #include <vector>
 
 #include "nps/base/result.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
-#include "nps/supervisor/event_loop.hpp"
 
 namespace nps::api {
 
 class LoopServer {
 public:
-    static Result<std::unique_ptr<LoopServer>> attach(supervisor::EventLoop& loop,
+    static Result<std::unique_ptr<LoopServer>> attach(event::EventLoop& loop,
                                                       std::unique_ptr<net::LoopHttpServer> server);
     ~LoopServer();
     LoopServer(const LoopServer&) = delete;
@@ -29,15 +29,15 @@ public:
     net::LoopHttpServer& server() { return *server_; }
 
 private:
-    LoopServer(supervisor::EventLoop& loop, std::unique_ptr<net::LoopHttpServer> server);
+    LoopServer(event::EventLoop& loop, std::unique_ptr<net::LoopHttpServer> server);
     void dispatch();
     void dispatch_soon();  // a Responder answered: MHD has work now
     void rearm();
 
-    supervisor::EventLoop& loop_;
+    event::EventLoop& loop_;
     std::unique_ptr<net::LoopHttpServer> server_;
     std::vector<int> fds_;  // registered on the loop
-    supervisor::EventLoop::TimerId timer_ = 0;
+    event::EventLoop::TimerId timer_ = 0;
 };
 
 }  // namespace nps::api

@@ -27,10 +27,10 @@
 #include <memory>
 
 #include "nps/base/result.hpp"
+#include "nps/event/event_loop.hpp"
+#include "nps/event/lifetime.hpp"
 #include "nps/net/curl_multi.hpp"
 #include "nps/net/guarded_fetch.hpp"
-#include "nps/net/mailbox.hpp"
-#include "nps/net/reactor.hpp"
 
 namespace nps::net {
 
@@ -40,7 +40,7 @@ public:
     using Done = std::function<void(Result<FetchedResponse>)>;
 
     // On the loop's thread (or before the loop runs).
-    static Result<std::unique_ptr<AsyncFetcher>> create(Reactor& reactor);
+    static Result<std::unique_ptr<AsyncFetcher>> create(event::EventLoop& loop);
     // Aborts every request (no Done runs); helper threads still resolving
     // finish alone and their answers are dropped.
     ~AsyncFetcher();
@@ -57,7 +57,7 @@ public:
     struct Op;
 
 private:
-    explicit AsyncFetcher(Reactor& reactor);
+    explicit AsyncFetcher(event::EventLoop& loop);
     Id add(std::unique_ptr<Op> op);
     void fail_later(Id id, Error error);
     void finish(Id id, Result<FetchedResponse> result);
@@ -65,8 +65,8 @@ private:
     void admitted(Id id, Result<AdmittedDestination> admitted);
     void hop_done(Id id, int rc);
 
-    Reactor& reactor_;
-    std::unique_ptr<Mailbox> mailbox_;
+    event::EventLoop& loop_;
+    event::Lifetime lifetime_;  // answers of resolver threads arriving after this fetcher are dropped
     std::unique_ptr<CurlMulti> trusted_multi_;
     std::unique_ptr<CurlMulti> guarded_multi_;
     std::map<Id, std::unique_ptr<Op>> ops_;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CurlMulti: a libcurl multi handle driven by an event loop (a Reactor)
+// CurlMulti: a libcurl multi handle driven by an event::EventLoop
 // through CURLMOPT_SOCKETFUNCTION / CURLMOPT_TIMERFUNCTION and
 // curl_multi_socket_action: curl says which sockets to watch for what and
 // when it next needs a timeout; the loop reports readiness and the timeout
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "nps/base/result.hpp"
-#include "nps/net/reactor.hpp"
+#include "nps/event/event_loop.hpp"
 
 namespace nps::net {
 
@@ -35,7 +35,7 @@ public:
     using Done = std::function<void(CURLcode result)>;
 
     // On the loop's thread (or before the loop runs).
-    static Result<std::unique_ptr<CurlMulti>> create(Reactor& reactor);
+    static Result<std::unique_ptr<CurlMulti>> create(event::EventLoop& loop);
     // Aborts every transfer (no Done runs), stops watching its sockets and
     // timer, and closes its connections.
     ~CurlMulti();
@@ -59,18 +59,18 @@ private:
         CURLcode result = CURLE_OK;
     };
 
-    explicit CurlMulti(Reactor& reactor) : reactor_(reactor) {}
+    explicit CurlMulti(event::EventLoop& loop) : loop_(loop) {}
     static int on_socket(CURL* easy, curl_socket_t fd, int what, void* user, void* socket_user);
     static int on_timer(CURLM* multi, long timeout_ms, void* user);
     void socket_action(curl_socket_t fd, int events);
     void deliver_finished();
 
-    Reactor& reactor_;
+    event::EventLoop& loop_;
     CURLM* multi_ = nullptr;
     std::map<TransferId, Transfer> transfers_;
     std::map<CURL*, TransferId> by_handle_;
     std::map<int, std::uint32_t> watched_;  // fd → epoll events
-    Reactor::TimerId timer_ = 0;
+    event::EventLoop::TimerId timer_ = 0;
     TransferId next_id_ = 1;
     bool closing_ = false;
 };

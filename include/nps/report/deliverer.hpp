@@ -28,7 +28,7 @@
 //    "reply:delivered" or "reply:abandoned".
 //
 // Threading: none of its own. It runs on the caller's event loop (the
-// daemon's supervisor::EventLoop) with its own Store connection (SQLite on
+// daemon's event::EventLoop) with its own Store connection (SQLite on
 // the loop: short local statements). It claims up to `batch` due rows and
 // runs their transfers at once on libcurl multi handles driven by the loop
 // (net/async_fetch.hpp); each answer is recorded in its completion callback,
@@ -59,11 +59,10 @@
 #include "nps/base/clock.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
-#include "nps/config/config.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/net/host_resolver.hpp"
 #include "nps/proto/destination_policy.hpp"
 #include "nps/store/store.hpp"
-#include "nps/supervisor/event_loop.hpp"
 
 namespace nps::report {
 
@@ -91,19 +90,13 @@ struct DelivererOptions {
     const net::HostResolver* resolver = nullptr;
 };
 
-// The options [report] (and [store], [runner]) of a configuration give.
-Result<DelivererOptions> deliverer_options(const config::Config& config);
-
 class Deliverer {
 public:
     // On the loop's thread, or before the loop runs: opens its own Store on
     // options.database_path (errors name the file), registers on `loop` and
     // looks for due rows in the loop's first round. `loop` must outlive it.
     static Result<std::unique_ptr<Deliverer>> start(DelivererOptions options, const Clock& clock,
-                                                    supervisor::EventLoop& loop);
-    static Result<std::unique_ptr<Deliverer>> start(const config::Config& config, const Clock& clock,
-                                                    supervisor::EventLoop& loop,
-                                                    std::function<void(const std::string& nid)> notice_deposited = {});
+                                                    event::EventLoop& loop);
 
     // stop(); on the loop's thread.
     ~Deliverer();

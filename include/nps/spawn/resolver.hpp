@@ -30,7 +30,6 @@
 #include "nps/base/clock.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
-#include "nps/config/config.hpp"
 #include "nps/net/guarded_fetch.hpp"
 #include "nps/net/host_resolver.hpp"
 #include "nps/proto/destination_policy.hpp"
@@ -51,9 +50,6 @@ struct ResolverOptions {
     std::size_t cache_entries = limits::kDefaultSpawnCacheEntries;  // 0: no cache
     const net::HostResolver* host_resolver = nullptr;  // null: the system resolver
 };
-
-// The [spawn] section of the configuration as resolver options.
-ResolverOptions resolver_options(const config::Config& config);
 
 // The local announce of a NID (the store in the daemon). Errors
 // NDP-RESOLVE-NOT-FOUND and NDP-RESOLVE-STALE send the resolver to the

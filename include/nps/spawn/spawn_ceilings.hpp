@@ -11,10 +11,6 @@
 #include "nps/base/result.hpp"
 #include "nps/spawn/spawn_spec.hpp"
 
-namespace nps::config {
-struct WorkerPolicy;
-}
-
 namespace nps::spawn {
 
 // 0: no ceiling of that kind.
@@ -23,9 +19,6 @@ struct SpawnCeilings {
     std::int64_t max_cpu_millicores = 0;
     std::uint32_t max_runtime_seconds = 0;  // bounds max_runtime_seconds and idle_timeout_seconds
 };
-
-// The ceilings of a [workers] policy.
-SpawnCeilings spawn_ceilings(const config::WorkerPolicy& policy);
 
 // NOP-SPAWN-SPEC-INVALID naming the field, its value and the ceiling, for
 // the first field above its ceiling: "resource_limits.memory: 100Ti exceeds

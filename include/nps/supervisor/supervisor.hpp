@@ -42,8 +42,8 @@
 #include "nps/base/result.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/sandbox/spawner.hpp"
-#include "nps/supervisor/event_loop.hpp"
 #include "nps/supervisor/lifecycle.hpp"
 #include "nps/supervisor/worker_log.hpp"
 
@@ -93,9 +93,9 @@ struct WorkerOutcome {
     std::vector<std::string> warnings;  // cleanup trouble (cgroup removal, log errors)
     // Monotonic times of spawn and reaping (equal to `ended` when it never ran),
     // and wall-clock ones from the supervisor's Clock.
-    EventLoop::TimePoint started{};
-    EventLoop::TimePoint ended{};
-    EventLoop::TimePoint killed{};  // when the runner sent SIGKILL; {} if it did not
+    event::EventLoop::TimePoint started{};
+    event::EventLoop::TimePoint ended{};
+    event::EventLoop::TimePoint killed{};  // when the runner sent SIGKILL; {} if it did not
     std::int64_t started_at_ms = 0;
     std::int64_t ended_at_ms = 0;
 };
@@ -170,15 +170,11 @@ struct SupervisorOptions {
     const Clock* clock = &SystemClock::instance();  // wall-clock stamps of outcomes
 };
 
-// [workers] of the configuration, as options (log_root and cgroup_base are
-// the caller's).
-SupervisorOptions supervisor_options(const config::Config& config);
-
 class Supervisor {
 public:
     // Creates the log root if missing and raises this process's soft
     // RLIMIT_NOFILE to its hard limit (a running worker holds about five fds).
-    static Result<std::unique_ptr<Supervisor>> create(EventLoop& loop, SupervisorOptions options);
+    static Result<std::unique_ptr<Supervisor>> create(event::EventLoop& loop, SupervisorOptions options);
     ~Supervisor();
     Supervisor(const Supervisor&) = delete;
     Supervisor& operator=(const Supervisor&) = delete;
@@ -235,7 +231,7 @@ public:
 private:
     class StdoutSink;
 
-    Supervisor(EventLoop& loop, SupervisorOptions options);
+    Supervisor(event::EventLoop& loop, SupervisorOptions options);
 
     Worker* find(WorkerId id);
     void schedule_pump();
@@ -267,14 +263,14 @@ private:
     void release(Worker& w);
     void finish(WorkerId id, WorkerOutcome outcome);
 
-    EventLoop& loop_;
+    event::EventLoop& loop_;
     SupervisorOptions options_;
     std::unordered_map<WorkerId, std::unique_ptr<Worker>> workers_;  // running, by id
     std::deque<std::unique_ptr<Worker>> queue_;
     std::size_t running_ = 0;
     WorkerId next_id_ = 1;
-    EventLoop::TimerId pump_timer_ = 0;
-    std::vector<EventLoop::TimerId> pending_;  // deferred outcomes of workers that never ran
+    event::EventLoop::TimerId pump_timer_ = 0;
+    std::vector<event::EventLoop::TimerId> pending_;  // deferred outcomes of workers that never ran
     std::string read_buffer_;
     std::atomic<std::uint64_t> spawned_pooled_{0}, spawned_direct_{0};
     std::atomic<std::uint64_t> pooled_us_{0}, direct_us_{0};

@@ -288,13 +288,9 @@ std::int64_t Runner::max_tries()
 
 LoopThread::LoopThread()
 {
-    auto loop = nps::supervisor::EventLoop::create();
+    auto loop = nps::event::EventLoop::create();
     REQUIRE_MESSAGE(loop, (loop ? std::string() : loop.error().describe()));
     loop_ = std::move(*loop);
-    reactor_ = std::make_unique<nps::report::LoopReactor>(*loop_);
-    auto mailbox = nps::net::Mailbox::create(*reactor_);
-    REQUIRE_MESSAGE(mailbox, (mailbox ? std::string() : mailbox.error().describe()));
-    mailbox_ = std::move(*mailbox);
     std::promise<pid_t> started;
     auto tid = started.get_future();
     thread_ = std::thread([this, &started] {
@@ -308,15 +304,14 @@ LoopThread::LoopThread()
 
 LoopThread::~LoopThread()
 {
-    mailbox_->post([this] { loop_->stop(); });
+    loop_->post([this] { loop_->stop(); });
     thread_.join();
-    mailbox_->close();  // the loop's thread is gone: this one owns the loop now
 }
 
 void LoopThread::call(const std::function<void()>& fn)
 {
     std::promise<void> done;
-    mailbox_->post([&] {
+    loop_->post([&] {
         fn();
         done.set_value();
     });

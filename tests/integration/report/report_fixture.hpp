@@ -23,11 +23,9 @@
 
 #include "https_fixture.hpp"
 #include "nps/base/clock.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
-#include "nps/net/mailbox.hpp"
 #include "nps/report/deliverer.hpp"
-#include "nps/report/loop_reactor.hpp"
-#include "nps/supervisor/event_loop.hpp"
 #include "nps/store/store.hpp"
 #include "temp_dir.hpp"
 
@@ -134,13 +132,11 @@ public:
 
     // Runs fn on the loop's thread and waits until it returned.
     void call(const std::function<void()>& fn);
-    nps::supervisor::EventLoop& loop() { return *loop_; }
+    nps::event::EventLoop& loop() { return *loop_; }
     pid_t tid() const { return tid_; }  // the loop thread's id
 
 private:
-    std::unique_ptr<nps::supervisor::EventLoop> loop_;
-    std::unique_ptr<nps::report::LoopReactor> reactor_;
-    std::unique_ptr<nps::net::Mailbox> mailbox_;
+    std::unique_ptr<nps::event::EventLoop> loop_;
     std::thread thread_;
     pid_t tid_ = 0;
 };

@@ -337,7 +337,7 @@ TEST_CASE("logs: past workers.logs_max_bytes finished workers' logs go, oldest f
 
 // The worker cgroup ("…/w-<runner pid>-…") of process `pid`, from its first
 // hierarchy that has one.
-std::string cgroup_of(pid_t pid)
+static std::string cgroup_of(pid_t pid)
 {
     std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
     for (std::string line; std::getline(in, line);)
@@ -347,7 +347,7 @@ std::string cgroup_of(pid_t pid)
 }
 
 // The first line of /proc/<pid>/uid_map: "inside outside count".
-std::array<unsigned long, 3> uid_map_of(pid_t pid)
+static std::array<unsigned long, 3> uid_map_of(pid_t pid)
 {
     std::ifstream in("/proc/" + std::to_string(pid) + "/uid_map");
     std::array<unsigned long, 3> map{1, 0, 0};

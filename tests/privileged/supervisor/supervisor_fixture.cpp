@@ -61,7 +61,7 @@ Harness::Harness(Cgroups cgroups, const std::function<void(SupervisorOptions&)>&
             return;
         }
     }
-    auto loop = EventLoop::create();
+    auto loop = nps::event::EventLoop::create();
     REQUIRE_MESSAGE(loop, (loop ? "" : loop.error().describe()));
     loop_ = std::move(*loop);
     SupervisorOptions options;
@@ -101,9 +101,9 @@ WorkerId Harness::start(WorkerSpec spec)
 
 bool Harness::run_until(const std::function<bool()>& done, std::chrono::seconds limit)
 {
-    const auto deadline = EventLoop::now() + limit;
+    const auto deadline = nps::event::EventLoop::now() + limit;
     while (!done()) {
-        if (EventLoop::now() > deadline)
+        if (nps::event::EventLoop::now() > deadline)
             return false;
         auto ran = loop_->run_once(std::chrono::milliseconds(100));
         REQUIRE_MESSAGE(ran, (ran ? "" : ran.error().describe()));

@@ -36,7 +36,7 @@ public:
 
     bool available() const { return supervisor_ != nullptr; }
     supervisor::Supervisor& supervisor() { return *supervisor_; }
-    supervisor::EventLoop& loop() { return *loop_; }
+    event::EventLoop& loop() { return *loop_; }
     const std::string& log_root() const { return logs_.path(); }
     const std::string& prefix() const { return prefix_; }
 
@@ -69,7 +69,7 @@ private:
     TempDir logs_{"nps-sup-logs"};
     std::string prefix_;
     const cgroup::CgroupBase* base_ = nullptr;
-    std::unique_ptr<supervisor::EventLoop> loop_;
+    std::unique_ptr<event::EventLoop> loop_;
     std::unique_ptr<supervisor::Supervisor> supervisor_;
     std::map<supervisor::WorkerId, supervisor::WorkerOutcome> outcomes_;
 };

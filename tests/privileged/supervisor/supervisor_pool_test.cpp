@@ -194,7 +194,7 @@ TEST_CASE("pool: destroying the supervisor kills the parked children and removes
 
 TEST_CASE("pool: a spawn_pool above the limit is refused")
 {
-    auto loop = EventLoop::create();
+    auto loop = nps::event::EventLoop::create();
     REQUIRE(loop);
     SupervisorOptions options;
     options.spawn_pool = nps::limits::kSpawnPoolMaxSize + 1;

@@ -236,9 +236,9 @@ TEST_CASE("cancel: a worker ignoring the frame and SIGTERM is killed after the g
         return;
     auto id = h.start(sh_worker("trap '' TERM; echo '{\"seq\":0,\"is_final\":false}'; "
                                 "while true; do sleep 1; done"));
-    EventLoop::TimePoint cancelled_at{};
+    nps::event::EventLoop::TimePoint cancelled_at{};
     h.on_progress = [&](WorkerId w, std::uint64_t) {
-        cancelled_at = EventLoop::now();
+        cancelled_at = nps::event::EventLoop::now();
         h.supervisor().cancel(w);
     };
     auto o = h.wait(id);

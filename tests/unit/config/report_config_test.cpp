@@ -2,6 +2,7 @@
 // The [report] section and the deliverer options it gives.
 #include <doctest/doctest.h>
 
+#include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/report/deliverer.hpp"
 #include "temp_dir.hpp"
@@ -41,7 +42,7 @@ TEST_CASE("[report] defaults: no task store, the spec's callback rules, 24 h of 
     CHECK(r.max_age_seconds == 86'400);
     CHECK(r.callback_allow_destinations.empty());
 
-    auto options = nps::report::deliverer_options(*c);
+    auto options = nps::config::deliverer_options(*c);
     REQUIRE(options);
     CHECK(options->database_path == c->state_dir + "/runner.db");
     CHECK(options->owner_prefix == c->runner_nid);
@@ -77,7 +78,7 @@ callback_allow_destinations = ["127.0.0.1", "10.0.0.0/8", "hooks.lan"]
     CHECK(r.max_age_seconds == 600);
     CHECK(r.callback_allow_destinations.size() == 3);
 
-    auto options = nps::report::deliverer_options(*c);
+    auto options = nps::config::deliverer_options(*c);
     REQUIRE(options);
     CHECK(options->synchronous == nps::store::Synchronous::normal);
     CHECK(options->task_store_url == "https://orchestrator.lan:8443/v1/tasks");

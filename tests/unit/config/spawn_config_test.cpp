@@ -2,6 +2,7 @@
 // The [spawn] section.
 #include <doctest/doctest.h>
 
+#include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/spawn/resolver.hpp"
 
@@ -31,7 +32,7 @@ TEST_CASE("[spawn] defaults: public destinations only, the reference runner's li
     CHECK(c->spawn_max_redirects == 5);
     CHECK(c->spawn_cache_max_age_seconds == 3600);
     CHECK(c->spawn_cache_entries == 256);
-    const auto options = nps::spawn::resolver_options(*c);
+    const auto options = nps::config::resolver_options(*c);
     CHECK(options.allow_destinations.empty());
     CHECK(options.fetch.timeout_ms == 30000);
     CHECK(options.fetch.max_body_bytes == 65536);
@@ -61,7 +62,7 @@ cache_entries = 0
     CHECK(c->spawn_max_redirects == 0);
     CHECK(c->spawn_cache_max_age_seconds == 60);
     CHECK(c->spawn_cache_entries == 0);
-    const auto options = nps::spawn::resolver_options(*c);
+    const auto options = nps::config::resolver_options(*c);
     CHECK(options.allow_destinations.size() == 4);
     CHECK(options.fetch.timeout_ms == 5000);
     CHECK(options.fetch.max_redirects == 0);

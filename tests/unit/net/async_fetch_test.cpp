@@ -12,11 +12,10 @@
 #include <thread>
 
 #include "net_test_support.hpp"
+#include "nps/event/event_loop.hpp"
 #include "nps/net/async_fetch.hpp"
 #include "nps/net/guarded_fetch.hpp"
 #include "nps/net/host_resolver.hpp"
-#include "nps/report/loop_reactor.hpp"
-#include "nps/supervisor/event_loop.hpp"
 
 using namespace nps::net;
 using namespace nps::net::test;
@@ -24,9 +23,8 @@ using namespace nps::net::test;
 namespace {
 
 struct Loop {
-    std::unique_ptr<nps::supervisor::EventLoop> loop = std::move(nps::supervisor::EventLoop::create()).value();
-    nps::report::LoopReactor reactor{*loop};
-    std::unique_ptr<AsyncFetcher> fetcher = std::move(AsyncFetcher::create(reactor)).value();
+    std::unique_ptr<nps::event::EventLoop> loop = std::move(nps::event::EventLoop::create()).value();
+    std::unique_ptr<AsyncFetcher> fetcher = std::move(AsyncFetcher::create(*loop)).value();
 
     // Runs the loop until `done` holds (or 20 s pass); returns done().
     template <class Pred>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// LoopHttpServer on a real supervisor::EventLoop (through api::LoopServer),
+// LoopHttpServer on a real event::EventLoop (through api::LoopServer),
 // the loop running on one test thread: real HTTP over loopback TCP and a unix
 // socket, answers given at once or later through a Responder.
 #include <doctest/doctest.h>
@@ -21,7 +21,7 @@
 #include "net_test_support.hpp"
 #include "nps/api/loop_server.hpp"
 #include "nps/base/unique_fd.hpp"
-#include "nps/supervisor/event_loop.hpp"
+#include "nps/event/event_loop.hpp"
 #include "raw_http_client.hpp"
 
 using namespace nps::net;
@@ -38,7 +38,7 @@ class LoopThread {
 public:
     LoopThread(HttpServerOptions options, AsyncHttpHandler handler)
     {
-        auto loop = nps::supervisor::EventLoop::create();
+        auto loop = nps::event::EventLoop::create();
         REQUIRE(loop);
         loop_ = std::move(*loop);
         wake_ = nps::UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -116,7 +116,7 @@ private:
             f();
     }
 
-    std::unique_ptr<nps::supervisor::EventLoop> loop_;
+    std::unique_ptr<nps::event::EventLoop> loop_;
     std::unique_ptr<nps::api::LoopServer> bound_;
     nps::UniqueFd wake_;
     std::mutex mutex_;

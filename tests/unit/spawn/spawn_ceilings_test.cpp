@@ -3,6 +3,7 @@
 // what it asks, above any of them it is refused naming field, value and key.
 #include <doctest/doctest.h>
 
+#include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/spawn/spawn_ceilings.hpp"
 
@@ -12,7 +13,7 @@ using nps::spawn::SpawnSpec;
 
 namespace {
 
-const SpawnCeilings kShipped = nps::spawn::spawn_ceilings(nps::config::WorkerPolicy{});
+const SpawnCeilings kShipped = nps::config::spawn_ceilings(nps::config::WorkerPolicy{});
 
 SpawnSpec spec_of(const char* json)
 {
@@ -76,7 +77,7 @@ TEST_CASE("the ceilings follow a changed policy")
     policy.max_memory_bytes = 256ll << 20;
     policy.max_cpu_millicores = 500;
     policy.max_runtime_seconds_ceiling = 60;
-    auto ceilings = nps::spawn::spawn_ceilings(policy);
+    auto ceilings = nps::config::spawn_ceilings(policy);
     CHECK(refusal(spec_of(R"({"image":"w","resource_limits":{"memory":"257Mi"}})"), ceilings) ==
           "resource_limits.memory: 257Mi exceeds the operator's ceiling workers.max_memory = 256Mi");
     CHECK(refusal(spec_of(R"({"image":"w","resource_limits":{"cpu":"1"}})"), ceilings) ==

@@ -1,15 +1,39 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "nps/supervisor/event_loop.hpp"
+#include "nps/event/event_loop.hpp"
 
 #include <errno.h>
 #include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <array>
+#include <deque>
+#include <mutex>
 
-namespace nps::supervisor {
+namespace nps::event {
+
+struct EventLoop::Posted {
+    std::mutex mutex;
+    std::deque<std::function<void()>> queue;
+    bool open = true;
+    UniqueFd event;  // written when the queue becomes non-empty; read by the loop
+
+    void post(std::function<void()> work)
+    {
+        std::lock_guard lock(mutex);
+        if (!open)
+            return;  // `work` is destroyed on return, outside nothing we hold
+        const bool was_empty = queue.empty();
+        queue.push_back(std::move(work));
+        if (was_empty) {
+            // The counter only wakes the loop; a full one (EAGAIN) is awake already.
+            const std::uint64_t one = 1;
+            [[maybe_unused]] const ssize_t n = ::write(event.get(), &one, sizeof one);
+        }
+    }
+};
 
 namespace {
 
@@ -43,10 +67,50 @@ Result<std::unique_ptr<EventLoop>> EventLoop::create()
         (void)!::read(self->timerfd_.get(), &expirations, sizeof expirations);
         self->armed_.reset();  // expired: whatever comes next must be set again
     }));
+    loop->posted_ = std::make_shared<Posted>();
+    loop->posted_->event = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!loop->posted_->event)
+        return system_error_errno("Failed to create the event loop's eventfd");
+    NPS_TRY_VOID(loop->add_fd(loop->posted_->event.get(), EPOLLIN, [self](std::uint32_t) { self->run_posted(); }));
     return loop;
 }
 
-EventLoop::~EventLoop() = default;
+EventLoop::~EventLoop()
+{
+    if (!posted_)
+        return;
+    std::deque<std::function<void()>> dropped;
+    {
+        std::lock_guard lock(posted_->mutex);
+        posted_->open = false;
+        dropped.swap(posted_->queue);
+    }
+    // `dropped` is destroyed here, outside the lock: queued work may own
+    // things whose destructors post.
+}
+
+void EventLoop::post(std::function<void()> work)
+{
+    posted_->post(std::move(work));
+}
+
+Poster EventLoop::poster() const
+{
+    return [posted = posted_](std::function<void()> work) { posted->post(std::move(work)); };
+}
+
+void EventLoop::run_posted()
+{
+    std::uint64_t count = 0;
+    [[maybe_unused]] const ssize_t n = ::read(posted_->event.get(), &count, sizeof count);
+    std::deque<std::function<void()>> ready;
+    {
+        std::lock_guard lock(posted_->mutex);
+        ready.swap(posted_->queue);
+    }
+    for (auto& work : ready)
+        work();
+}
 
 Result<void> EventLoop::add_fd(int fd, std::uint32_t events, FdHandler handler)
 {
@@ -204,4 +268,4 @@ Result<void> EventLoop::run()
     return {};
 }
 
-}  // namespace nps::supervisor
+}  // namespace nps::event

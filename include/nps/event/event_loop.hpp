@@ -12,8 +12,11 @@
 // registration never receives the old one's events. A timer added for a
 // deadline already passed runs in the next round (defer() is that, spelled).
 //
-// Not thread-safe: every call comes from the loop's thread (or before run()).
-// Not movable: registrations capture its address.
+// Not thread-safe, but for post() and poster(): every other call comes from
+// the loop's thread (or before run()). Not movable: registrations capture its
+// address. The loop is the foundation of every area that waits for something
+// (net/'s HTTP clients and server, the supervisor, reports, the executor), so
+// it depends on base/ alone (docs/architecture.md).
 #pragma once
 
 #include <signal.h>
@@ -31,7 +34,10 @@
 #include "nps/base/result.hpp"
 #include "nps/base/unique_fd.hpp"
 
-namespace nps::supervisor {
+namespace nps::event {
+
+// Hands work to a loop from any thread; see EventLoop::poster().
+using Poster = std::function<void(std::function<void()> work)>;
 
 class EventLoop {
 public:
@@ -81,6 +87,14 @@ public:
     Result<void> run();
     void stop() { stopping_ = true; }
 
+    // Any thread: runs `work` on the loop's thread in a later round, after
+    // what was posted before it. Work still queued when the loop is destroyed
+    // is dropped (destroyed, never run).
+    void post(std::function<void()> work);
+    // post() as a value that stays safe to call after the loop is gone (the
+    // work is then dropped): for helper threads that may outlive it.
+    Poster poster() const;
+
     // Rounds that woke from epoll_wait so far (benchmarks: wakeups while idle).
     std::uint64_t wakeups() const { return wakeups_; }
 
@@ -94,13 +108,17 @@ private:
         TimerHandler handler;
     };
 
+    struct Posted;  // the queue of post(), shared with posters
+
     EventLoop() = default;
     Result<void> arm_timerfd();
+    void run_posted();
     std::size_t run_due_timers();
 
     UniqueFd epoll_;
     UniqueFd timerfd_;
     UniqueFd signalfd_;
+    std::shared_ptr<Posted> posted_;
     std::unordered_map<int, FdEntry> fds_;
     std::unordered_map<std::uint64_t, int> registrations_;  // registration → fd
     std::uint64_t next_registration_ = 1;
@@ -112,4 +130,4 @@ private:
     std::uint64_t wakeups_ = 0;
 };
 
-}  // namespace nps::supervisor
+}  // namespace nps::event

@@ -6,12 +6,16 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "nps/base/unique_fd.hpp"
-#include "nps/supervisor/event_loop.hpp"
+#include "nps/event/event_loop.hpp"
+#include "nps/event/lifetime.hpp"
 
-using namespace nps::supervisor;
+using namespace nps::event;
 using namespace std::chrono_literals;
 
 namespace {
@@ -189,4 +193,77 @@ TEST_CASE("run() until stop(); an idle loop does not wake up")
     CHECK(*ran == 0);
     CHECK(loop->wakeups() == before);
     loop->cancel_timer(far);
+}
+
+TEST_CASE("work posted from other threads runs on the loop's thread, in posting order")
+{
+    auto loop = make_loop();
+    const auto loop_thread = std::this_thread::get_id();
+    std::vector<int> order;
+    bool all_on_loop = true;
+    std::thread poster([&] {
+        for (int i = 0; i < 100; ++i)
+            loop->post([&, i] {
+                order.push_back(i);
+                all_on_loop = all_on_loop && std::this_thread::get_id() == loop_thread;
+            });
+    });
+    poster.join();
+    run_until(*loop, [&] { return order.size() == 100; });
+    REQUIRE(order.size() == 100);
+    CHECK(all_on_loop);
+    for (int i = 0; i < 100; ++i)
+        CHECK(order[static_cast<std::size_t>(i)] == i);
+}
+
+TEST_CASE("work posted inside posted work runs in a later round, not in the same one")
+{
+    auto loop = make_loop();
+    int ran = 0;
+    loop->post([&] {
+        ++ran;
+        loop->post([&] { ++ran; });
+    });
+    REQUIRE(loop->run_once(1000ms));
+    CHECK(ran == 1);
+    run_until(*loop, [&] { return ran == 2; });
+    CHECK(ran == 2);
+}
+
+TEST_CASE("a poster outlives its loop: what it posts then is dropped, never run")
+{
+    auto loop = make_loop();
+    nps::event::Poster post = loop->poster();
+    auto queued = std::make_shared<int>(0);
+    bool ran = false;
+    post([&ran, queued] { ran = true; });  // still queued when the loop goes
+    CHECK(queued.use_count() == 2);
+    loop.reset();
+    CHECK(queued.use_count() == 1);  // the queued work was destroyed with the loop
+    post([&ran] { ran = true; });    // no loop: dropped
+    CHECK_FALSE(ran);
+}
+
+TEST_CASE("work posted through a Lifetime is dropped once the Lifetime ended")
+{
+    auto loop = make_loop();
+    std::vector<std::string> ran;
+    nps::event::Poster kept, ended;
+    {
+        nps::event::Lifetime alive;
+        kept = alive.poster(*loop);
+        kept([&] { ran.push_back("before end"); });
+        run_until(*loop, [&] { return ran.size() == 1; });
+        nps::event::Lifetime gone;
+        ended = gone.poster(*loop);
+        ended([&] { ran.push_back("posted before end, run after"); });
+        gone.end();
+        CHECK(gone.ended());
+        ended([&] { ran.push_back("posted after end"); });
+        kept([&] { ran.push_back("still alive"); });
+        run_until(*loop, [&] { return ran.size() == 2; });
+    }
+    kept([&] { ran.push_back("after destruction"); });
+    REQUIRE(loop->run_once(50ms));
+    CHECK(ran == std::vector<std::string>{"before end", "still alive"});
 }
