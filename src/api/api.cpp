@@ -17,7 +17,7 @@
 
 namespace nps::api {
 
-Api::Api(const config::Config& config, StorePool& stores, const Clock& clock, event::EventLoop& loop,
+Api::Api(const config::Config& config, store::StorePool& stores, const Clock& clock, event::EventLoop& loop,
          HostFacts host)
     : config_(config),
       stores_(stores),

@@ -74,7 +74,7 @@ net::HttpResponse stream_response(const std::shared_ptr<net::ResponseStream>& st
 
 }  // namespace
 
-LiveFeeds::LiveFeeds(StorePool& stores, event::EventLoop& loop) : stores_(stores), loop_(loop) {}
+LiveFeeds::LiveFeeds(store::StorePool& stores, event::EventLoop& loop) : stores_(stores), loop_(loop) {}
 
 LiveFeeds::~LiveFeeds()
 {

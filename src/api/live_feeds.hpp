@@ -35,11 +35,11 @@
 #include <optional>
 #include <string>
 
-#include "nps/api/store_pool.hpp"
 #include "nps/base/result.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/store/store_pool.hpp"
 
 namespace nps::api {
 
@@ -57,7 +57,7 @@ struct LogFollowRequest {
 
 class LiveFeeds {
 public:
-    LiveFeeds(StorePool& stores, event::EventLoop& loop);
+    LiveFeeds(store::StorePool& stores, event::EventLoop& loop);
     ~LiveFeeds();
     LiveFeeds(const LiveFeeds&) = delete;
     LiveFeeds& operator=(const LiveFeeds&) = delete;
@@ -112,7 +112,7 @@ private:
     bool drain(LogFeed& feed);
     void drop(std::uint64_t id);
 
-    StorePool& stores_;
+    store::StorePool& stores_;
     event::EventLoop& loop_;
     RunningLogLookup running_log_;
     std::map<std::uint64_t, EventFeed> events_;

@@ -24,7 +24,7 @@
 #include "nps/base/unique_fd.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
-#include "nps/daemon/recovery.hpp"
+#include "nps/executor/recovery.hpp"
 
 namespace nps::cli {
 
@@ -104,7 +104,7 @@ enum class Ending { exited, signal, max_runtime, idle };
 
 void remove_dead_leftovers(const std::string& state_dir, const cgroup::CgroupBase* cgroups)
 {
-    auto report = daemon::remove_stale_workers(state_dir, cgroups);
+    auto report = executor::remove_stale_workers(state_dir, cgroups);
     if (report.worker_dirs || report.cgroups || report.killed)
         say("removed " + std::to_string(report.worker_dirs) + " worker dir(s) and " + std::to_string(report.cgroups) +
             " cgroup(s) that a dead run or runner left, killing " + std::to_string(report.killed) +

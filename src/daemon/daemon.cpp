@@ -16,7 +16,6 @@
 
 #include "nps/api/api.hpp"
 #include "nps/api/loop_server.hpp"
-#include "nps/api/store_pool.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/base/log.hpp"
 #include "nps/base/unique_fd.hpp"
@@ -25,14 +24,15 @@
 #include "nps/config/area_options.hpp"
 #include "nps/config/reload.hpp"
 #include "nps/event/event_loop.hpp"
+#include "nps/event/job_pool.hpp"
+#include "nps/executor/executor.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/summary_json.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/report/deliverer.hpp"
 #include "nps/store/startup_check.hpp"
+#include "nps/store/store_pool.hpp"
 #include "access.hpp"
-#include "executor.hpp"
-#include "job_pool.hpp"
 #include "retention_sweeper.hpp"
 #include "upstream_inbox.hpp"
 
@@ -159,7 +159,7 @@ api::HostFacts prepare_worker_cgroups(std::optional<cgroup::CgroupBase>& base)
 
 // SIGHUP: loads the configuration again and takes its reloadable keys. A
 // file that does not load changes nothing.
-void reload_config(config::Config& running, const ConfigLoader& load, Executor& executor, std::optional<gid_t> group)
+void reload_config(config::Config& running, const ConfigLoader& load, executor::Executor& executor, std::optional<gid_t> group)
 {
     if (!load) {
         log::notice("SIGHUP: this daemon was started without a configuration loader; nothing to reload");
@@ -220,7 +220,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
     // connection: docs/executor.md "Durability".
     auto loop_store = NPS_TRY(store::Store::open(
         {.path = store_options.path, .synchronous = config.progress_synchronous}, clock));
-    api::StorePool pool(store_options, clock);
+    store::StorePool pool(store_options, clock);
     std::optional<cgroup::CgroupBase> cgroup_base;
     api::Api api(config, pool, clock, *loop, prepare_worker_cgroups(cgroup_base));
 
@@ -230,7 +230,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
     auto report_options = NPS_TRY(config::deliverer_options(config));
     report_options.notice_deposited = [&api](const std::string& nid) { api.wake_waiters(nid); };
     auto deliverer = NPS_TRY(report::Deliverer::start(std::move(report_options), clock, *loop));
-    auto executor = NPS_TRY(Executor::create({.config = config,
+    auto executor = NPS_TRY(executor::Executor::create({.config = config,
                                               .clock = clock,
                                               .loop = *loop,
                                               .store = *loop_store,
@@ -242,7 +242,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
                                               }}));
     // The HTTP server runs on the loop (docs/api.md "Threading"); blocking
     // routes go to api_jobs and answer back on the loop.
-    auto api_jobs = NPS_TRY(JobPool::create(*loop, kApiJobThreads, "nps-api-jobs"));
+    auto api_jobs = NPS_TRY(event::JobPool::create(*loop, kApiJobThreads, "nps-api-jobs"));
     api.set_hooks({.deposited = [&executor] { executor->wake(); },
                    .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
                    .metrics = [&executor] { return executor->render_metrics(); },

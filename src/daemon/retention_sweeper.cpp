@@ -19,7 +19,7 @@ constexpr std::uint32_t kReclaimPages = 1024;  // 4 MiB of 4 KiB pages per pass 
 
 }  // namespace
 
-RetentionSweeper::RetentionSweeper(std::int64_t retention_seconds, api::StorePool& stores, const Clock& clock)
+RetentionSweeper::RetentionSweeper(std::int64_t retention_seconds, store::StorePool& stores, const Clock& clock)
     : retention_ms_(retention_seconds * 1000),
       interval_ms_(std::clamp<std::int64_t>(retention_seconds * 100, 1000, 60'000)),
       stores_(stores),
@@ -85,7 +85,7 @@ void RetentionSweeper::sweep_once()
         }
         store_.emplace(std::move(*store));
     }
-    api::StorePool::Lease& store = *store_;
+    store::StorePool::Lease& store = *store_;
     const auto expired = in_batches([&] { return store->expire_results(kBatch); });
     if (!expired)
         return;

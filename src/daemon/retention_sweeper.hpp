@@ -21,14 +21,14 @@
 #include <optional>
 #include <thread>
 
-#include "nps/api/store_pool.hpp"
 #include "nps/base/clock.hpp"
+#include "nps/store/store_pool.hpp"
 
 namespace nps::daemon {
 
 class RetentionSweeper {
 public:
-    RetentionSweeper(std::int64_t retention_seconds, api::StorePool& stores, const Clock& clock);
+    RetentionSweeper(std::int64_t retention_seconds, store::StorePool& stores, const Clock& clock);
     // Stops within one batch and joins.
     ~RetentionSweeper();
     RetentionSweeper(const RetentionSweeper&) = delete;
@@ -46,8 +46,8 @@ private:
 
     const std::int64_t retention_ms_;
     const std::int64_t interval_ms_;
-    api::StorePool& stores_;
-    std::optional<api::StorePool::Lease> store_;  // the thread's connection, kept
+    store::StorePool& stores_;
+    std::optional<store::StorePool::Lease> store_;  // the thread's connection, kept
     const Clock& clock_;
     std::mutex mutex_;
     std::condition_variable wake_;

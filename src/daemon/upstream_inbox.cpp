@@ -55,7 +55,7 @@ std::int64_t now_ms()
 
 }  // namespace
 
-Result<std::unique_ptr<UpstreamInbox>> UpstreamInbox::start(const config::Config& config, api::StorePool& stores,
+Result<std::unique_ptr<UpstreamInbox>> UpstreamInbox::start(const config::Config& config, store::StorePool& stores,
                                                              std::function<void()> deposited)
 {
     if (!config.upstream.npsd_url)
@@ -73,7 +73,7 @@ Result<std::unique_ptr<UpstreamInbox>> UpstreamInbox::start(const config::Config
     return upstream;
 }
 
-UpstreamInbox::UpstreamInbox(const config::Config& config, api::StorePool& stores, std::function<void()> deposited,
+UpstreamInbox::UpstreamInbox(const config::Config& config, store::StorePool& stores, std::function<void()> deposited,
                              std::string inbox)
     : config_(config),
       stores_(stores),

@@ -28,9 +28,9 @@
 #include <string>
 #include <thread>
 
-#include "nps/api/store_pool.hpp"
 #include "nps/base/result.hpp"
 #include "nps/config/config.hpp"
+#include "nps/store/store_pool.hpp"
 
 namespace nps::daemon {
 
@@ -39,7 +39,7 @@ public:
     // Starts pulling config.upstream.inbox (or config.inboxes[0]) from
     // config.upstream.npsd_url, which must be set. `deposited` runs on the
     // pulling thread after each new local deposit (wake the claim loop).
-    static Result<std::unique_ptr<UpstreamInbox>> start(const config::Config& config, api::StorePool& stores,
+    static Result<std::unique_ptr<UpstreamInbox>> start(const config::Config& config, store::StorePool& stores,
                                                          std::function<void()> deposited);
     // Stops within about a second (an open long-poll is abandoned) and joins.
     ~UpstreamInbox();
@@ -50,7 +50,7 @@ public:
     const std::string& inbox() const { return inbox_; }
 
 private:
-    UpstreamInbox(const config::Config& config, api::StorePool& stores, std::function<void()> deposited,
+    UpstreamInbox(const config::Config& config, store::StorePool& stores, std::function<void()> deposited,
                   std::string inbox);
     void run();
     // One peek and what it brought; false when the caller should back off.
@@ -60,7 +60,7 @@ private:
 
     const config::Config config_;  // as at start: inbox limits, [upstream]
     const config::UpstreamPolicy& policy_ = config_.upstream;
-    api::StorePool& stores_;
+    store::StorePool& stores_;
     std::function<void()> deposited_;
     std::string inbox_;
     std::atomic<bool> stopping_{false};

@@ -41,12 +41,12 @@
 
 #include "nps/api/frame_body.hpp"
 #include "nps/api/metrics.hpp"
-#include "nps/api/store_pool.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/config/config.hpp"
 #include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/spawn/resolver.hpp"
+#include "nps/store/store_pool.hpp"
 #include "nps/ui/sessions.hpp"
 
 namespace nps::api {
@@ -83,7 +83,7 @@ struct ApiHooks {
 class Api {
 public:
     // `loop` runs the long-poll deadlines; the API lives on its thread.
-    Api(const config::Config& config, StorePool& stores, const Clock& clock, event::EventLoop& loop,
+    Api(const config::Config& config, store::StorePool& stores, const Clock& clock, event::EventLoop& loop,
         HostFacts host = {});
     ~Api();
     Api(const Api&) = delete;
@@ -200,7 +200,7 @@ private:
     Result<void> check_inbox_nid(const std::string& nid) const;
 
     const config::Config& config_;
-    StorePool& stores_;
+    store::StorePool& stores_;
     const Clock& clock_;
     event::EventLoop& loop_;
     HostFacts host_;

@@ -24,17 +24,24 @@
 #include <optional>
 #include <string>
 
-#include "execution_context.hpp"
-#include "executor_metrics.hpp"
-#include "job_pool.hpp"
-#include "nps/api/store_pool.hpp"
+#include "nps/base/clock.hpp"
 #include "nps/cgroup/delegation.hpp"
+#include "nps/config/config.hpp"
+#include "nps/event/event_loop.hpp"
+#include "nps/event/job_pool.hpp"
+#include "nps/executor/executor_metrics.hpp"
 #include "nps/sandbox/netns_pool.hpp"
+#include "nps/sandbox/seccomp.hpp"
 #include "nps/sandbox/userns.hpp"
 #include "nps/spawn/resolver.hpp"
-#include "task_execution.hpp"
+#include "nps/store/store.hpp"
+#include "nps/store/store_pool.hpp"
+#include "nps/supervisor/supervisor.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
+
+struct ExecutionContext;  // execution_context.hpp
+class TaskExecution;      // task_execution.hpp
 
 // sandbox.user_namespace and the id range it works with (shared with `run`).
 sandbox::UsernsMode userns_mode(config::UserNamespaceMode mode);
@@ -45,7 +52,7 @@ struct ExecutorParts {
     const Clock& clock;
     event::EventLoop& loop;
     store::Store& store;                        // the loop thread's connection
-    api::StorePool& stores;                     // for the pool threads (announce lookups)
+    store::StorePool& stores;                     // for the pool threads (announce lookups)
     const cgroup::CgroupBase* cgroups = nullptr;  // null: no worker cgroups
     std::function<void()> recorded;             // a node or task state was recorded
 };
@@ -115,7 +122,7 @@ private:
     std::string userns_reason_;  // the mode in force and why (/healthz, the start-up log)
     std::unique_ptr<spawn::SpawnSpecResolver> resolver_;
     std::unique_ptr<supervisor::Supervisor> supervisor_;
-    std::unique_ptr<JobPool> jobs_;
+    std::unique_ptr<event::JobPool> jobs_;
     std::shared_ptr<const sandbox::SeccompProgram> seccomp_;
     std::unique_ptr<ExecutionContext> context_;
     std::map<std::string, std::unique_ptr<TaskExecution>> executions_;
@@ -138,4 +145,4 @@ private:
     std::function<void()> stopped_;
 };
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

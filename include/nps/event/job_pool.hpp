@@ -25,7 +25,7 @@
 #include "nps/event/event_loop.hpp"
 #include "nps/event/lifetime.hpp"
 
-namespace nps::daemon {
+namespace nps::event {
 
 class JobPool {
 public:
@@ -33,7 +33,7 @@ public:
     using Done = std::function<void()>;
 
     // `name` (at most 15 characters) names the threads in /proc/PID/task/*/comm.
-    static Result<std::unique_ptr<JobPool>> create(event::EventLoop& loop, std::size_t threads,
+    static Result<std::unique_ptr<JobPool>> create(EventLoop& loop, std::size_t threads,
                                                    const char* name);
     ~JobPool();
     JobPool(const JobPool&) = delete;
@@ -54,11 +54,11 @@ private:
         Done done;
     };
 
-    explicit JobPool(event::EventLoop& loop) : post_(lifetime_.poster(loop)) {}
+    explicit JobPool(EventLoop& loop) : post_(lifetime_.poster(loop)) {}
     void run_thread();
 
-    event::Lifetime lifetime_;  // completions arriving after the pool are dropped
-    event::Poster post_;
+    Lifetime lifetime_;  // completions arriving after the pool are dropped
+    Poster post_;
     std::mutex mutex_;
     std::condition_variable cv_;
     std::deque<Job> queue_;
@@ -67,4 +67,4 @@ private:
     std::vector<std::thread> threads_;
 };
 
-}  // namespace nps::daemon
+}  // namespace nps::event

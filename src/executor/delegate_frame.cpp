@@ -5,7 +5,7 @@
 
 #include "nps/base/time_format.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 namespace {
 
@@ -42,4 +42,4 @@ std::string make_delegate_frame(const proto::TaskFrame& task, const nop::Attempt
     return frame.dump();
 }
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

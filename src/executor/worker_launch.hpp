@@ -27,7 +27,7 @@
 #include "nps/sandbox/userns.hpp"
 #include "nps/spawn/resolver.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 inline constexpr const char* kImageUnavailable = "NOP-RESOURCE-INSUFFICIENT";
 
@@ -90,4 +90,4 @@ Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& cont
                                                        const config::WorkerPolicy& policy,
                                                        sandbox::UsernsSlots* userns);
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

@@ -8,7 +8,7 @@
 #include "nps/config/area_options.hpp"
 #include "nps/spawn/spawn_ceilings.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 namespace {
 
@@ -134,4 +134,4 @@ Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& cont
     return prepared;
 }
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

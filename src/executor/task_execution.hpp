@@ -33,7 +33,7 @@
 #include "nps/proto/task_frame.hpp"
 #include "nps/store/types.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 class TaskExecution final : public nop::TaskHost {
 public:
@@ -124,4 +124,4 @@ private:
     std::optional<sandbox::LoopbackNetns> netns_;
 };
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "nps/api/store_pool.hpp"
+#include "nps/store/store_pool.hpp"
 
-namespace nps::api {
+namespace nps::store {
 
 StorePool::StorePool(store::OpenOptions options, const Clock& clock, std::size_t max_idle)
     : options_(std::move(options)), clock_(clock), max_idle_(max_idle)
@@ -35,4 +35,4 @@ void StorePool::give_back(std::unique_ptr<store::Store> store)
         idle_.push_back(std::move(store));
 }
 
-}  // namespace nps::api
+}  // namespace nps::store

@@ -5,12 +5,12 @@
 
 #include <functional>
 
-#include "executor_metrics.hpp"
-#include "job_pool.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/config/config.hpp"
 #include "nps/event/event_loop.hpp"
+#include "nps/event/job_pool.hpp"
+#include "nps/executor/executor_metrics.hpp"
 #include "nps/sandbox/netns_pool.hpp"
 #include "nps/sandbox/seccomp.hpp"
 #include "nps/sandbox/userns.hpp"
@@ -18,7 +18,7 @@
 #include "nps/supervisor/supervisor.hpp"
 #include "worker_launch.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 struct ExecutionContext {
     const config::Config& config;
@@ -26,7 +26,7 @@ struct ExecutionContext {
     event::EventLoop& loop;
     store::Store& store;  // the loop thread's connection
     supervisor::Supervisor& supervisor;
-    JobPool& jobs;
+    event::JobPool& jobs;
     LaunchContext launch;
     sandbox::NetnsPool* netns_pool = nullptr;      // each task takes a loopback-only netns of its own
     sandbox::UsernsSlots* userns = nullptr;        // nullptr: no user namespace (mode off)
@@ -39,4 +39,4 @@ struct ExecutionContext {
     std::function<void(const std::string& log_dir)> worker_logs_closed;
 };
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

@@ -13,7 +13,7 @@
 #include "nps/image/image_store.hpp"
 #include "nps/store/write_health.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 namespace {
 
@@ -775,4 +775,4 @@ void TaskExecution::maybe_retire()
     });
 }
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

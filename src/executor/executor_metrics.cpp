@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "executor_metrics.hpp"
+#include "nps/executor/executor_metrics.hpp"
 
 #include <sstream>
 
-namespace nps::daemon {
+namespace nps::executor {
 
 namespace {
 
@@ -110,4 +110,4 @@ std::string ExecutorMetrics::render() const
     return out.str();
 }
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

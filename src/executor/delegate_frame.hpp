@@ -12,9 +12,9 @@
 #include "nps/nop/task_run.hpp"
 #include "nps/proto/task_frame.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 std::string make_delegate_frame(const proto::TaskFrame& task, const nop::Attempt& attempt,
                                 std::optional<std::int64_t> cgn_budget);
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

@@ -14,7 +14,7 @@
 #include "nps/base/result.hpp"
 #include "nps/store/store.hpp"
 
-namespace nps::api {
+namespace nps::store {
 
 class StorePool {
 public:
@@ -47,4 +47,4 @@ private:
     std::vector<std::unique_ptr<store::Store>> idle_;
 };
 
-}  // namespace nps::api
+}  // namespace nps::store

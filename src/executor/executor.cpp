@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "executor.hpp"
+#include "nps/executor/executor.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -11,12 +11,14 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/log.hpp"
 #include "nps/config/area_options.hpp"
-#include "nps/daemon/recovery.hpp"
+#include "nps/executor/recovery.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/sandbox/userns.hpp"
 #include "nps/spawn/quantity.hpp"
+#include "execution_context.hpp"
+#include "task_execution.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 namespace {
 
@@ -71,7 +73,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     std::unique_ptr<Executor> e(new Executor(parts));
     const config::Config& config = parts.config;
 
-    api::StorePool& stores = parts.stores;
+    store::StorePool& stores = parts.stores;
     e->resolver_ = std::make_unique<spawn::SpawnSpecResolver>(
         config::resolver_options(config), parts.clock, [&stores](const std::string& nid) -> Result<store::Announce> {
             return NPS_TRY(stores.acquire())->resolve_announce(nid);
@@ -82,7 +84,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     options.cgroup_base = parts.cgroups;
     options.clock = &parts.clock;
     e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(options)));
-    e->jobs_ = NPS_TRY(JobPool::create(parts.loop, kLaunchThreads, "nps-launch"));
+    e->jobs_ = NPS_TRY(event::JobPool::create(parts.loop, kLaunchThreads, "nps-launch"));
 
     // A loopback-only network namespace per task (the SpawnSpec has no
     // network field: workers reach nothing but their own task's), made
@@ -477,4 +479,4 @@ void Executor::end_grace()
         execution->shut_down();
 }
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

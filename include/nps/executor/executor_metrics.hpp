@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace nps::daemon {
+namespace nps::executor {
 
 // A Prometheus histogram of durations over ten fixed buckets (seconds).
 struct DurationHistogram {
@@ -55,4 +55,4 @@ struct ExecutorMetrics {
     std::string render() const;
 };
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "nps/daemon/recovery.hpp"
+#include "nps/executor/recovery.hpp"
 
 #include <signal.h>
 #include <sys/mount.h>
@@ -19,7 +19,7 @@
 #include <string_view>
 #include <thread>
 
-namespace nps::daemon {
+namespace nps::executor {
 
 namespace {
 
@@ -237,4 +237,4 @@ RecoveryReport remove_stale_workers(const std::string& state_dir, const cgroup::
     return report;
 }
 
-}  // namespace nps::daemon
+}  // namespace nps::executor

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "job_pool.hpp"
+#include "nps/event/job_pool.hpp"
 
 #include <pthread.h>
 
-namespace nps::daemon {
+namespace nps::event {
 
-Result<std::unique_ptr<JobPool>> JobPool::create(event::EventLoop& loop, std::size_t threads, const char* name)
+Result<std::unique_ptr<JobPool>> JobPool::create(EventLoop& loop, std::size_t threads, const char* name)
 {
     std::unique_ptr<JobPool> pool(new JobPool(loop));
     for (std::size_t i = 0; i < (threads ? threads : 1); ++i)
@@ -64,4 +64,4 @@ void JobPool::run_thread()
     }
 }
 
-}  // namespace nps::daemon
+}  // namespace nps::event

@@ -26,7 +26,7 @@
 
 #include "nps/cgroup/delegation.hpp"
 
-namespace nps::daemon {
+namespace nps::executor {
 
 struct RecoveryReport {
     std::size_t worker_dirs = 0;       // directories removed (their overlay unmounted)
@@ -40,4 +40,4 @@ struct RecoveryReport {
 // null (no cgroups on this host, or none to look at).
 RecoveryReport remove_stale_workers(const std::string& state_dir, const cgroup::CgroupBase* cgroups);
 
-}  // namespace nps::daemon
+}  // namespace nps::executor
