@@ -17,6 +17,7 @@
 #include "nps/image/image_store.hpp"
 #include "nps/image/image_user.hpp"
 #include "nps/image/worker_rootfs.hpp"
+#include "nps/sandbox/spawner.hpp"
 #include "nps/sandbox/userns.hpp"
 #include "nps/spawn/quantity.hpp"
 #include "run_session.hpp"
@@ -24,8 +25,6 @@
 namespace nps::cli {
 
 namespace {
-
-constexpr const char* kDefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 const VerbSpec kSpec{
     "run",
@@ -145,7 +144,7 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
     request.sandbox.argv = args.positionals;
     if (auto entrypoint = args.value("--entrypoint"); entrypoint && !entrypoint->empty())
         request.sandbox.argv.insert(request.sandbox.argv.begin(), *entrypoint);
-    request.sandbox.env = {kDefaultPath, "HOME=/"};
+    request.sandbox.env = {sandbox::kDefaultPathEnv, "HOME=/"};
     auto rootfs = args.value("--rootfs");
     if (rootfs.has_value() == args.value("--image").has_value())
         return internal_error("give either --image REF or --rootfs DIR");
@@ -234,7 +233,7 @@ Result<void> apply_image(const ParsedArgs& args, const image::WorkerRootfs& root
     request.sandbox.argv = std::move(argv);
     std::vector<std::string> env;
     if (std::none_of(config.env.begin(), config.env.end(), [](const std::string& e) { return e.rfind("PATH=", 0) == 0; }))
-        env.emplace_back(kDefaultPath);
+        env.emplace_back(sandbox::kDefaultPathEnv);
     env.insert(env.end(), config.env.begin(), config.env.end());
     for (const auto& entry : args.values("--env"))
         set_env(env, entry);

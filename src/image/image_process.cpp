@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "nps/sandbox/spawner.hpp"
+
 namespace nps::image {
 
 void set_env_entry(std::vector<std::string>& env, const std::string& entry)
@@ -28,7 +30,7 @@ Result<ImageProcess> image_process(const ImageConfig& config, const std::string&
     process.env = config.env;
     if (std::none_of(process.env.begin(), process.env.end(),
                      [](const std::string& e) { return e.rfind("PATH=", 0) == 0; }))
-        process.env.insert(process.env.begin(), kDefaultPathEnv);
+        process.env.insert(process.env.begin(), sandbox::kDefaultPathEnv);
     for (const auto& entry : overrides.env)
         set_env_entry(process.env, entry);
     if (!config.working_dir.empty())

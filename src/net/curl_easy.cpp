@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/net/curl_easy.hpp"
 
-#include "nps/base/small_file.hpp"
-
-#include <cctype>
 #include <mutex>
+
+#include "nps/base/ascii.hpp"
+#include "nps/base/small_file.hpp"
 
 namespace nps::net::curl {
 
@@ -65,9 +65,7 @@ void collect_header(std::map<std::string, std::string>& headers, std::string_vie
     const auto colon = line.find(':');
     if (colon == std::string_view::npos)
         return;  // the blank line ending the block, or a malformed line
-    std::string name(trim(line.substr(0, colon)));
-    for (char& c : name)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string name = ascii_lower(trim(line.substr(0, colon)));
     std::string value(trim(line.substr(colon + 1)));
     auto [it, inserted] = headers.try_emplace(std::move(name), value);
     if (!inserted)

@@ -29,6 +29,7 @@
 
 #include "listen_socket.hpp"
 #include "nps/base/ascii.hpp"
+#include "nps/base/log.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/net/http_target.hpp"
 
@@ -62,12 +63,12 @@ __attribute__((format(printf, 2, 0))) void log_mhd(void* /*cls*/, const char* fo
     std::string_view text(line);
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
         text.remove_suffix(1);
-    std::fprintf(stderr, "nps-runner: http server: %.*s\n", static_cast<int>(text.size()), text.data());
+    log::warning("http server: " + std::string(text));
 }
 
 void log_line(const std::string& text)
 {
-    std::fprintf(stderr, "nps-runner: http server: %s\n", text.c_str());
+    log::warning("http server: " + text);
 }
 
 class MhdServer;

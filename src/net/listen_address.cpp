@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "nps/base/ascii.hpp"
 #include "nps/net/http_server.hpp"
 
 namespace nps::net {
@@ -82,10 +83,7 @@ bool is_loopback_host(const std::string& host_in)
     std::string host = host_in;
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
         host = host.substr(1, host.size() - 2);
-    std::string lower;
-    lower.reserve(host.size());
-    for (char c : host)
-        lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    const std::string lower = ascii_lower(host);
     if (lower == "localhost" || lower == "localhost.")
         return true;
 

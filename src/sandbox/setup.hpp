@@ -147,8 +147,6 @@ void reset_signals();
 
 // --- Parent side (may allocate) ---
 
-inline constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 // The kernel's struct clone_args, version 2 (with `cgroup`).
 struct CloneArgs {
     std::uint64_t flags;

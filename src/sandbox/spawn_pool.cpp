@@ -356,7 +356,7 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
             path = envp[i] + 5;
     }
     if (!path)
-        path = area.string(detail::kDefaultPath);
+        path = area.string(kDefaultPath);
     *plan = ChildPlan{
         .mounts = {.rootfs = area.string(rootfs), .proc = area.string(rootfs + "/proc"),
                    .dev = area.string(rootfs + "/dev"), .tmp = area.string(rootfs + "/tmp"),

@@ -39,7 +39,6 @@ using detail::ChildPlan;
 using detail::CloneArgs;
 using detail::Failure;
 using detail::Step;
-using detail::kDefaultPath;
 
 bool joins_shared_netns(const SandboxSpec& spec)
 {

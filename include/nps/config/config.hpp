@@ -18,6 +18,7 @@
 #include "nps/base/result.hpp"
 #include "nps/proto/announce.hpp"
 #include "nps/store/store.hpp"
+#include "nps/supervisor/supervisor.hpp"
 
 namespace nps::config {
 
@@ -47,14 +48,17 @@ struct RegistryAuth {
 
 // [workers]: the supervisor's policy (docs/configuration.md, docs/supervisor.md).
 struct WorkerPolicy {
-    std::size_t max_concurrent = 8;                 // running workers; more wait in a queue
+    // The defaults are the supervisor's own (supervisor/supervisor.hpp, worker_log.hpp).
+    std::size_t max_concurrent = supervisor::kDefaultMaxConcurrent;  // running workers; more wait in a queue
     std::uint32_t default_idle_timeout_seconds = 0;    // when the SpawnSpec has none; 0: no idle limit
-    std::uint32_t default_max_runtime_seconds = 14'400;  // when the SpawnSpec has none; 0: no limit
-    std::uint32_t stop_grace_seconds = 5;           // cancel frame → SIGTERM → SIGKILL, this apart
-    std::uint64_t log_max_bytes = 1 << 20;          // per log file (stdout.log, stderr.log)
-    std::uint32_t log_keep = 1;                     // rotated files kept per stream
+    std::uint32_t default_max_runtime_seconds =        // when the SpawnSpec has none; 0: no limit
+        static_cast<std::uint32_t>(supervisor::kDefaultMaxRuntime.count());
+    std::uint32_t stop_grace_seconds =                 // cancel frame → SIGTERM → SIGKILL, this apart
+        static_cast<std::uint32_t>(supervisor::kDefaultStopGrace.count());
+    std::uint64_t log_max_bytes = supervisor::LogLimits{}.max_bytes;  // per log file (stdout.log, stderr.log)
+    std::uint32_t log_keep = supervisor::LogLimits{}.keep;            // rotated files kept per stream
     std::uint32_t log_retention_hours = 168;        // finished workers' logs are deleted after; 0: kept forever
-    std::size_t spawn_pool = 4;                     // parked sandbox children (docs/supervisor.md); 0: none
+    std::size_t spawn_pool = supervisor::kDefaultSpawnPool;  // parked sandbox children (docs/supervisor.md); 0: none
     // A worker's disk: its overlay upper, /tmp and /dev/shm together (docs/sandbox.md "Disk").
     std::uint64_t default_disk = limits::kDefaultWorkerDiskBytes;  // every worker's; `run` without --disk
     std::uint64_t max_disk = limits::kDefaultMaxWorkerDiskBytes;   // ceiling of default_disk and `run --disk`

@@ -17,7 +17,6 @@
 
 namespace nps::image {
 
-inline constexpr const char* kDefaultPathEnv = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 struct ProcessOverrides {
     std::optional<std::vector<std::string>> command{};  // replaces Entrypoint and Cmd

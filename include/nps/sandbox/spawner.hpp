@@ -60,6 +60,12 @@ struct UserNamespace {
 
 // Everything a sandbox needs. The rootfs must contain the directories
 // /proc, /dev and /tmp (mount points); /sys is left unmounted.
+// The PATH of a process whose environment sets none: for the search of a
+// program name without '/' (spawn), and what `run` and an image without
+// PATH in its config give (Docker's default).
+inline constexpr char kDefaultPathEnv[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+inline constexpr const char* kDefaultPath = kDefaultPathEnv + 5;  // the value alone
+
 struct SandboxSpec {
     std::string rootfs;                  // host path, required
     std::vector<std::string> argv;       // argv[0] is the program; searched in PATH (from env) when it has no '/'

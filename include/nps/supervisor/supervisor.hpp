@@ -129,6 +129,13 @@ enum class LogStream { out, err };
 // refills wait for the next pause (bench/RESULTS.md "dag").
 inline constexpr std::size_t kDefaultSpawnPool = 4;
 
+// The other defaults of [workers] (docs/configuration.md): running workers
+// at once, a worker's runtime when its SpawnSpec sets none, and the time
+// between a cancel's SIGTERM and SIGKILL.
+inline constexpr std::size_t kDefaultMaxConcurrent = 8;
+inline constexpr std::chrono::seconds kDefaultMaxRuntime{4 * 3600};
+inline constexpr std::chrono::seconds kDefaultStopGrace{5};
+
 // How workers were started, for /metrics and status.
 struct SpawnStats {
     std::uint64_t pooled = 0;         // from a parked child of the spawn pool
@@ -147,11 +154,11 @@ struct SpawnStats {
 std::string render_spawn_metrics(const SpawnStats& stats);
 
 struct SupervisorOptions {
-    std::size_t max_concurrent = 8;
+    std::size_t max_concurrent = kDefaultMaxConcurrent;
     std::size_t max_queued = limits::kMaxQueuedWorkers;
-    std::chrono::milliseconds default_idle_timeout{0};                 // 0: none
-    std::chrono::milliseconds default_max_runtime{std::chrono::hours(4)};  // 0: none
-    std::chrono::milliseconds stop_grace{std::chrono::seconds(5)};
+    std::chrono::milliseconds default_idle_timeout{0};                   // 0: none
+    std::chrono::milliseconds default_max_runtime{kDefaultMaxRuntime};  // 0: none
+    std::chrono::milliseconds stop_grace{kDefaultStopGrace};
     // Logs go to <log_root>/<worker name>/{stdout,stderr}.log; "" discards
     // worker output (it is still read, framed and counted as activity).
     std::string log_root;
