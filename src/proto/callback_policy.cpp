@@ -35,7 +35,7 @@ Result<void> check_callback_destination(std::string_view url, std::span<const st
         const auto address = parse_ip_literal(ip);
         if (!address)
             return protocol_error(callback_rules().error_code,
-                                  std::string(what) + ": resolved address " + detail::quoted(ip) +
+                                  std::string(what) + ": resolved address " + detail::quote_text(ip) +
                                       " is not an IP address");
         addresses.push_back(*address);
     }

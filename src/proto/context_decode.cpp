@@ -28,7 +28,7 @@ Result<void> check_hex_id(const object& context, std::string_view key, std::size
     if (!is_lower_hex(text, length) || text.find_first_not_of('0') == std::string_view::npos)
         return field_error(kMalformed, path,
                            "expected " + std::to_string(length) + " lowercase hex digits, not all zero, got " +
-                               quoted(text));
+                               quote_text(text));
     return {};
 }
 

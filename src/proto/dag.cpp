@@ -15,7 +15,7 @@ namespace nps::proto {
 
 namespace {
 
-using detail::quoted;
+using detail::quote_text;
 
 constexpr std::string_view kInvalid = "NOP-TASK-DAG-INVALID";
 
@@ -49,11 +49,11 @@ Result<std::map<std::string_view, std::size_t>> index_nodes(const Dag& dag)
         const std::string& id = dag.nodes[i].id;
         const std::string path = "dag.nodes[" + std::to_string(i) + "].id";
         if (!is_valid_identifier(id))
-            return invalid(path + ": invalid node id " + quoted(id) +
+            return invalid(path + ": invalid node id " + quote_text(id) +
                            " (expected 1..128 characters of A-Z a-z 0-9 . _ : -)");
         const auto [it, inserted] = index.emplace(id, i);
         if (!inserted)
-            return invalid(path + ": duplicate node id " + quoted(id) + " (first declared at dag.nodes[" +
+            return invalid(path + ": duplicate node id " + quote_text(id) + " (first declared at dag.nodes[" +
                            std::to_string(it->second) + "])");
     }
     return index;
@@ -66,7 +66,7 @@ Result<std::vector<NodeSet>> collect_dependencies(const Dag& dag,
     const auto lookup = [&](const std::string& id, const std::string& path) -> Result<std::size_t> {
         const auto it = index.find(id);
         if (it == index.end())
-            return invalid(path + ": unknown node " + quoted(id));
+            return invalid(path + ": unknown node " + quote_text(id));
         return it->second;
     };
 
@@ -78,9 +78,9 @@ Result<std::vector<NodeSet>> collect_dependencies(const Dag& dag,
             const std::string path = "dag.nodes[" + std::to_string(i) + "].input_from[" + std::to_string(k) + "]";
             const std::size_t from = NPS_TRY(lookup(inputs[k], path));
             if (from == i)
-                return invalid(path + ": node " + quoted(inputs[k]) + " depends on itself");
+                return invalid(path + ": node " + quote_text(inputs[k]) + " depends on itself");
             if (seen & bit(from))
-                return invalid(path + ": duplicate dependency " + quoted(inputs[k]));
+                return invalid(path + ": duplicate dependency " + quote_text(inputs[k]));
             seen |= bit(from);
         }
         predecessors[i] |= seen;
@@ -93,9 +93,9 @@ Result<std::vector<NodeSet>> collect_dependencies(const Dag& dag,
         const std::size_t from = NPS_TRY(lookup(edge.from, path + ".from"));
         const std::size_t to = NPS_TRY(lookup(edge.to, path + ".to"));
         if (from == to)
-            return invalid(path + ": self-loop on node " + quoted(edge.from));
+            return invalid(path + ": self-loop on node " + quote_text(edge.from));
         if (!edges_seen.emplace(from, to).second)
-            return invalid(path + ": duplicate edge " + quoted(edge.from) + " -> " + quoted(edge.to));
+            return invalid(path + ": duplicate edge " + quote_text(edge.from) + " -> " + quote_text(edge.to));
         predecessors[to] |= bit(from);
     }
     return predecessors;
@@ -142,7 +142,7 @@ Error cycle_error(const Dag& dag, const std::vector<std::size_t>& order)
     std::sort(stuck.begin(), stuck.end());
     std::string names;
     for (std::string_view id : stuck)
-        names += (names.empty() ? "" : ", ") + quoted(id);
+        names += (names.empty() ? "" : ", ") + quote_text(id);
     return protocol_error("NOP-TASK-DAG-CYCLE",
                           "dag: the dependencies form a cycle; nodes on or after it: " + names);
 }

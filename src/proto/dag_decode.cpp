@@ -14,7 +14,7 @@ Result<std::string> decode_edge_end(const object& edge, std::string_view key, co
     const element value = NPS_TRY(required_member(edge, key, kDagInvalid, end_path));
     const std::string_view id = NPS_TRY(read_string(value, kDagInvalid, end_path));
     if (!is_valid_identifier(id))
-        return field_error(kDagInvalid, end_path, "invalid node id " + quoted(id));
+        return field_error(kDagInvalid, end_path, "invalid node id " + quote_text(id));
     return std::string(id);
 }
 

@@ -14,7 +14,7 @@ namespace nps::proto {
 
 namespace {
 
-using detail::quoted;
+using detail::quote_text;
 
 Error refusal(const DestinationRules& rules, std::string_view what, const std::string& problem)
 {
@@ -132,7 +132,7 @@ std::string format_ip(const IpAddress& address)
 Result<DestinationAllowEntry> parse_destination_allow_entry(std::string_view text)
 {
     auto fail = [&](const std::string& why) {
-        return internal_error("Invalid destination " + quoted(text) + ": " + why);
+        return internal_error("Invalid destination " + quote_text(text) + ": " + why);
     };
     if (text.empty())
         return fail("empty");
@@ -188,9 +188,9 @@ Result<Destination> check_destination_url(std::string_view url, const Destinatio
         return refusal(rules, what, "longer than " + std::to_string(limits::kMaxUrlChars) + " characters");
     const auto parts = split_url(url);
     if (!parts)
-        return refusal(rules, what, "not an absolute URL: " + quoted(url));
+        return refusal(rules, what, "not an absolute URL: " + quote_text(url));
     if (!iequals(parts->scheme, "https"))
-        return refusal(rules, what, "scheme must be https, got " + quoted(parts->scheme));
+        return refusal(rules, what, "scheme must be https, got " + quote_text(parts->scheme));
     if (parts->has_userinfo)
         return refusal(rules, what, "user-info in the URL is not allowed");
 
@@ -204,27 +204,27 @@ Result<Destination> check_destination_url(std::string_view url, const Destinatio
     if (parts->host_is_bracketed) {
         const auto address = parse_ip_literal(host);
         if (!address || !address->is_v6)
-            return refusal(rules, what, "host " + quoted(host) + " is not an IPv6 literal");
+            return refusal(rules, what, "host " + quote_text(host) + " is not an IPv6 literal");
         if (!literal_allowed(*address, rules))
-            return refusal(rules, what, "host " + quoted(host) + " is not a public address");
+            return refusal(rules, what, "host " + quote_text(host) + " is not a public address");
         destination.literal = address;
         return destination;
     }
     if (const auto address = parse_ip_literal(host)) {
         if (address->is_v6)
-            return refusal(rules, what, "IPv6 host " + quoted(host) + " must be in brackets");
+            return refusal(rules, what, "IPv6 host " + quote_text(host) + " must be in brackets");
         if (!literal_allowed(*address, rules))
-            return refusal(rules, what, "host " + quoted(host) + " is not a public address");
+            return refusal(rules, what, "host " + quote_text(host) + " is not a public address");
         destination.literal = address;
         return destination;
     }
     if (is_ambiguous_numeric_host(host))
-        return refusal(rules, what, "host " + quoted(host) + " is a non-standard numeric address");
+        return refusal(rules, what, "host " + quote_text(host) + " is a non-standard numeric address");
     if (!valid_dns_name(host))
-        return refusal(rules, what, "host " + quoted(host) + " is not a valid DNS name");
+        return refusal(rules, what, "host " + quote_text(host) + " is not a valid DNS name");
     destination.host_allowlisted = host_name_allowlisted(host, rules);
     if (is_localhost_name(host) && !destination.host_allowlisted)
-        return refusal(rules, what, "host " + quoted(host) + " is a loopback name");
+        return refusal(rules, what, "host " + quote_text(host) + " is a loopback name");
     return destination;
 }
 
@@ -241,7 +241,7 @@ Result<void> check_destination_addresses(const Destination& destination, std::sp
         return refusal(rules, what, "the host resolved to no addresses");
     for (const IpAddress& address : addresses)
         if (!destination_address_allowed(destination, address, rules))
-            return refusal(rules, what, "the host resolves to non-public address " + quoted(format_ip(address)));
+            return refusal(rules, what, "the host resolves to non-public address " + quote_text(format_ip(address)));
     return {};
 }
 

@@ -41,7 +41,7 @@ Result<AssuranceLevel> level_of(simdjson::dom::element root, std::optional<std::
         if (!cert || *cert != level)
             return protocol_error("NIP-ASSURANCE-MISMATCH",
                                   "IdentFrame: assurance_level '" + std::string(assurance_name(level)) +
-                                      "' disagrees with the certificate's " + detail::quoted(*certificate_level));
+                                      "' disagrees with the certificate's " + detail::quote_text(*certificate_level));
     }
     return level;
 }
@@ -69,7 +69,7 @@ Result<void> check_lineage(simdjson::dom::element root)
                                       std::string("IdentFrame: lineage role 'group' must not carry ") + field);
     } else {
         return protocol_error(std::string(kSignatureInvalid),
-                              "IdentFrame: lineage.role " + detail::quoted(*role) + " is not group or session");
+                              "IdentFrame: lineage.role " + detail::quote_text(*role) + " is not group or session");
     }
     return {};
 }
@@ -100,7 +100,7 @@ Result<AssuranceLevel> parse_assurance_level(std::optional<std::string_view> wir
     for (AssuranceLevel level : {AssuranceLevel::anonymous, AssuranceLevel::attested, AssuranceLevel::verified})
         if (assurance_name(level) == *wire)
             return level;
-    return protocol_error("NIP-ASSURANCE-UNKNOWN", "IdentFrame: assurance_level " + detail::quoted(*wire) +
+    return protocol_error("NIP-ASSURANCE-UNKNOWN", "IdentFrame: assurance_level " + detail::quote_text(*wire) +
                                                        " is not anonymous, attested or verified");
 }
 

@@ -113,7 +113,7 @@ private:
             if (!omit_member.empty() && field.key == omit_member) {
                 // Left out of the output, but still a key that must be unique.
                 if (omitted)
-                    return fail("duplicate object key " + quoted(field.key));
+                    return fail("duplicate object key " + quote_text(field.key));
                 omitted = true;
                 continue;
             }
@@ -126,7 +126,7 @@ private:
                   [](const Member& a, const Member& b) { return a.sort_key < b.sort_key; });
         for (std::size_t i = 1; i < members.size(); ++i)
             if (members[i].sort_key == members[i - 1].sort_key)
-                return fail("duplicate object key " + quoted(members[i].key));
+                return fail("duplicate object key " + quote_text(members[i].key));
 
         out_ += '{';
         for (std::size_t i = 0; i < members.size(); ++i) {

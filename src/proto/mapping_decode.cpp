@@ -11,23 +11,23 @@ namespace nps::proto::detail {
 std::optional<std::string> mapping_path_problem(std::string_view text)
 {
     if (!text.starts_with("$."))
-        return "expected a JSONPath starting with \"$.\", got " + quoted(text);
+        return "expected a JSONPath starting with \"$.\", got " + quote_text(text);
     std::string_view rest = text.substr(2);
     std::size_t segments = 0;
     while (true) {
         const auto dot = rest.find('.');
         const std::string_view segment = rest.substr(0, dot);
         if (segment.empty())
-            return "empty segment in JSONPath " + quoted(text);
+            return "empty segment in JSONPath " + quote_text(text);
         if (segment.find_first_of("[]*") != std::string_view::npos)
-            return "unsupported JSONPath syntax in " + quoted(text) + " (only $.a.b.c is supported)";
+            return "unsupported JSONPath syntax in " + quote_text(text) + " (only $.a.b.c is supported)";
         ++segments;
         if (dot == std::string_view::npos)
             break;
         rest.remove_prefix(dot + 1);
     }
     if (segments > limits::kMaxMappingPathSegments)
-        return "JSONPath " + quoted(text) + " has " + std::to_string(segments) + " segments, the limit is " +
+        return "JSONPath " + quote_text(text) + " has " + std::to_string(segments) + " segments, the limit is " +
                std::to_string(limits::kMaxMappingPathSegments);
     return std::nullopt;
 }

@@ -24,27 +24,6 @@ bool is_plain_key(std::string_view key)
 
 }  // namespace
 
-std::string quoted(std::string_view text)
-{
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out = "'";
-    const std::string_view shown = text.substr(0, kMaxQuotedBytes);
-    for (char c : shown) {
-        const auto b = static_cast<std::uint8_t>(c);
-        if (b < 0x20 || b == 0x7f || c == '\'' || c == '\\') {
-            out += "\\x";
-            out += kHex[b >> 4];
-            out += kHex[b & 0xf];
-        } else {
-            out += c;
-        }
-    }
-    if (shown.size() < text.size())
-        out += "...";
-    out += '\'';
-    return out;
-}
-
 std::string member_path(std::string_view parent, std::string_view key)
 {
     std::string out(parent);
@@ -54,7 +33,7 @@ std::string member_path(std::string_view parent, std::string_view key)
         out += key;
     } else {
         out += '[';
-        out += quoted(key);
+        out += quote_text(key);
         out += ']';
     }
     return out;

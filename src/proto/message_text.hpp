@@ -5,11 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "nps/base/quote.hpp"
+
 namespace nps::proto::detail {
 
-// 'text' in single quotes, control bytes and quotes escaped as \xNN, cut
-// after 64 bytes with "..." so an error message stays one short log line.
-std::string quoted(std::string_view text);
+// Untrusted text in a message: nps::quote_text (base/quote.hpp).
+using nps::quote_text;
 
 // "parent.key" (or "key" when parent is empty); a key that is not a plain
 // identifier is written as parent['key'].

@@ -25,7 +25,7 @@ Result<std::int64_t> read_time(element value, std::string_view path)
     const std::string_view text = NPS_TRY(read_string(value, kProfile, path));
     const auto ms = parse_rfc3339_ms(text);
     if (!ms)
-        return field_error(kProfile, path, "not an RFC 3339 time: " + detail::quoted(text));
+        return field_error(kProfile, path, "not an RFC 3339 time: " + detail::quote_text(text));
     return *ms;
 }
 
@@ -56,7 +56,7 @@ Result<void> check_roles(const std::vector<std::string>& roles)
             return protocol_error("NDP-ANNOUNCE-ROLE-REMOVED",
                                   "node_roles: 'gateway' was removed (NPS-CR-0001); use 'anchor' or 'bridge'");
         if (std::find(std::begin(kKnown), std::end(kKnown), role) == std::end(kKnown))
-            return protocol_error("NDP-ANNOUNCE-ROLE-UNKNOWN", "node_roles: unknown role " + detail::quoted(role));
+            return protocol_error("NDP-ANNOUNCE-ROLE-UNKNOWN", "node_roles: unknown role " + detail::quote_text(role));
     }
     return {};
 }
@@ -74,7 +74,7 @@ Result<RegistryEntry> read_entry(element root, RegistryProfile profile)
     const element nid = NPS_TRY(required_member(obj, "nid", kProfile, "nid"));
     e.nid = std::string(NPS_TRY(read_string(nid, kProfile, "nid")));
     if (!is_valid_nid(e.nid))
-        return field_error(kProfile, "nid", "not a NID (urn:nps:…): " + detail::quoted(e.nid));
+        return field_error(kProfile, "nid", "not a NID (urn:nps:…): " + detail::quote_text(e.nid));
     e.ttl_seconds = static_cast<std::uint32_t>(NPS_TRY(read_uint(NPS_TRY(required_member(obj, "ttl", kProfile, "ttl")),
                                                                  kProfile, "ttl", 0,
                                                                  std::numeric_limits<std::uint32_t>::max())));
@@ -88,7 +88,7 @@ Result<RegistryEntry> read_entry(element root, RegistryProfile profile)
     if (auto v = optional_member(obj, "health")) {
         e.health = std::string(NPS_TRY(read_string(*v, kProfile, "health")));
         if (e.health != "healthy" && e.health != "degraded" && e.health != "draining")
-            return field_error(kProfile, "health", "not healthy, degraded or draining: " + detail::quoted(e.health));
+            return field_error(kProfile, "health", "not healthy, degraded or draining: " + detail::quote_text(e.health));
     }
     if (auto v = optional_member(obj, "heartbeat_interval_ms"))
         NPS_TRY(read_uint(*v, kProfile, "heartbeat_interval_ms", 0, std::numeric_limits<std::uint32_t>::max()));

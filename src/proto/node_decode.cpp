@@ -17,7 +17,7 @@ Result<std::string> decode_action(element value, const std::string& path)
     if (url.size() > limits::kMaxUrlChars)
         return field_error(kDagInvalid, path, "longer than " + std::to_string(limits::kMaxUrlChars) + " characters");
     if (!is_valid_nwp_url(url))
-        return field_error(kDagInvalid, path, "expected an nwp://host/node-path URL, got " + quoted(url));
+        return field_error(kDagInvalid, path, "expected an nwp://host/node-path URL, got " + quote_text(url));
     return std::string(url);
 }
 
@@ -32,7 +32,7 @@ Result<std::vector<std::string>> decode_input_from(element value, const std::str
         const std::string item_path = index_path(path, i++);
         const std::string_view id = NPS_TRY(read_string(item, kDagInvalid, item_path));
         if (!is_valid_identifier(id))
-            return field_error(kDagInvalid, item_path, "invalid node id " + quoted(id));
+            return field_error(kDagInvalid, item_path, "invalid node id " + quote_text(id));
         out.emplace_back(id);
     }
     return out;
@@ -67,7 +67,7 @@ Result<DagNode> decode_node(element value, const std::string& path)
     const std::string_view id = NPS_TRY(read_string(id_value, kDagInvalid, id_path));
     if (!is_valid_identifier(id))
         return field_error(kDagInvalid, id_path,
-                           "invalid node id " + quoted(id) + " (expected 1..128 characters of A-Z a-z 0-9 . _ : -)");
+                           "invalid node id " + quote_text(id) + " (expected 1..128 characters of A-Z a-z 0-9 . _ : -)");
     node.id = std::string(id);
 
     const std::string action_path = member_path(path, "action");
@@ -78,7 +78,7 @@ Result<DagNode> decode_node(element value, const std::string& path)
     const element agent_value = NPS_TRY(required_member(obj, "agent", kDagInvalid, agent_path));
     const std::string_view agent = NPS_TRY(read_string(agent_value, kDagInvalid, agent_path));
     if (!is_valid_nid(agent))
-        return field_error(kDagInvalid, agent_path, "invalid NID " + quoted(agent) + " (expected urn:nps:...)");
+        return field_error(kDagInvalid, agent_path, "invalid NID " + quote_text(agent) + " (expected urn:nps:...)");
     node.agent = std::string(agent);
 
     if (auto v = optional_member(obj, "input_from"))

@@ -23,7 +23,7 @@ Result<Backoff> decode_backoff(element value, const std::string& path)
         return Backoff::fixed;
     if (text == "linear")
         return Backoff::linear;
-    return field_error(kDagInvalid, path, "expected \"exponential\", \"fixed\" or \"linear\", got " + quoted(text));
+    return field_error(kDagInvalid, path, "expected \"exponential\", \"fixed\" or \"linear\", got " + quote_text(text));
 }
 
 Result<std::vector<std::string>> decode_retry_on(element value, const std::string& path)
@@ -38,7 +38,7 @@ Result<std::vector<std::string>> decode_retry_on(element value, const std::strin
         const std::string item_path = index_path(path, i++);
         const std::string_view code = NPS_TRY(read_string(item, kDagInvalid, item_path));
         if (!is_valid_identifier(code))
-            return field_error(kDagInvalid, item_path, "invalid error code " + quoted(code));
+            return field_error(kDagInvalid, item_path, "invalid error code " + quote_text(code));
         out.emplace_back(code);
     }
     return out;

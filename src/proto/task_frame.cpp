@@ -32,7 +32,7 @@ Result<void> check_frame_type(const object& root)
     if (value->get(text) == simdjson::SUCCESS) {
         if (text == "0x40")
             return {};
-        return field_error(kMalformed, "frame", "expected 64 or \"0x40\", got " + quoted(text));
+        return field_error(kMalformed, "frame", "expected 64 or \"0x40\", got " + quote_text(text));
     }
     const std::uint64_t type = NPS_TRY(read_uint(*value, kMalformed, "frame", 0x40, 0x40));
     (void)type;
@@ -44,7 +44,7 @@ Result<std::string> read_identifier(element value, std::string_view path)
     const std::string_view id = NPS_TRY(read_string(value, kMalformed, path));
     if (!is_valid_identifier(id))
         return field_error(kMalformed, path,
-                           "invalid identifier " + quoted(id) + " (expected 1..128 characters of A-Z a-z 0-9 . _ : -)");
+                           "invalid identifier " + quote_text(id) + " (expected 1..128 characters of A-Z a-z 0-9 . _ : -)");
     return std::string(id);
 }
 
@@ -57,7 +57,7 @@ Result<TaskPriority> read_priority(element value)
         return TaskPriority::normal;
     if (text == "high")
         return TaskPriority::high;
-    return field_error(kMalformed, "priority", "expected \"low\", \"normal\" or \"high\", got " + quoted(text));
+    return field_error(kMalformed, "priority", "expected \"low\", \"normal\" or \"high\", got " + quote_text(text));
 }
 
 Result<CompensationPolicy> read_compensation_policy(element value)
@@ -70,7 +70,7 @@ Result<CompensationPolicy> read_compensation_policy(element value)
     if (text == "none")
         return CompensationPolicy::none;
     return field_error(kMalformed, "compensation_policy",
-                       "expected \"best_effort\", \"strict\" or \"none\", got " + quoted(text));
+                       "expected \"best_effort\", \"strict\" or \"none\", got " + quote_text(text));
 }
 
 Result<AggregateMode> read_aggregate(element value)
@@ -82,7 +82,7 @@ Result<AggregateMode> read_aggregate(element value)
             return mode;
     return field_error(kMalformed, "aggregate",
                        "expected \"merge\", \"first\", \"all\", \"fastest_k\", \"weighted_first_k\" or "
-                       "\"merge_all\", got " + quoted(text));
+                       "\"merge_all\", got " + quote_text(text));
 }
 
 // The task-level aggregation extension: `aggregate_k` only means something

@@ -12,8 +12,6 @@ namespace detail {
 
 namespace {
 
-constexpr std::size_t kMaxQuotedBytes = 64;
-
 Error problem(std::string text) { return internal_error(std::move(text)); }
 
 bool is_env_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
@@ -27,26 +25,6 @@ Error spec_error(std::string_view path, std::string_view text)
     message += ": ";
     message += text;
     return protocol_error(kSpawnSpecInvalid, std::move(message));
-}
-
-std::string quote_text(std::string_view text)
-{
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out = "'";
-    for (char c : text.substr(0, kMaxQuotedBytes)) {
-        const auto b = static_cast<unsigned char>(c);
-        if (b < 0x20 || b == 0x7f || c == '\'' || c == '\\') {
-            out += "\\x";
-            out += kHex[b >> 4];
-            out += kHex[b & 0xf];
-        } else {
-            out += c;
-        }
-    }
-    out += '\'';
-    if (text.size() > kMaxQuotedBytes)
-        out += "...";
-    return out;
 }
 
 Result<void> check_image(std::string_view image)

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "nps/base/quote.hpp"
 #include "nps/base/result.hpp"
 
 namespace nps::spawn::detail {
@@ -18,9 +19,8 @@ inline constexpr std::int64_t kMaxTimeoutSeconds = std::numeric_limits<std::int3
 // NOP-SPAWN-SPEC-INVALID "<path>: <problem>".
 Error spec_error(std::string_view path, std::string_view problem);
 
-// 'text' in single quotes, control bytes and quotes escaped, cut after 64
-// bytes: untrusted text in one short message line.
-std::string quote_text(std::string_view text);
+// Untrusted text in a message (base/quote.hpp).
+using nps::quote_text;
 
 Result<void> check_image(std::string_view image);                       // path "image"
 Result<void> check_argument(std::string_view argument, bool first);     // path "command[i]"
