@@ -20,7 +20,7 @@ struct AsyncFetcher::Op {
     std::unique_ptr<detail::Hop> hop;         // the hop in progress
     CurlMulti* multi = nullptr;
     CurlMulti::TransferId transfer = 0;
-    event::EventLoop::TimerId timer = 0;               // a step waiting for the next round
+    event::EventLoop::TimerId timer = 0;      // a step waiting for the next round
 };
 
 AsyncFetcher::AsyncFetcher(event::EventLoop& loop) : loop_(loop) {}
@@ -78,10 +78,10 @@ void AsyncFetcher::finish(Id id, Result<FetchedResponse> result)
 void AsyncFetcher::fail_later(Id id, Error error)
 {
     ops_.at(id)->timer = loop_.add_timer_after(std::chrono::milliseconds(0),
-                                                  [this, id, error = std::move(error)]() mutable {
-                                                      ops_.at(id)->timer = 0;
-                                                      finish(id, std::move(error));
-                                                  });
+                                               [this, id, error = std::move(error)]() mutable {
+                                                   ops_.at(id)->timer = 0;
+                                                   finish(id, std::move(error));
+                                               });
 }
 
 AsyncFetcher::Id AsyncFetcher::trusted(const TrustedRequest& request, Done done)
