@@ -30,6 +30,9 @@ IMAGE = "nps-demo-worker:1"
 INBOX = "urn:nps:agent:conformance.test:exec"
 SKIP = 77
 
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import pg_scratch  # noqa: E402
+
 
 def unavailable_reason():
     if os.geteuid() != 0:
@@ -158,8 +161,12 @@ def main():
         run([binary, "image", "import", os.path.join(work, "image/oci"), "--name", IMAGE,
              "--state-dir", state, "--config", config], os.path.join(work, "image.log"))
         with open(serve_log, "wb") as log:
+            # A PostgreSQL pass (tc-n3-suite-pg): the store is a fresh schema
+            # of the test server.
+            store = ["--store", pg_scratch.scratch_store_url()] if pg_scratch.on_postgres() else []
             daemon = subprocess.Popen([binary, "serve", "--config", config, "--state-dir", state,
-                                       "--listen", "127.0.0.1:0", "--socket", os.path.join(state, "api.sock")],
+                                       "--listen", "127.0.0.1:0", "--socket", os.path.join(state, "api.sock"),
+                                       *store],
                                       stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
         def ready():

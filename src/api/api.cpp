@@ -313,15 +313,24 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
 
 Result<net::HttpResponse> Api::healthz()
 {
-    auto store = stores_.acquire();
-    if (!store)
-        return protocol_error("NPS-SERVER-UNAVAILABLE", store.error().describe());
     nlohmann::json limits = nlohmann::json::object();
     for (const auto& [controller, by] : host_.limits_enforced_by)
         limits[controller] = by.empty() ? nlohmann::json(nullptr) : nlohmann::json(by);
     nlohmann::json cgroup = {{"mode", host_.cgroup_mode}, {"limits", limits}};
     if (!host_.cgroup_problem.empty())
         cgroup["problem"] = host_.cgroup_problem;
+    // Which task store, and where (a PostgreSQL URL without its password).
+    const nlohmann::json store_info = {
+        {"backend", config_.store_url.empty() ? "sqlite" : "postgresql"},
+        {"location", config_.store_url.empty() ? config_.database_path() : store::redact_store_url(config_.store_url)}};
+    auto store = stores_.acquire();
+    if (!store)  // e.g. the database server is unreachable: reconnected on the next request
+        return json_response(503, {{"status", "degraded"},
+                                   {"version", NPS_RUNNER_VERSION},
+                                   {"runner_nid", config_.runner_nid},
+                                   {"store", store_info},
+                                   {"cgroup", cgroup},
+                                   {"problem", "the task store cannot be opened: " + store.error().describe()}});
     // 503 while runner.db cannot be written (disk full, I/O errors): the
     // daemon answers, but deposits and records fail (docs/api.md).
     const store::WriteHealth write = store::write_health();
@@ -330,6 +339,7 @@ Result<net::HttpResponse> Api::healthz()
                            {"runner_nid", config_.runner_nid},
                            {"inboxes", config_.inboxes},
                            {"schema_version", (*store)->schema_version()},
+                           {"store", store_info},
                            {"cgroup", cgroup}};
     if (hooks_.executor)
         body["executor"] = nlohmann::json::parse(hooks_.executor(), nullptr, /*allow_exceptions=*/false);

@@ -12,7 +12,7 @@ namespace nps::cli {
 Result<std::vector<ImageInUse>> images_in_use(const config::Config& config, image::ImageStore& images,
                                               const std::vector<std::string>& targets)
 {
-    auto store = NPS_TRY(store::Store::open({.path = config.database_path()}, SystemClock::instance()));
+    auto store = NPS_TRY(store::Store::open(config.store_options(store::Synchronous::full), SystemClock::instance()));
     struct Used {
         std::string nid, image;
         image::ResolvedImage resolved;

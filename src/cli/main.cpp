@@ -42,6 +42,8 @@ Verbs:
   image ls | rm REF... | gc | inspect REF
                             list, remove, garbage-collect and inspect stored images
   config check [--config F] validate a config file; print every setting and its source
+  store migrate [--store URL]
+                            bring the task store's schema (runner.db or PostgreSQL) up to date
   status                    summarise a running daemon: cgroups, tasks, workers, inboxes
   ps                        the running workers: task, node, pid, uptime, memory, CPU
   ui [--task ID] [--open]   print (or open) a one-time login URL of the web dashboard
@@ -79,6 +81,7 @@ constexpr Verb kVerbs[] = {
     {"image", "gc", image_gc},
     {"image", "inspect", image_inspect},
     {"config", "check", config_check},
+    {"store", "migrate", store_migrate},
     {"status", nullptr, status},
     {"ui", nullptr, ui},
     {"ps", nullptr, ps},
@@ -106,7 +109,7 @@ int main(int argc, char** argv)
     }
     // A group verb without its sub-verb: the sub-verbs, on stdout for
     // --help (exit 0), else as a usage error.
-    for (const char* group : {"task", "image", "config"}) {
+    for (const char* group : {"task", "image", "config", "store"}) {
         if (std::strcmp(argv[1], group) != 0)
             continue;
         std::string subs;

@@ -15,6 +15,7 @@ struct FlagKey {
 constexpr FlagKey kFlagKeys[] = {
     {"--state-dir", "runner.state_dir"}, {"--listen", "api.listen"},   {"--socket", "api.socket"},
     {"--runner-nid", "runner.nid"},      {"--inbox", "runner.inboxes"}, {"--upstream-npsd", "upstream.npsd_url"},
+    {"--store", "store.url"},
 };
 
 }  // namespace
@@ -29,6 +30,8 @@ std::vector<OptionSpec> serve_config_options()
         {"--runner-nid", "NID", "this runner's NID (default urn:nps:node:<hostname>:nps-runner)"},
         {"--inbox", "NID", "an inbox this runner claims and executes from", true},
         {"--upstream-npsd", "URL", "pull the (first) inbox's TaskFrames from this npsd (http(s) API root)"},
+        {"--store", "URL",
+         "task store shared by several hosts: postgresql://… (libpq URI; default: <state-dir>/runner.db)"},
     };
 }
 
@@ -41,6 +44,9 @@ Result<void> check_serve_flags(const ParsedArgs& args)
             return internal_error("--inbox '" + nid + "' is not a NID (urn:nps:…)");
     if (auto v = args.value("--upstream-npsd"); v && !config::is_service_url(*v))
         return internal_error("--upstream-npsd '" + *v + "' is not an http(s) URL with a host");
+    if (auto v = args.value("--store"); v && !v->empty() && !store::is_postgres_url(*v))
+        return internal_error("--store '" + store::redact_store_url(*v) +
+                              "' is not a postgresql:// URL (leave it out for the embedded runner.db)");
     return {};
 }
 
@@ -62,6 +68,8 @@ Result<config::Config> load_serve_config(const ParsedArgs& args)
         config.runner_nid = *v;
     if (args.flag("--inbox"))
         config.inboxes = args.values("--inbox");
+    if (auto v = args.value("--store"))
+        config.store_url = *v;
     if (auto v = args.value("--upstream-npsd")) {
         config.upstream.npsd_url = *v;
         while (config.upstream.npsd_url->size() > 1 && config.upstream.npsd_url->back() == '/')

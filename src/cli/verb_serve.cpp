@@ -16,7 +16,7 @@ int serve(int argc, char** argv, int first)
     const VerbSpec spec{
         "serve",
         "[--config FILE] [--state-dir DIR] [--listen ADDR:PORT] [--socket PATH] [--runner-nid NID] [--inbox NID]...\n"
-        "      [--upstream-npsd URL]",
+        "      [--upstream-npsd URL] [--store postgresql://…]",
         "Run the nps-runner daemon: the HTTP API (inbox, claims, leases, tasks, NDP registry,\n"
         "/healthz, /metrics) on TCP and on a unix socket, over the durable store in the state directory.",
         "Settings come from the config file; flags override it. The TCP listener binds loopback\n"
@@ -34,6 +34,9 @@ int serve(int argc, char** argv, int first)
         "on disk, and runs them as usual: e.g.\n"
         "  nps-runner serve --upstream-npsd https://npsd.example:8443 --inbox urn:nps:agent:example.com:jobs\n"
         "([upstream] token_file for the npsd's bearer token; docs/upstream.md).\n"
+        "With --store (or [store] url) the tasks live in a PostgreSQL database that runners on several\n"
+        "hosts share; each host keeps its images, workers and runner.db of its own (docs/scale-out.md):\n"
+        "  nps-runner serve --store 'postgresql://nps@db.example/nps?sslmode=verify-full'\n"
         "'nps-runner config check' takes the same flags and shows the settings they give.",
         serve_config_options(),
         0,

@@ -58,6 +58,8 @@ int status(int argc, char** argv, int first)
         std::printf("server    %s (%s)\n", client.describe().c_str(), text(h["status"]).c_str());
         std::printf("version   %s, schema %s\n", text(h["version"]).c_str(), text(h["schema_version"]).c_str());
         std::printf("runner    %s\n", text(h["runner_nid"]).c_str());
+        if (h.contains("store") && h["store"].is_object())
+            std::printf("store     %s, %s\n", text(h["store"]["backend"]).c_str(), text(h["store"]["location"]).c_str());
         if (degraded)
             std::printf("store     degraded: %s\n", text(h["problem"]).c_str());
         const Json& cg = h["cgroup"];

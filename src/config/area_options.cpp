@@ -49,6 +49,7 @@ Result<report::DelivererOptions> deliverer_options(const Config& config)
     const ReportPolicy& r = config.report;
     report::DelivererOptions options{
         .database_path = config.database_path(),
+        .store_url = config.store_url,
         .synchronous = config.synchronous,
         .owner_prefix = config.runner_nid.empty() ? std::string("nps-runner") : config.runner_nid,
         .task_store_url = r.task_store_url,

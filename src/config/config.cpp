@@ -261,7 +261,13 @@ Result<void> apply_inbox(const TableReader& t, Config& c)
 
 Result<void> apply_store(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"synchronous", "progress_synchronous", "task_retention_hours"}));
+    NPS_TRY_VOID(t.check_keys({"url", "synchronous", "progress_synchronous", "task_retention_hours"}));
+    if (auto v = NPS_TRY(t.string("url"))) {
+        if (!v->empty() && !store::is_postgres_url(*v))
+            return t.fail("url", "must be a postgresql:// URL (or empty for the embedded runner.db), not '" +
+                                     store::redact_store_url(*v) + "'");
+        c.store_url = *v;
+    }
     // 1 s to 100 years; fractions of an hour allowed (0.5 = 30 minutes).
     if (auto v = NPS_TRY(t.number("task_retention_hours", 1.0 / 3600, 876'000)))
         c.task_retention_seconds = static_cast<std::int64_t>(*v * 3600 + 0.5);

@@ -30,6 +30,7 @@
 #include "nps/image/summary_json.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/report/deliverer.hpp"
+#include "nps/store/deposit_signal.hpp"
 #include "nps/store/startup_check.hpp"
 #include "nps/store/store_pool.hpp"
 #include "access.hpp"
@@ -215,11 +216,10 @@ Result<void> run(config::Config config, ConfigLoader reload)
     }));
 
     const Clock& clock = SystemClock::instance();
-    store::OpenOptions store_options{.path = config.database_path(), .synchronous = config.synchronous};
+    const store::OpenOptions store_options = config.store_options(config.synchronous);
     // The executor's progress (claims, node states, events) on its own
     // connection: docs/executor.md "Durability".
-    auto loop_store = NPS_TRY(store::Store::open(
-        {.path = store_options.path, .synchronous = config.progress_synchronous}, clock));
+    auto loop_store = NPS_TRY(store::Store::open(config.store_options(config.progress_synchronous), clock));
     store::StorePool pool(store_options, clock);
     std::optional<cgroup::CgroupBase> cgroup_base;
     api::Api api(config, pool, clock, *loop, prepare_worker_cgroups(cgroup_base));
@@ -240,10 +240,19 @@ Result<void> run(config::Config config, ConfigLoader reload)
                                                   deliverer->notify();
                                                   api.recorded();
                                               }}));
+    // A shared (PostgreSQL) store: deposits through other hosts wake our
+    // claims too (docs/scale-out.md); none for runner.db.
+    auto deposit_signal =
+        NPS_TRY(store::DepositSignal::open(store_options, *loop, [&executor] { executor->wake(); }));
     // The HTTP server runs on the loop (docs/api.md "Threading"); blocking
     // routes go to api_jobs and answer back on the loop.
     auto api_jobs = NPS_TRY(event::JobPool::create(*loop, kApiJobThreads, "nps-api-jobs"));
-    api.set_hooks({.deposited = [&executor] { executor->wake(); },
+    api.set_hooks({.deposited =
+                       [&executor, &deposit_signal] {
+                           executor->wake();
+                           if (deposit_signal)
+                               deposit_signal->deposited();
+                       },
                    .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
                    .metrics = [&executor] { return executor->render_metrics(); },
                    .executor = [&executor] { return executor->status_json(); },
@@ -278,7 +287,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
             api.handle(r, std::move(respond));
         }))));
 
-    log::info("store " + config.database_path() + " (schema " + std::to_string(loop_store->schema_version()) + ")");
+    log::info("store " + (config.store_url.empty() ? config.database_path() : store::redact_store_url(config.store_url)) + " (schema " + std::to_string(loop_store->schema_version()) + ")");
     if (http_options.tcp_listen) {
         auto address = NPS_TRY(net::parse_listen_address(config.listen));
         std::string host = address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first;

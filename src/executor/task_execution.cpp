@@ -20,6 +20,10 @@ namespace {
 constexpr const char* kClaimConflict = "NOP-CLAIM-CONFLICT";
 constexpr const char* kTaskNotFound = "NOP-TASK-NOT-FOUND";
 constexpr std::chrono::seconds kRenewRetry{1};
+// Workers stop this long before the lease could run out unrenewed: time for
+// the stop itself, and for monotonic clocks that run at slightly different
+// rates.
+constexpr std::chrono::seconds kLeaseSafetyMargin{2};
 constexpr std::chrono::seconds kRecordRetry{1};
 // Progress events: at most one a second per node, their data kept up to 4 KiB
 // (docs/api.md "Progress").
@@ -234,6 +238,8 @@ void TaskExecution::start()
         log::info("task " + task_id() + ": resuming after " + std::to_string(options.prior.size()) +
                   " node(s) an earlier claim finished", {.task_id = task_id()});
     run_ = std::make_unique<nop::TaskRun>(task_, *this, std::move(options));
+    // claimed_ is a little after the claim was asked for: the margin covers it.
+    lease_sure_until_ = claimed_ + std::chrono::seconds(ctx_.config.executor.lease_seconds);
     renew_timer_ = ctx_.loop.add_timer_after(std::chrono::milliseconds(ctx_.config.executor.lease_seconds * 1000 / 3),
                                              [this] { renew_lease(); });
     run_->start();
@@ -683,11 +689,22 @@ void TaskExecution::renew_lease()
     renew_timer_ = 0;
     if (ended_ && !unrecorded_end_)
         return;
+    const event::EventLoop::TimePoint asked = event::EventLoop::now();
     auto renewed = ctx_.store.renew(task_id(), lease_.runner_nid, ctx_.config.executor.lease_seconds);
     std::chrono::milliseconds next(ctx_.config.executor.lease_seconds * 1000 / 3);
+    if (renewed)
+        lease_sure_until_ = asked + std::chrono::seconds(ctx_.config.executor.lease_seconds);
     if (!renewed) {
         if (is_lease_lost(renewed.error())) {
             lease_refused(renewed.error());
+            return;
+        }
+        // The store cannot be reached (a lost database connection): once the
+        // lease may have run out, another runner may take the task over, so
+        // the workers stop before that moment.
+        if (event::EventLoop::now() + kRenewRetry + kLeaseSafetyMargin >= lease_sure_until_) {
+            abandon("its lease could not be renewed before it may run out (" + renewed.error().describe() +
+                    "): another runner may take the task over");
             return;
         }
         log::warning("task " + task_id() + ": lease renewal failed, retrying: " + renewed.error().describe(),

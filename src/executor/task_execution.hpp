@@ -109,6 +109,12 @@ private:
     std::uint64_t next_serial_ = 1;
     std::size_t outstanding_ = 0;                          // preparations + workers not yet ended
     event::EventLoop::TimerId renew_timer_ = 0;
+    // Until when, on this host's monotonic clock, the lease is surely ours:
+    // the moment the claim or the last renewal that succeeded was asked for,
+    // plus the lease's length (the store granted it no earlier, by its own
+    // clock). Never compared with a wall clock (docs/durability.md, "Leases
+    // across hosts").
+    event::EventLoop::TimePoint lease_sure_until_{};
     std::deque<store::NodeResult> unrecorded_;          // node results the store has not taken yet
     std::optional<store::TaskOutcome> unrecorded_end_;  // the task's end, written after them
     event::EventLoop::TimerId record_timer_ = 0;

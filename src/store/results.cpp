@@ -2,7 +2,7 @@
 // Node results, idempotent on (task_id, node_id, dedup_key) (NPS-5 §8.1,
 // CR-0007 §4.3): a reclaiming runner asks is_node_terminal() and skips what
 // is already done.
-#include "nps/base/limits.hpp"
+#include "node_rules.hpp"
 #include "sqlite_store.hpp"
 
 namespace nps::store::detail {
@@ -30,37 +30,11 @@ NodeResult read_node_result(const SQLite::Statement& st)
     return r;
 }
 
-// The saga's order: COMPLETED → COMPENSATING → COMPENSATED | COMPENSATION_FAILED.
-int saga_rank(const std::string& state)
-{
-    if (state == "COMPLETED")
-        return 1;
-    if (state == "COMPENSATING")
-        return 2;
-    if (state == "COMPENSATED" || state == "COMPENSATION_FAILED")
-        return 3;
-    return 0;
-}
-
-// A report (e.g. a task store's PATCH replayed by a durable outbox) of a saga
-// state the node has already moved past.
-bool is_stale_saga_report(const std::string& recorded, const std::string& reported)
-{
-    const int reported_rank = saga_rank(reported);
-    return reported_rank > 0 && reported_rank < 3 && saga_rank(recorded) > reported_rank;
-}
-
 }  // namespace
 
 Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
 {
-    if (!is_valid_node_state(result.state))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Node '" + result.node_id + "' of task '" + result.task_id +
-                                                            "': '" + result.state + "' is not a node state");
-    if (result.result_json && result.result_json->size() > limits::kMaxNodeResultBytes)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Node '" + result.node_id + "' of task '" + result.task_id +
-                                                            "': result exceeds " +
-                                                            std::to_string(limits::kMaxNodeResultBytes) + " bytes");
+    NPS_TRY_VOID(check_node_result(result));
     return guarded<RecordOutcome>(
         [&] { return "Failed to record the result of node '" + result.node_id + "' of task '" + result.task_id + "'"; },
         [&]() -> Result<RecordOutcome> {

@@ -118,7 +118,11 @@ int bound_write_ahead_log(void*, sqlite3* db, const char* schema, int frames)
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clock& clock)
+}  // namespace nps::store
+
+namespace nps::store::detail {
+
+Result<std::unique_ptr<Store>> open_sqlite(const OpenOptions& options, const Clock& clock)
 {
     const std::string& path = options.path;
     if (path.empty())
@@ -174,10 +178,6 @@ Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clo
         return refuse(path, e.what());
     }
 }
-
-}  // namespace nps::store
-
-namespace nps::store::detail {
 
 SqliteStore::SqliteStore(std::unique_ptr<SQLite::Database> db, const Clock& clock, std::string path, int version)
     : db_(std::move(db)), clock_(clock), path_(std::move(path)), version_(version)

@@ -24,6 +24,7 @@
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
 
+#include "json_text.hpp"
 #include "nps/store/store.hpp"
 
 namespace nps::store::detail {
@@ -35,6 +36,9 @@ inline constexpr std::int64_t kNoExpiry = std::numeric_limits<std::int64_t>::max
 #define NPS_STORE_TERMINAL_TASK_STATES "('COMPLETED','FAILED','CANCELLED')"
 #define NPS_STORE_TERMINAL_NODE_STATES \
     "('COMPLETED','FAILED','CANCELLED','SKIPPED','COMPENSATED','COMPENSATION_FAILED')"
+
+// Store::open for a runner.db file (sqlite_store.cpp).
+Result<std::unique_ptr<Store>> open_sqlite(const OpenOptions& options, const Clock& clock);
 
 // The latest schema version this binary knows (schema.cpp).
 int latest_schema_version();
@@ -123,10 +127,6 @@ struct ClaimedRow {
     std::string dedup_key;
     std::string dag_hash;
 };
-
-// Compact JSON text; invalid UTF-8 in a string is replaced (U+FFFD) rather
-// than thrown on, so an odd runner NID cannot make an event fail.
-std::string json_text(const nlohmann::json& value);
 
 std::optional<std::string> optional_text(const SQLite::Statement& stmt, int column);
 void bind_optional(SQLite::Statement& stmt, int index, const std::optional<std::string>& value);

@@ -50,7 +50,7 @@ WriteHealth write_health()
         const std::int64_t now = SystemClock::instance().now_ms();
         if (now - s.last_probe_ms >= kStoreProbeIntervalMs) {
             s.last_probe_ms = now;
-            if (space_is_back(s.path))
+            if (!s.path.empty() && space_is_back(s.path))
                 s.health = {};
         }
     }

@@ -6,7 +6,8 @@ Rules (docs/architecture.md):
   1. every directory under src/ and include/nps/ is an area listed in
      src/layers.txt, and every listed area exists;
   2. a file of area A includes "nps/B/..." only when B is A or listed above A;
-  3. a file under src/ includes no other area's private headers ("../B/...");
+  3. a file under src/ includes no other area's private headers ("../B/...";
+     a sub-folder of an area may include the area's own, "../x.hpp");
   4. tests, benchmarks, conformance and fuzz drivers include private headers
      (".../src/...") only when tests/lint/private_includes.txt lists them.
 
@@ -87,9 +88,13 @@ def check(root):
                     elif area in rank and rank[used] > rank[area]:
                         problems.append(f'{rel}:{number}: area {area!r} includes {target}, '
                                         f'but {used!r} is layered above {area!r} (src/layers.txt)')
+                # "../" may climb from an area's sub-folder to the area's own
+                # private headers (store/postgres/ → store/), never out of it.
                 if target.startswith('../') and top == 'src':
-                    problems.append(f'{rel}:{number}: includes {target}: another directory\'s private '
-                                    'header (use its public header under include/nps/)')
+                    resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+                    if area is None or area_of(resolved) != area:
+                        problems.append(f'{rel}:{number}: includes {target}: another directory\'s private '
+                                        'header (use its public header under include/nps/)')
 
     allowed = set(read_list(os.path.join(root, 'tests', 'lint', 'private_includes.txt')))
     used_allowance = set()

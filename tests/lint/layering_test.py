@@ -68,6 +68,9 @@ planted('the event loop including the supervisor fails',
 planted("another area's private header fails",
         lambda r: append(r, 'src/net/http_server.cpp', '#include "../api/json_io.hpp"'),
         'src/net/http_server.cpp:', 'private')
+planted("a sub-folder climbing out of its area fails",
+        lambda r: append(r, 'src/store/postgres/pg_rows.cpp', '#include "../../image/image_db.hpp"'),
+        'src/store/postgres/pg_rows.cpp:', 'private')
 planted('an unlisted test including a private header fails',
         lambda r: append(r, 'tests/unit/base/digest_test.cpp', '#include "../../../src/store/sqlite_store.hpp"'),
         'tests/unit/base/digest_test.cpp:', 'private_includes.txt')

@@ -15,8 +15,11 @@
 #include <mutex>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
+
+#include "pg_scratch.hpp"
 
 namespace nps::test {
 
@@ -109,6 +112,17 @@ bool RunnerProcess::start()
     std::vector<std::string> args = {runner_binary(), "serve", "--config", config, "--state-dir", dir,
                                      "--listen", options_.listen, "--socket", options_.unix_socket ? socket_ : "none"};
     args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+    // A PostgreSQL pass (pg_scratch.hpp): each state directory's store is a
+    // fresh schema of the test server, kept across restarts.
+    if (!nps::test::pg_test_url().empty() &&
+        std::find(options_.extra_args.begin(), options_.extra_args.end(), "--store") == options_.extra_args.end()) {
+        static std::map<std::string, std::unique_ptr<nps::test::PgScratchSchema>> schemas;
+        auto& schema = schemas[dir];
+        if (!schema)
+            schema = std::make_unique<nps::test::PgScratchSchema>(nps::test::pg_test_url());
+        args.push_back("--store");
+        args.push_back(schema->url());
+    }
 
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);

@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """`nps-runner serve` for the Python tests: started on a state directory with
 a TCP listener on a free loopback port and no unix socket, its log in
-<state>/serve.log."""
+<state>/serve.log. In a PostgreSQL pass (pg_scratch.on_postgres()) each
+state directory gets a fresh schema of the test server as its store
+(--store), kept across restarts, unless extra_args names one."""
 
 import re
 import subprocess
 import time
 from pathlib import Path
+
+import pg_scratch
 
 
 def start_serve(runner, state, extra_args=()):
@@ -14,6 +18,8 @@ def start_serve(runner, state, extra_args=()):
     generated token) once it logged "ready", or raises RuntimeError with the log."""
     log_path = Path(state, "serve.log")
     log = open(log_path, "w+")
+    if pg_scratch.on_postgres() and "--store" not in extra_args:
+        extra_args = (*extra_args, "--store", pg_scratch.store_url_for(str(Path(state).resolve())))
     daemon = subprocess.Popen([runner, "serve", "--config", f"{state}/config.toml", "--state-dir", state,
                                "--listen", "127.0.0.1:0", "--socket", "none", *extra_args],
                               stdout=log, stderr=log)

@@ -12,6 +12,7 @@ int task_show(int argc, char** argv, int first);
 int task_ls(int argc, char** argv, int first);
 int task_watch(int argc, char** argv, int first);
 int config_check(int argc, char** argv, int first);
+int store_migrate(int argc, char** argv, int first);
 int task_logs(int argc, char** argv, int first);
 int task_wait(int argc, char** argv, int first);
 int task_cancel(int argc, char** argv, int first);

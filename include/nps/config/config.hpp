@@ -140,6 +140,11 @@ struct Config {
     std::int64_t max_inboxes = 1000;  // NIDs that may hold tasks at once (a deposit for one more is refused)
 
     // [store]
+    // url (or `serve --store`): "postgresql://…" puts the tasks in that
+    // PostgreSQL database, shared by runners on several hosts
+    // (docs/scale-out.md); empty: the embedded <state_dir>/runner.db. Images
+    // stay in runner.db either way (per host).
+    std::string store_url;
     store::Synchronous synchronous = store::Synchronous::full;           // deposits and the API's writes
     store::Synchronous progress_synchronous = store::Synchronous::normal;  // the executor's claims and node records
     // task_retention_hours (docs/retention.md): finished tasks older than this
@@ -189,6 +194,11 @@ struct Config {
     proto::ndp::AnnounceTrust announce_trust;
 
     std::string database_path() const { return state_dir + "/runner.db"; }
+    // How to open the task store: store_url, else runner.db.
+    store::OpenOptions store_options(store::Synchronous sync) const
+    {
+        return {.path = database_path(), .url = store_url, .synchronous = sync};
+    }
     std::string generated_token_path() const { return state_dir + "/" + kGeneratedTokenFile; }
 };
 

@@ -68,6 +68,7 @@ namespace nps::report {
 
 struct DelivererOptions {
     std::string database_path{};                              // runner.db
+    std::string store_url{};                                  // a PostgreSQL store instead (Config::store_url)
     store::Synchronous synchronous = store::Synchronous::full;
     std::string owner_prefix = "nps-runner";                  // names this deliverer's leases (a pid and a nonce are added)
     std::optional<std::string> task_store_url{};              // none: node rows are discarded

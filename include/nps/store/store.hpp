@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The durable store: per-NID inbox, the task-claim protocol (NPS-5 §8.1,
 // CR-0007 §4), node results, task state, the event log and local NDP
-// announces — in one SQLite database in WAL mode (runner.db).
+// announces — in one SQLite database in WAL mode (runner.db), or in a
+// PostgreSQL database shared by runners on several hosts (OpenOptions::url,
+// docs/scale-out.md). Both implementations keep every contract below.
 //
 // Contract:
 //  - Every public operation is one transaction; a returned success is durable
@@ -29,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nps/base/clock.hpp"
@@ -39,10 +42,21 @@ namespace nps::store {
 
 enum class Synchronous { full, normal };
 
+// Where a PostgreSQL store's "now" comes from (lease expiries, deposit and
+// TTL times): the database server's clock, so that runners on hosts whose
+// clocks disagree still agree on who holds a lease (docs/durability.md), or
+// the Clock given to open() (tests with a FakeClock). SQLite always uses the
+// Clock given to open(): every user of one file is on one host.
+enum class ClockSource { database, caller };
+
 struct OpenOptions {
     std::string path{};                            // runner.db; ":memory:" is refused (WAL needs a file)
+    // "postgresql://…" or "postgres://…" (a libpq URI): the PostgreSQL store
+    // instead of the file at `path` (docs/scale-out.md). Empty: SQLite.
+    std::string url{};
     Synchronous synchronous = Synchronous::full;   // normal: survives process crash, may lose the last commits on power loss
     int busy_timeout_ms = 5000;
+    ClockSource clock_source = ClockSource::database;
 };
 
 // The schema version this build creates and migrates to (runner.db's PRAGMA user_version).
@@ -266,6 +280,13 @@ public:
     // Dead rows, newest first; limit 0 → kDefaultTaskListLimit.
     virtual Result<std::vector<ReportRow>> dead_reports(std::uint32_t limit) = 0;
 };
+
+// True for a URL that selects the PostgreSQL store: "postgresql://…" or
+// "postgres://…" (libpq URIs, docs/scale-out.md).
+bool is_postgres_url(std::string_view url);
+// The store URL with any password replaced by "***": for messages, logs and
+// `status`.
+std::string redact_store_url(const std::string& url);
 
 // Clamp to [limits::kMinLeaseSeconds, limits::kMaxLeaseSeconds].
 std::uint32_t clamp_lease_seconds(std::uint32_t requested);

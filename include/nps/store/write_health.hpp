@@ -32,7 +32,8 @@ struct WriteHealth {
 // The current state; probes (see above) when degraded.
 WriteHealth write_health();
 
-// Used by the store's connections.
+// Used by the store's connections. An empty path (a PostgreSQL store: no
+// file of ours to probe) clears only with the next committed write.
 void mark_write_failed(const std::string& path, const std::string& problem);
 void mark_write_succeeded();
 

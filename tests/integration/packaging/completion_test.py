@@ -54,7 +54,8 @@ def main():
     groups = {"task": {"show", "ls", "wait", "watch", "logs", "cancel", "rm", "prune"},
               "image": {"import", "pull", "ls", "rm", "gc", "inspect"},
               "announce": {"ls", "rm", "resolve"},
-              "config": {"check"}}
+              "config": {"check"},
+              "store": {"migrate"}}
     for group, subs in groups.items():
         offered = complete(bash_script, runner, [group, ""])
         check(subs <= offered, f"`nps-runner {group} <TAB>` offers {sorted(subs)} ({sorted(offered)})")

@@ -10,6 +10,9 @@
 //    before it: never two live leases on one task;
 //  - every crash (or fenced complete) was followed by exactly one reclaim.
 // The claim time is exact: the store sets expiry = now + clamped seconds.
+// In its PostgreSQL pass (store-race-pg) the four processes share a schema of
+// the test server instead: "several hosts" on one database, whose clock
+// gives every lease time.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -28,6 +32,7 @@
 #include "nps/base/clock.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/store/store.hpp"
+#include "pg_scratch.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -56,8 +61,13 @@ std::string runner_nid(int i)
     return "urn:nps:node:race:runner-" + std::to_string(i);
 }
 
+// The PostgreSQL pass's schema URL; empty: runner.db.
+std::string g_store_url;
+
 OpenOptions options(const std::string& path)
 {
+    if (!g_store_url.empty())
+        return {.url = g_store_url};
     // NORMAL keeps the test fast on slow disks; locking and the claim
     // protocol are the same as with FULL (durability is store-kill9's job).
     return {.path = path, .synchronous = Synchronous::normal, .busy_timeout_ms = 60'000};
@@ -242,6 +252,11 @@ int main()
 {
     nps::test::TempDir dir("nps-store-race");
     const std::string db_path = dir.file("runner.db");
+    std::unique_ptr<nps::test::PgScratchSchema> pg_schema;
+    if (const std::string url = nps::test::pg_test_url(); !url.empty()) {
+        pg_schema = std::make_unique<nps::test::PgScratchSchema>(url);
+        g_store_url = pg_schema->url();
+    }
     const auto started = std::chrono::steady_clock::now();
     {
         auto opened = Store::open(options(db_path), nps::SystemClock::instance());

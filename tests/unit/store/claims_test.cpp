@@ -298,7 +298,7 @@ TEST_CASE_FIXTURE(StoreFixture, "an expired lease is reclaimed from the head by 
 TEST_CASE_FIXTURE(StoreFixture, "a second Store on the same file sees the lease at once")
 {
     deposit("task-1");
-    auto other = Store::open({.path = dir.file("runner.db")}, clock);
+    auto other = Store::open(location.options(), clock);
     REQUIRE(other);
     claim_head(kRunnerA, 30);
     auto conflict = (*other)->claim({.nid = kNid, .runner_nid = kRunnerB, .lease_seconds = 30, .task_id = "task-1"});

@@ -70,7 +70,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a position is never given twice, even after the
     CHECK(events->front().pos > last);
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "a version 4 file's events get their positions in time order when it is opened")
+TEST_CASE_FIXTURE(StoreFixture, "a version 4 file's events get their positions in time order when it is opened" * doctest::test_suite("sqlite"))
 {
     deposit("first");
     clock.advance_ms(10);

@@ -47,7 +47,7 @@ bool shared_range_locked_by_another_process(const std::string& path)
 
 }  // namespace
 
-TEST_CASE_FIXTURE(StoreFixture, "opening more Stores keeps the SHARED lock the first connection holds on runner.db")
+TEST_CASE_FIXTURE(StoreFixture, "opening more Stores keeps the SHARED lock the first connection holds on runner.db" * doctest::test_suite("sqlite"))
 {
     deposit("task-1");
     const std::string path = dir.file("runner.db");
@@ -66,7 +66,7 @@ TEST_CASE_FIXTURE(StoreFixture, "opening more Stores keeps the SHARED lock the f
     CHECK_FALSE(shared_range_locked_by_another_process(path));  // and the check can tell
 }
 
-TEST_CASE("a missing runner.db is created 0600; an existing one made readable is restricted, its WAL too")
+TEST_CASE("a missing runner.db is created 0600; an existing one made readable is restricted, its WAL too" * doctest::test_suite("sqlite"))
 {
     namespace fs = std::filesystem;
     const auto mode_of = [](const std::string& file) { return fs::status(file).permissions() & fs::perms::all; };

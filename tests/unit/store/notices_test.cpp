@@ -160,7 +160,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a notice obeys the inbox's depth cap and TTL, a
     CHECK(deposit("t2", 0, 3600, kOrchestrator).message_id > last_notice);
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "a version 5 file keeps its outbox rows and gains completion messages when opened")
+TEST_CASE_FIXTURE(StoreFixture, "a version 5 file keeps its outbox rows and gains completion messages when opened" * doctest::test_suite("sqlite"))
 {
     DepositRequest cb = deposit_request("cb");
     cb.payload = R"({"task_id":"cb","dag":{"nodes":[{"id":"n1"}]},"callback_url":"https://hooks.example.com/cb"})";

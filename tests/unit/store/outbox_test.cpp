@@ -107,7 +107,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a node reaching a reportable state writes a sna
     CHECK_FALSE(r.callback_url);
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "the outbox row commits or rolls back with the node record")
+TEST_CASE_FIXTURE(StoreFixture, "the outbox row commits or rolls back with the node record" * doctest::test_suite("sqlite"))
 {
     deposit("task-1");
     const std::string dedup = deposit_request("task-1").dedup_key;
@@ -184,7 +184,7 @@ TEST_CASE_FIXTURE(StoreFixture, "two Store objects on one file never hold a row 
     deposit("task-1");
     for (const char* node : {"a", "b", "c"})
         REQUIRE(store->record_node_result(node_result("task-1", node, "COMPLETED", "{}")));
-    auto other = Store::open({.path = dir.file("runner.db")}, clock);
+    auto other = Store::open(location.options(), clock);
     REQUIRE(other);
 
     auto mine = *store->claim_reports(claim_by(kOwnerA, 2, 10'000));
@@ -314,7 +314,7 @@ TEST_CASE_FIXTURE(StoreFixture, "the outbox survives reopening")
     CHECK(states_of(rows) == std::vector<std::string>{"n1:SKIPPED"});
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "a version 2 file gains the outbox when opened")
+TEST_CASE_FIXTURE(StoreFixture, "a version 2 file gains the outbox when opened" * doctest::test_suite("sqlite"))
 {
     deposit("task-1");
     REQUIRE(store->record_node_result(node_result("task-1", "n1", "RUNNING")));

@@ -174,7 +174,7 @@ TEST_CASE_FIXTURE(RetentionFixture, "max_inboxes refuses a new NID while that ma
     CHECK(store->deposit(request("c1", third)));
 }
 
-TEST_CASE_FIXTURE(RetentionFixture, "a new runner.db gives pruned pages back to the file system")
+TEST_CASE_FIXTURE(RetentionFixture, "a new runner.db gives pruned pages back to the file system" * doctest::test_suite("sqlite"))
 {
     for (int i = 0; i < 300; ++i) {
         auto r = deposit_request("big-" + std::to_string(i));

@@ -48,7 +48,7 @@ std::string joined(const std::vector<std::string>& lines)
 
 }  // namespace
 
-TEST_CASE("open refuses in-memory databases and empty paths")
+TEST_CASE("open refuses in-memory databases and empty paths" * doctest::test_suite("sqlite"))
 {
     nps::FakeClock clock;
     auto mem = Store::open({.path = ":memory:"}, clock);
@@ -58,7 +58,7 @@ TEST_CASE("open refuses in-memory databases and empty paths")
     CHECK_FALSE(Store::open({.path = "/nonexistent-dir/x/runner.db"}, clock));
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "open sets WAL and the latest schema version; reopening keeps everything")
+TEST_CASE_FIXTURE(StoreFixture, "open sets WAL and the latest schema version; reopening keeps everything" * doctest::test_suite("sqlite"))
 {
     CHECK(store->schema_version() == nps::store::detail::latest_schema_version());
     deposit("task-1");
@@ -85,7 +85,7 @@ TEST_CASE_FIXTURE(StoreFixture, "open sets WAL and the latest schema version; re
     CHECK(deposit("task-2").message_id > lease.message.message_id);
 }
 
-TEST_CASE("open refuses a file whose schema is newer, and a foreign SQLite file")
+TEST_CASE("open refuses a file whose schema is newer, and a foreign SQLite file" * doctest::test_suite("sqlite"))
 {
     TempDir dir;
     nps::FakeClock clock;
@@ -114,7 +114,7 @@ TEST_CASE("open refuses a file whose schema is newer, and a foreign SQLite file"
     CHECK(refused.error().message.find("not an nps-runner schema") != std::string::npos);
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "the claim path uses the partial index and never scans a table")
+TEST_CASE_FIXTURE(StoreFixture, "the claim path uses the partial index and never scans a table" * doctest::test_suite("sqlite"))
 {
     for (int i = 0; i < 20; ++i)
         deposit("t" + std::to_string(i), i % 3);
@@ -161,7 +161,7 @@ TEST_CASE_FIXTURE(StoreFixture, "the claim path uses the partial index and never
     }
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "the event log is kept by triggers, so any write to a task row is logged")
+TEST_CASE_FIXTURE(StoreFixture, "the event log is kept by triggers, so any write to a task row is logged" * doctest::test_suite("sqlite"))
 {
     const auto m = deposit("task-1");
     SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
@@ -189,7 +189,7 @@ TEST_CASE_FIXTURE(StoreFixture, "the event log is kept by triggers, so any write
     CHECK(store->events("task-1")->size() == 3);
 }
 
-TEST_CASE_FIXTURE(StoreFixture, "SQLite failures become internal errors naming the operation")
+TEST_CASE_FIXTURE(StoreFixture, "SQLite failures become internal errors naming the operation" * doctest::test_suite("sqlite"))
 {
     deposit("task-1");
     auto busy = Store::open({.path = dir.file("runner.db"), .busy_timeout_ms = 20}, clock);

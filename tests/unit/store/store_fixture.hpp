@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shared by the store unit tests: a fresh temp dir with a real runner.db,
-// a FakeClock, and helpers to build deposits.
+// a FakeClock, and helpers to build deposits. With NPS_TEST_PG_URL set
+// (meson test unit-store-pg), the store is a PostgreSQL store in a fresh
+// schema of that server instead, with the FakeClock as its clock; cases that
+// test SQLite itself are in the doctest suite "sqlite", which that run leaves
+// out (-tse=sqlite).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -17,6 +21,7 @@
 #include "nps/base/clock.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/store/store.hpp"
+#include "pg_scratch.hpp"
 #include "temp_dir.hpp"
 
 namespace store_test {
@@ -58,8 +63,29 @@ inline nps::store::DepositRequest deposit_request(const std::string& task_id, in
     return r;
 }
 
-struct StoreFixture {
+// The options that open the fixture's store: a runner.db in dir, or a fresh
+// PostgreSQL schema when NPS_TEST_PG_URL is set.
+struct StoreLocation {
     TempDir dir;
+    std::unique_ptr<nps::test::PgScratchSchema> pg_schema;
+
+    StoreLocation()
+    {
+        if (const std::string url = nps::test::pg_test_url(); !url.empty())
+            pg_schema = std::make_unique<nps::test::PgScratchSchema>(url);
+    }
+    bool on_postgres() const { return pg_schema != nullptr; }
+    nps::store::OpenOptions options()
+    {
+        if (pg_schema)
+            return {.url = pg_schema->url(), .clock_source = nps::store::ClockSource::caller};
+        return {.path = dir.file("runner.db")};
+    }
+};
+
+struct StoreFixture {
+    StoreLocation location;
+    TempDir& dir = location.dir;
     nps::FakeClock clock;
     std::unique_ptr<nps::store::Store> store;
 
@@ -68,7 +94,7 @@ struct StoreFixture {
     void reopen()
     {
         store.reset();
-        auto opened = nps::store::Store::open({.path = dir.file("runner.db")}, clock);
+        auto opened = nps::store::Store::open(location.options(), clock);
         REQUIRE_MESSAGE(opened, (opened ? std::string() : opened.error().describe()));
         store = std::move(opened).value();
     }

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "nps/base/clock.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/store/store.hpp"
+#include "pg_scratch.hpp"
 #include "temp_dir.hpp"
 
 namespace {
@@ -56,7 +58,14 @@ class VectorRun {
 public:
     VectorRun() : clock_(0)
     {
-        auto opened = Store::open({.path = dir_.path() + "/runner.db"}, clock_);
+        // The PostgreSQL pass (vectors-store-lease-pg): a fresh schema of
+        // the test server, on the vectors' clock.
+        nps::store::OpenOptions options{.path = dir_.path() + "/runner.db"};
+        if (const std::string url = nps::test::pg_test_url(); !url.empty()) {
+            pg_schema_ = std::make_unique<nps::test::PgScratchSchema>(url);
+            options = {.url = pg_schema_->url(), .clock_source = nps::store::ClockSource::caller};
+        }
+        auto opened = Store::open(options, clock_);
         if (!opened)
             throw std::runtime_error(opened.error().describe());
         store_ = std::move(opened).value();
@@ -159,6 +168,7 @@ private:
     }
 
     TempDir dir_;
+    std::unique_ptr<nps::test::PgScratchSchema> pg_schema_;
     nps::FakeClock clock_;
     std::unique_ptr<Store> store_;
     std::map<std::string, std::string> deposited_;                       // task_id → dedup_key

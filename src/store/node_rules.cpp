@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "node_rules.hpp"
+
+#include "nps/base/limits.hpp"
+
+namespace nps::store::detail {
+
+Result<void> check_node_result(const NodeResult& result)
+{
+    if (!is_valid_node_state(result.state))
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "Node '" + result.node_id + "' of task '" + result.task_id +
+                                                            "': '" + result.state + "' is not a node state");
+    if (result.result_json && result.result_json->size() > limits::kMaxNodeResultBytes)
+        return protocol_error("NWP-HTTP-PARAM-INVALID", "Node '" + result.node_id + "' of task '" + result.task_id +
+                                                            "': result exceeds " +
+                                                            std::to_string(limits::kMaxNodeResultBytes) + " bytes");
+    return {};
+}
+
+int saga_rank(const std::string& state)
+{
+    if (state == "COMPLETED")
+        return 1;
+    if (state == "COMPENSATING")
+        return 2;
+    if (state == "COMPENSATED" || state == "COMPENSATION_FAILED")
+        return 3;
+    return 0;
+}
+
+bool is_stale_saga_report(const std::string& recorded, const std::string& reported)
+{
+    const int reported_rank = saga_rank(reported);
+    return reported_rank > 0 && reported_rank < 3 && saga_rank(recorded) > reported_rank;
+}
+
+}  // namespace nps::store::detail

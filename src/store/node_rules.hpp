@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal to store/: the rules of record_node_result that do not depend on
+// the database, shared by both stores (store.hpp has the contract).
+#pragma once
+
+#include <string>
+
+#include "nps/base/result.hpp"
+#include "nps/store/types.hpp"
+
+namespace nps::store::detail {
+
+// NWP-HTTP-PARAM-INVALID for a state that is not a node state or a result
+// over limits::kMaxNodeResultBytes; checked before the store is touched.
+Result<void> check_node_result(const NodeResult& result);
+
+// The saga's order: COMPLETED 1 → COMPENSATING 2 → COMPENSATED |
+// COMPENSATION_FAILED 3; any other state 0.
+int saga_rank(const std::string& state);
+
+// A report (e.g. a task store's PATCH replayed by a durable outbox) of a saga
+// state the node has already moved past.
+bool is_stale_saga_report(const std::string& recorded, const std::string& reported);
+
+}  // namespace nps::store::detail

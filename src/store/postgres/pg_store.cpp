@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Connecting, migrating, the transaction-with-now every operation runs in,
+// failure classification and the event appender.
+#include "pg_store.hpp"
+
+#include "nps/store/write_health.hpp"
+
+namespace nps::store::pg {
+
+namespace {
+
+// The database clock in milliseconds, read in the transaction it begins
+// (now() is the transaction's start: every statement of one operation
+// agrees on it).
+constexpr const char* kBeginWithNow = "BEGIN; SELECT nps_now_ms()";
+
+constexpr const char* kNowSql = "SELECT nps_now_ms()";
+
+// Every store call runs on a thread that has other work (the executor's on
+// the event loop), so none may wait without bound: a connection attempt
+// gives up after 10 s unless the URL says otherwise (with_connect_timeout),
+// and a statement, lock waits included, after 30 s.
+constexpr const char* kSessionSetup = "SET statement_timeout = '30s'";
+
+constexpr const char* kAddEventSql =
+    "INSERT INTO events (message_id, seq, at, name, detail) VALUES "
+    "($1::bigint, (SELECT coalesce(max(seq), 0) + 1 FROM events WHERE message_id = $1::bigint), $2, $3, $4)";
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> open_postgres(const OpenOptions& options, const Clock& clock)
+{
+    try {
+        auto store = std::make_unique<PostgresStore>(options.url, clock, options.clock_source);
+        store->connect();
+        return std::unique_ptr<Store>(std::move(store));
+    } catch (const std::exception& e) {
+        return internal_error("Failed to open the PostgreSQL store '" + redact_conninfo(options.url) + "': " +
+                              e.what());
+    }
+}
+
+Work::Work(PostgresStore& store)
+    : conn_(store.conn()), txn_(conn_, store.database_clock() ? kBeginWithNow : "BEGIN")
+{
+    now_ = store.database_clock() ? txn_.begun().integer(0, 0) : store.clock().now_ms();
+}
+
+void Work::commit()
+{
+    txn_.commit();
+    mark_write_succeeded();
+}
+
+PostgresStore::PostgresStore(std::string conninfo, const Clock& clock, ClockSource clock_source)
+    : conninfo_(with_connect_timeout(std::move(conninfo))), clock_(clock), clock_source_(clock_source)
+{
+}
+
+PostgresStore::~PostgresStore() = default;
+
+void PostgresStore::connect()
+{
+    conn_ = std::make_unique<Connection>(conninfo_);
+    conn_->exec(kSessionSetup);
+    version_ = migrate(*conn_);
+}
+
+Connection& PostgresStore::conn()
+{
+    if (!conn_ || !conn_->ok()) {
+        conn_.reset();
+        // The schema was checked when the store opened; a reconnect only
+        // needs the connection (its statements are prepared again on use).
+        conn_ = std::make_unique<Connection>(conninfo_);
+        conn_->exec(kSessionSetup);
+    }
+    return *conn_;
+}
+
+std::int64_t PostgresStore::now_ms()
+{
+    if (!database_clock())
+        return clock_.now_ms();
+    return conn().query(kNowSql).integer(0, 0);
+}
+
+void PostgresStore::add_event(Connection& conn, std::int64_t message_id, std::int64_t at_ms, const std::string& name,
+                              const std::string& detail)
+{
+    conn.query(kAddEventSql, Params().integer(message_id).integer(at_ms).text(name).text(detail));
+}
+
+Error PostgresStore::classify_failure(Error error, const PgFailure& e) noexcept
+{
+    try {
+        if (e.connection_lost()) {
+            conn_.reset();  // the next operation connects afresh
+            mark_write_failed("", "lost the connection to the PostgreSQL store: " +
+                                                              std::string(e.what()));
+            return error;
+        }
+        if (e.sqlstate() == kDiskFull) {
+            mark_write_failed("", "the PostgreSQL store's disk is full: " +
+                                                              std::string(e.what()));
+            return protocol_error("NWP-STORE-DISK-FULL",
+                                  error.message + " (the database server's disk is full: nothing was changed; "
+                                                  "retry once space is freed)");
+        }
+        return error;
+    } catch (...) {
+        return error;
+    }
+}
+
+}  // namespace nps::store::pg
