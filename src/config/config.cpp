@@ -261,7 +261,9 @@ Result<void> apply_inbox(const TableReader& t, Config& c)
 
 Result<void> apply_store(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"url", "synchronous", "progress_synchronous", "task_retention_hours"}));
+    NPS_TRY_VOID(t.check_keys({"url", "notify", "synchronous", "progress_synchronous", "task_retention_hours"}));
+    if (auto v = NPS_TRY(t.boolean("notify")))
+        c.store_notify = *v;
     if (auto v = NPS_TRY(t.string("url"))) {
         if (!v->empty() && !store::is_postgres_url(*v))
             return t.fail("url", "must be a postgresql:// URL (or empty for the embedded runner.db), not '" +

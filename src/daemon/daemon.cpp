@@ -241,9 +241,12 @@ Result<void> run(config::Config config, ConfigLoader reload)
                                                   api.recorded();
                                               }}));
     // A shared (PostgreSQL) store: deposits through other hosts wake our
-    // claims too (docs/scale-out.md); none for runner.db.
-    auto deposit_signal =
-        NPS_TRY(store::DepositSignal::open(store_options, *loop, [&executor] { executor->wake(); }));
+    // claims too (docs/scale-out.md); none for runner.db, nor with
+    // [store] notify = false (a pooler in transaction mode: polling only).
+    std::unique_ptr<store::DepositSignal> deposit_signal;
+    if (config.store_notify)
+        deposit_signal =
+            NPS_TRY(store::DepositSignal::open(store_options, *loop, [&executor] { executor->wake(); }));
     // The HTTP server runs on the loop (docs/api.md "Threading"); blocking
     // routes go to api_jobs and answer back on the loop.
     auto api_jobs = NPS_TRY(event::JobPool::create(*loop, kApiJobThreads, "nps-api-jobs"));

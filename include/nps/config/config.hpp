@@ -145,6 +145,10 @@ struct Config {
     // (docs/scale-out.md); empty: the embedded <state_dir>/runner.db. Images
     // stay in runner.db either way (per host).
     std::string store_url;
+    // notify: with a PostgreSQL store, wake claimers on every host at once
+    // with LISTEN/NOTIFY; false for a pooler in transaction mode (which
+    // cannot LISTEN): other hosts' deposits are then claimed at the next poll.
+    bool store_notify = true;
     store::Synchronous synchronous = store::Synchronous::full;           // deposits and the API's writes
     store::Synchronous progress_synchronous = store::Synchronous::normal;  // the executor's claims and node records
     // task_retention_hours (docs/retention.md): finished tasks older than this

@@ -12,6 +12,30 @@ TEST_CASE("api.require_token = false is read")
     CHECK_FALSE(c->require_token);
 }
 
+TEST_CASE("[store] url selects PostgreSQL; its password is never shown")
+{
+    auto c = parse_config("[store]\nurl = \"postgresql://nps:s3cret@db.example/nps?sslmode=verify-full\"\n"
+                          "notify = false\n",
+                          "test.toml");
+    REQUIRE(c);
+    CHECK(c->store_url == "postgresql://nps:s3cret@db.example/nps?sslmode=verify-full");
+    CHECK_FALSE(c->store_notify);
+    const auto options = c->store_options(nps::store::Synchronous::full);
+    CHECK(options.url == c->store_url);
+    CHECK(nps::store::redact_store_url(c->store_url) == "postgresql://nps:***@db.example/nps?sslmode=verify-full");
+    CHECK(nps::store::redact_store_url("postgresql:///nps?host=/run/postgresql&password=pw&user=u") ==
+          "postgresql:///nps?host=/run/postgresql&password=***&user=u");
+    auto bad = parse_config("[store]\nurl = \"mysql://u:pw@db/x\"\n", "test.toml");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().describe().find("pw") == std::string::npos);  // not even in the refusal
+
+    auto none = parse_config("", "test.toml");
+    REQUIRE(none);
+    CHECK(none->store_url.empty());
+    CHECK(none->store_notify);
+    CHECK(none->store_options(nps::store::Synchronous::full).path == none->database_path());
+}
+
 TEST_CASE("an empty config gives the documented defaults")
 {
     auto c = parse_config("", "test.toml");
@@ -87,6 +111,8 @@ TEST_CASE("mistakes are errors that name the key")
         {"[api]\nrequire_token = \"no\"\n", "api.require_token: expected true or false"},
         {"[runner]\ninboxes = [\"worker\"]\n", "runner.inboxes: 'worker' is not a NID"},
         {"[store]\nsynchronous = \"off\"\n", "store.synchronous: must be \"full\" or \"normal\""},
+        {"[store]\nurl = \"mysql://u:pw@db/x\"\n", "store.url: must be a postgresql:// URL"},
+        {"[store]\nnotify = \"yes\"\n", "store.notify: expected true or false"},
         {"[api]\ntoken_file = \"/nonexistent/token\"\n", "Failed to read api.token_file '/nonexistent/token'"},
         {"[inbox\n", "Failed to parse configuration 'test.toml' at line 1"},
         {"[images]\ngc_max_bytes = \"lots\"\n", "images.gc_max_bytes: 'lots' is not a size"},
