@@ -5,7 +5,6 @@
 
 #include <charconv>
 #include <cstdlib>
-#include <regex>
 
 namespace nps::store::pg {
 
@@ -351,17 +350,6 @@ Transaction::~Transaction()
 
 // --- names ------------------------------------------------------------------------
 
-std::string redact_conninfo(const std::string& conninfo)
-{
-    // URI: scheme://user:password@host → scheme://user:***@host; key=value: password=… → password=***.
-    static const std::regex uri_password(R"(^([a-z]+://[^:/@?]*):[^@/?]*@)", std::regex::icase);
-    static const std::regex query_password(R"(([?&]password=)[^&]*)", std::regex::icase);
-    static const std::regex kv_password(R"((^|\s)password\s*=\s*('(\\.|[^'])*'|\S+))", std::regex::icase);
-    std::string out = std::regex_replace(conninfo, uri_password, "$1:***@");
-    out = std::regex_replace(out, query_password, "$1***");
-    return std::regex_replace(out, kv_password, "$1password=***");
-}
-
 std::string with_connect_timeout(std::string url)
 {
     constexpr int kConnectTimeoutSeconds = 10;
@@ -371,9 +359,5 @@ std::string with_connect_timeout(std::string url)
     return url + "connect_timeout=" + std::to_string(kConnectTimeoutSeconds);
 }
 
-bool is_postgres_url(std::string_view url)
-{
-    return url.rfind("postgresql://", 0) == 0 || url.rfind("postgres://", 0) == 0;
-}
 
 }  // namespace nps::store::pg

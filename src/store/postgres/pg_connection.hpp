@@ -165,16 +165,9 @@ private:
     bool active_ = false;
 };
 
-// The connection string with any password replaced by "***", for messages
-// and `status`.
-std::string redact_conninfo(const std::string& conninfo);
-
 // The URL with connect_timeout=10 added unless it names one: a connection
 // attempt must not block a thread that has other work without bound.
 std::string with_connect_timeout(std::string url);
 
-// True for "postgresql://…", "postgres://…" (libpq URIs) — what selects the
-// PostgreSQL store.
-bool is_postgres_url(std::string_view url);
 
 }  // namespace nps::store::pg

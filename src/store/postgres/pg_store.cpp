@@ -35,7 +35,7 @@ Result<std::unique_ptr<Store>> open_postgres(const OpenOptions& options, const C
         store->connect();
         return std::unique_ptr<Store>(std::move(store));
     } catch (const std::exception& e) {
-        return internal_error("Failed to open the PostgreSQL store '" + redact_conninfo(options.url) + "': " +
+        return internal_error("Failed to open the PostgreSQL store '" + redact_store_url(options.url) + "': " +
                               e.what());
     }
 }
