@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "nps/base/time_format.hpp"
+#include "lease_rules.hpp"
 #include "sqlite_store.hpp"
 
 namespace nps::store::detail {
@@ -41,18 +41,7 @@ Error SqliteStore::lease_error(std::int64_t now, const std::string& task_id, con
     const std::string state = st->getColumn(0).getString();
     const std::optional<std::string> owner = optional_text(*st, 1);
     const std::int64_t expiry = st->getColumn(2).getInt64();
-    std::string why;
-    if (is_terminal_task_state(state))
-        why = "is already " + state + "; its lease has ended";
-    else if (!owner)
-        why = "holds no lease";
-    else if (*owner != runner_nid)
-        why = "is leased by '" + *owner + "'" + (expiry > now ? "" : " (expired)") + ", not by '" + runner_nid + "'";
-    else if (expiry <= now)
-        why = "lease of '" + runner_nid + "' expired at " + format_rfc3339_ms(expiry);
-    else
-        why = "is not leased by '" + runner_nid + "'";
-    return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' " + why);
+    return lease_refusal(task_id, runner_nid, {.state = state, .owner = owner, .lease_expiry = expiry}, now);
 }
 
 Result<std::int64_t> SqliteStore::renew(const std::string& task_id, const std::string& runner_nid,

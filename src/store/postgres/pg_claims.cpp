@@ -21,7 +21,7 @@
 #include <algorithm>
 
 #include "nps/base/limits.hpp"
-#include "nps/base/time_format.hpp"
+#include "../lease_rules.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -199,17 +199,12 @@ Result<std::optional<Lease>> PostgresStore::claim(const ClaimRequest& request)
                     row.reclaimed = false;  // the holder's own lease, renewed
             }
             if (claimed.empty()) {
-                if (message_state != "queued")
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id +
-                                                                    "' is no longer in inbox '" + request.nid + "'");
-                if (lease_expiry > now)
-                    return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' is leased by '" +
-                                                                    lease_owner + "' until " +
-                                                                    format_rfc3339_ms(lease_expiry));
-                if (expires_at <= now)
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' expired from inbox '" +
-                                                                    request.nid + "' unclaimed");
-                return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' is not claimable");
+                return detail::named_claim_refusal(task_id, request.nid,
+                                                   {.queue = message_state,
+                                                    .owner = lease_owner,
+                                                    .lease_expiry = lease_expiry,
+                                                    .expires_at = expires_at},
+                                                   now);
             }
             auto leases = finish_claims(request.runner_nid, expiry, claimed);
             w.commit();

@@ -9,7 +9,7 @@
 // read the row, to explain why.
 #include <unordered_set>
 
-#include "nps/base/time_format.hpp"
+#include "../lease_rules.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -86,18 +86,7 @@ Error PostgresStore::lease_error(Connection& conn, std::int64_t now, const std::
     const std::string state = rows.text(0, 0);
     const std::optional<std::string> owner = rows.optional_text(0, 1);
     const std::int64_t expiry = rows.integer(0, 2);
-    std::string why;
-    if (is_terminal_task_state(state))
-        why = "is already " + state + "; its lease has ended";
-    else if (!owner)
-        why = "holds no lease";
-    else if (*owner != runner_nid)
-        why = "is leased by '" + *owner + "'" + (expiry > now ? "" : " (expired)") + ", not by '" + runner_nid + "'";
-    else if (expiry <= now)
-        why = "lease of '" + runner_nid + "' expired at " + format_rfc3339_ms(expiry);
-    else
-        why = "is not leased by '" + runner_nid + "'";
-    return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' " + why);
+    return detail::lease_refusal(task_id, runner_nid, {.state = state, .owner = owner, .lease_expiry = expiry}, now);
 }
 
 Result<std::int64_t> PostgresStore::renew(const std::string& task_id, const std::string& runner_nid,

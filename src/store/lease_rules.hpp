@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal to store/: why a lease operation was refused, worded alike by both
+// stores from the task row they read (store.hpp has the contract).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "nps/base/result.hpp"
+
+namespace nps::store::detail {
+
+// The task row as a refused operation found it.
+struct LeaseRow {
+    std::string state{};                 // the task state
+    std::string queue{};                 // "queued" | "done"
+    std::optional<std::string> owner{};  // lease_owner
+    std::int64_t lease_expiry = 0;
+    std::int64_t expires_at = 0;         // the TTL of the first claim
+};
+
+// runner_nid holds no live lease on task_id (renew, release, complete, a
+// fenced record): NOP-CLAIM-CONFLICT saying why.
+Error lease_refusal(const std::string& task_id, const std::string& runner_nid, const LeaseRow& row,
+                    std::int64_t now);
+
+// A claim of the named task in inbox nid took nothing: NOP-TASK-NOT-FOUND
+// (no longer queued, or expired unclaimed) or NOP-CLAIM-CONFLICT (leased).
+Error named_claim_refusal(const std::string& task_id, const std::string& nid, const LeaseRow& row,
+                          std::int64_t now);
+
+}  // namespace nps::store::detail
