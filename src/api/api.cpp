@@ -204,8 +204,11 @@ void Api::finish(const std::string& what, Result<net::HttpResponse> result,
     }
     net::HttpResponse response = result ? std::move(*result) : error_response(result.error());
     // The client sees every error; the operator's log gets the server's own
-    // failures (5xx), once each, here at the loop owner.
-    if (response.status >= 500)
+    // failures (5xx), once each, here at the loop owner — but not a health
+    // probe's 503: it reports a state (degraded, not ready) that probes ask
+    // about several times a second while it lasts.
+    const bool probe_answer = response.status == 503 && (what.ends_with(" /healthz") || what.ends_with(" /readyz"));
+    if (response.status >= 500 && !probe_answer)
         log::error(what + " failed: " + response.body.substr(0, response.body.find_last_not_of('\n') + 1));
     if (response.status == 401)
         response.headers.emplace_back("WWW-Authenticate", "Bearer");
@@ -396,7 +399,8 @@ Result<net::HttpResponse> Api::render_metrics()
                       std::to_string(counts->dead) + "\n";
         }
     }
-    gauges += "# HELP nps_store_degraded 1 while runner.db cannot be written (disk full, I/O error), else 0.\n"
+    gauges += "# HELP nps_store_degraded 1 while the task store cannot be written (disk full, I/O error, database "
+              "connection lost), else 0.\n"
               "# TYPE nps_store_degraded gauge\nnps_store_degraded " +
               std::string(store::write_health().degraded ? "1" : "0") + "\n";
     gauges += "# HELP nps_api_long_polls_parked Long-poll peeks waiting for a deposit or their deadline.\n"

@@ -17,7 +17,9 @@ std::string redact_store_url(const std::string& url)
 {
     // URI: scheme://user:password@host → scheme://user:***@host; a password=
     // query parameter or key=value pair → password=***.
-    static const std::regex uri_password(R"(^([a-z]+://[^:/@?]*):[^@/?]*@)", std::regex::icase);
+    // libpq ends the user:password part of a URI at '@' or '/' only: a
+    // password may hold '?'.
+    static const std::regex uri_password(R"(^([a-z]+://[^:/@]*):[^@/]*@)", std::regex::icase);
     static const std::regex query_password(R"(([?&]password=)[^&]*)", std::regex::icase);
     static const std::regex kv_password(R"((^|\s)password\s*=\s*('(\\.|[^'])*'|\S+))", std::regex::icase);
     std::string out = std::regex_replace(url, uri_password, "$1:***@");

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "nps/base/clock.hpp"
+#include "nps/base/log.hpp"
 #include "nps/base/unique_fd.hpp"
 
 namespace nps::store {
@@ -50,8 +51,10 @@ WriteHealth write_health()
         const std::int64_t now = SystemClock::instance().now_ms();
         if (now - s.last_probe_ms >= kStoreProbeIntervalMs) {
             s.last_probe_ms = now;
-            if (!s.path.empty() && space_is_back(s.path))
+            if (!s.path.empty() && space_is_back(s.path)) {
                 s.health = {};
+                log::info("the task store is writable again (space is free beside " + s.path + ")");
+            }
         }
     }
     return s.health;
@@ -61,8 +64,10 @@ void mark_write_failed(const std::string& path, const std::string& problem)
 {
     State& s = state();
     std::lock_guard lock(s.mutex);
-    if (!s.health.degraded)
+    if (!s.health.degraded) {
         s.health.since_ms = SystemClock::instance().now_ms();
+        log::warning("the task store is degraded: " + problem);  // once, when it begins
+    }
     s.health.degraded = true;
     s.health.problem = problem;
     s.path = path;
@@ -73,8 +78,10 @@ void mark_write_succeeded()
 {
     State& s = state();
     std::lock_guard lock(s.mutex);
-    if (s.health.degraded)
+    if (s.health.degraded) {
         s.health = {};
+        log::info("the task store is writable again");
+    }
 }
 
 }  // namespace nps::store

@@ -18,9 +18,14 @@
 //    may come back shorter than the claimable messages.
 //  - A claim of a named task locks its row (SELECT … FOR UPDATE) before it
 //    looks at it, so the decision and the UPDATE see the same row.
+//  - A head claim is one statement outside any explicit transaction (one
+//    round trip, not BEGIN / claim / COMMIT): it reads "now" itself
+//    (nps_now_ms(), the statement's start), so nothing needs to be decided
+//    between its steps.
 #include <algorithm>
 
 #include "nps/base/limits.hpp"
+#include "nps/store/write_health.hpp"
 #include "../lease_rules.hpp"
 #include "pg_store.hpp"
 
@@ -44,11 +49,16 @@ namespace {
     "UPDATE tasks t SET prev_owner = t.lease_owner, lease_owner = $2, lease_expiry = $3, "          \
     "claims = t.claims + 1, expires_at = 9223372036854775807, state = 'RUNNING', updated_at = $4 "
 
-// $1 nid, $2 runner, $3 expiry, $4 now, $5 max count.
+// $1 nid, $2 runner, $3 lease length in ms, $4 now (NULL: the database's),
+// $5 max count. Returns the claim columns, then the lease expiry.
 constexpr const char* kClaimHeadSql =
-    "WITH c AS (SELECT message_id FROM tasks WHERE nid = $1 AND queue = 'queued' AND lease_expiry <= $4 "
-    "AND expires_at > $4 ORDER BY priority DESC, message_id LIMIT $5 FOR UPDATE SKIP LOCKED) "
-    NPS_PG_CLAIM_SET "WHERE t.message_id = ANY (ARRAY(SELECT message_id FROM c))" NPS_PG_CLAIM_RETURNING;
+    "WITH n AS MATERIALIZED (SELECT coalesce($4::bigint, nps_now_ms()) AS now), "
+    "c AS (SELECT message_id FROM tasks WHERE nid = $1 AND queue = 'queued' "
+    "AND lease_expiry <= (SELECT now FROM n) AND expires_at > (SELECT now FROM n) "
+    "ORDER BY priority DESC, message_id LIMIT $5 FOR UPDATE SKIP LOCKED) "
+    "UPDATE tasks t SET prev_owner = t.lease_owner, lease_owner = $2, lease_expiry = (SELECT now FROM n) + $3, "
+    "claims = t.claims + 1, expires_at = 9223372036854775807, state = 'RUNNING', updated_at = (SELECT now FROM n) "
+    "WHERE t.message_id = ANY (ARRAY(SELECT message_id FROM c))" NPS_PG_CLAIM_RETURNING ", t.lease_expiry";
 
 // The named task's row, locked for the rest of the claim.
 constexpr const char* kClaimTaskLookupSql =
@@ -127,17 +137,22 @@ std::int64_t lease_expiry_at(std::int64_t now, std::uint32_t lease_seconds)
     return now + static_cast<std::int64_t>(clamp_lease_seconds(lease_seconds)) * 1000;
 }
 
-// Inside w's transaction: up to max_count head claims of nid's inbox.
-std::vector<Lease> claim_head(Work& w, const std::string& nid, const std::string& runner_nid,
+// Up to max_count head claims of nid's inbox, in one statement of their own.
+std::vector<Lease> claim_head(PostgresStore& store, const std::string& nid, const std::string& runner_nid,
                               std::uint32_t lease_seconds, std::uint32_t max_count)
 {
-    const std::int64_t now = w.now();
-    const std::int64_t expiry = lease_expiry_at(now, lease_seconds);
     Params p;
-    p.text(nid).text(runner_nid).integer(expiry).integer(now).integer(max_count);
-    std::vector<ClaimedRow> claimed = read_claimed(w.conn().query(kClaimHeadSql, p));
-    if (claimed.empty())
+    p.text(nid)
+        .text(runner_nid)
+        .integer(static_cast<std::int64_t>(clamp_lease_seconds(lease_seconds)) * 1000)
+        .optional_integer(store.database_clock() ? std::nullopt : std::optional(store.clock().now_ms()))
+        .integer(max_count);
+    const Rows rows = store.conn().query(kClaimHeadSql, p);
+    mark_write_succeeded();
+    if (rows.empty())
         return {};
+    const std::int64_t expiry = rows.integer(0, kMessageColumnCount + 5);  // one statement: one expiry
+    std::vector<ClaimedRow> claimed = read_claimed(rows);
     return finish_claims(runner_nid, expiry, claimed);
 }
 
@@ -151,15 +166,14 @@ Result<std::optional<Lease>> PostgresStore::claim(const ClaimRequest& request)
                    " from inbox '" + request.nid + "'";
         },
         [&]() -> Result<std::optional<Lease>> {
-            Work w(*this);
             if (!request.task_id) {
-                auto leases = claim_head(w, request.nid, request.runner_nid, request.lease_seconds, 1);
+                auto leases = claim_head(*this, request.nid, request.runner_nid, request.lease_seconds, 1);
                 if (leases.empty())
-                    return std::optional<Lease>{};  // nothing to commit
-                w.commit();
+                    return std::optional<Lease>{};
                 return std::optional<Lease>(std::move(leases.front()));
             }
 
+            Work w(*this);
             Connection& conn = w.conn();
             const std::string& task_id = *request.task_id;
             const std::int64_t now = w.now();
@@ -221,11 +235,7 @@ Result<std::vector<Lease>> PostgresStore::claim_batch(const std::string& nid, co
     return guarded<std::vector<Lease>>(
         [&] { return "Failed to claim up to " + std::to_string(count) + " tasks from inbox '" + nid + "'"; },
         [&]() -> Result<std::vector<Lease>> {
-            Work w(*this);
-            auto leases = claim_head(w, nid, runner_nid, lease_seconds, count);
-            if (!leases.empty())
-                w.commit();
-            return leases;
+            return claim_head(*this, nid, runner_nid, lease_seconds, count);
         });
 }
 

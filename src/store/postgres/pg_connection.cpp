@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "nps/store/store.hpp"
+
 namespace nps::store::pg {
 
 namespace {
@@ -263,8 +265,15 @@ Connection::Connection(const std::string& conninfo) : conn_(PQconnectdb(conninfo
 {
     if (!conn_)
         throw PgFailure(std::string(kConnectionLost), "cannot connect: libpq is not available (install libpq5)");
-    if (PQstatus(conn_.get()) != CONNECTION_OK)
-        throw PgFailure(std::string(kConnectionLost), "cannot connect: " + trimmed(PQerrorMessage(conn_.get())));
+    if (PQstatus(conn_.get()) != CONNECTION_OK) {
+        // libpq quotes a URI it cannot parse whole, password and all.
+        std::string why = trimmed(PQerrorMessage(conn_.get()));
+        const std::string shown = redact_store_url(conninfo);
+        for (auto at = why.find(conninfo); !conninfo.empty() && at != std::string::npos;
+             at = why.find(conninfo, at + shown.size()))
+            why.replace(at, conninfo.size(), shown);
+        throw PgFailure(std::string(kConnectionLost), "cannot connect: " + why);
+    }
     // Our own messages name the operation; the server's notices (e.g. "relation
     // already exists, skipping") would only clutter stderr.
     PQsetNoticeProcessor(conn_.get(), [](void*, const char*) {}, nullptr);

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "../lease_rules.hpp"
+#include "nps/store/write_health.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -37,11 +38,58 @@ constexpr const char* kReleaseSql =
 // tasks_transition trigger logs task:completed / task:failed /
 // task:cancelled, tasks_finished stamps finished_at, tasks_reported writes
 // the callback/reply rows. The rows it does not return were not fenced.
+#define NPS_PG_COMPLETE_SET                                                                         \
+    "UPDATE tasks SET queue = 'done', state = $4, error_code = $5, error_message = $6, aggregate = $7, " \
+    "lease_owner = NULL, lease_expiry = 0, "
 constexpr const char* kCompleteSql =
-    "UPDATE tasks SET queue = 'done', state = $4, error_code = $5, error_message = $6, aggregate = $7, "
-    "lease_owner = NULL, lease_expiry = 0, updated_at = $3 "
-    "WHERE task_id = ANY ($1::text[]) AND lease_owner = $2 AND lease_expiry > $3 "
+    NPS_PG_COMPLETE_SET "updated_at = $3 WHERE task_id = ANY ($1::text[]) AND lease_owner = $2 AND lease_expiry > $3 "
     "RETURNING task_id";
+
+// The common case in one statement outside any transaction: kCompleteSql
+// for $3 distinct tasks that must all be fenced, else it fails with
+// kNotAllFenced and changes nothing ($8 now, NULL: the database's).
+constexpr const char* kNotAllFenced = "NPS01";
+constexpr const char* kCompleteAllSql =
+    "WITH n AS MATERIALIZED (SELECT coalesce($8::bigint, nps_now_ms()) AS now), "
+    "u AS (" NPS_PG_COMPLETE_SET "updated_at = (SELECT now FROM n) WHERE task_id = ANY ($1::text[]) "
+    "AND lease_owner = $2 AND lease_expiry > (SELECT now FROM n) RETURNING 1) "
+    "SELECT CASE WHEN count(*) = $3 THEN count(*) "
+    "ELSE nps_fail('NPS01', 'a task of the batch is not leased by this runner') END FROM u";
+#undef NPS_PG_COMPLETE_SET
+
+Result<void> check_terminal(const std::vector<std::string>& task_ids, const TaskOutcome& outcome)
+{
+    if (!is_terminal_task_state(outcome.state))
+        return internal_error("Failed to complete task '" + task_ids.front() + "': '" + outcome.state +
+                              "' is not a terminal task state");
+    return {};
+}
+
+// kCompleteAllSql: true when every task was completed, false when one was
+// not fenced (nothing changed: complete_locked then says which and why).
+bool complete_all(PostgresStore& store, const std::vector<std::string>& task_ids, const std::string& runner_nid,
+                  const TaskOutcome& outcome)
+{
+    const std::unordered_set<std::string> distinct(task_ids.begin(), task_ids.end());
+    Params p;
+    p.text_array(task_ids)
+        .text(runner_nid)
+        .integer(static_cast<std::int64_t>(distinct.size()))
+        .text(outcome.state)
+        .optional_text(outcome.error_code)
+        .optional_text(outcome.error_message)
+        .optional_text(outcome.aggregate_json)
+        .optional_integer(store.database_clock() ? std::nullopt : std::optional(store.clock().now_ms()));
+    try {
+        store.conn().query(kCompleteAllSql, p);
+    } catch (const PgFailure& e) {
+        if (e.sqlstate() == kNotAllFenced)
+            return false;
+        throw;
+    }
+    mark_write_succeeded();
+    return true;
+}
 
 // Inside w's transaction: ends runner_nid's live leases on task_ids and
 // records the outcome; an Error (naming the first task not fenced) when any
@@ -49,9 +97,7 @@ constexpr const char* kCompleteSql =
 Result<void> complete_locked(PostgresStore& store, Work& w, const std::vector<std::string>& task_ids,
                              const std::string& runner_nid, const TaskOutcome& outcome)
 {
-    if (!is_terminal_task_state(outcome.state))
-        return internal_error("Failed to complete task '" + task_ids.front() + "': '" + outcome.state +
-                              "' is not a terminal task state");
+    NPS_TRY_VOID(check_terminal(task_ids, outcome));
     std::unordered_set<std::string> fenced;
     {
         Params p;
@@ -129,6 +175,9 @@ Result<void> PostgresStore::complete(const std::string& task_id, const std::stri
     return guarded<void>(
         [&] { return "Failed to complete task '" + task_id + "' for '" + runner_nid + "'"; },
         [&]() -> Result<void> {
+            NPS_TRY_VOID(check_terminal({task_id}, outcome));
+            if (complete_all(*this, {task_id}, runner_nid, outcome))
+                return {};
             Work w(*this);
             NPS_TRY_VOID(complete_locked(*this, w, {task_id}, runner_nid, outcome));
             w.commit();
@@ -144,8 +193,11 @@ Result<void> PostgresStore::complete_batch(const std::vector<std::string>& task_
     return guarded<void>(
         [&] { return "Failed to complete " + std::to_string(task_ids.size()) + " tasks for '" + runner_nid + "'"; },
         [&]() -> Result<void> {
-            Work w(*this);
+            NPS_TRY_VOID(check_terminal(task_ids, outcome));
+            if (complete_all(*this, task_ids, runner_nid, outcome))
+                return {};
             // All or nothing: one task not fenced rolls the batch back.
+            Work w(*this);
             NPS_TRY_VOID(complete_locked(*this, w, task_ids, runner_nid, outcome));
             w.commit();
             return {};

@@ -39,7 +39,7 @@ namespace {
 
 constexpr const char* kApplication = "nps-runner";
 
-constexpr std::array<const char*, 1> kMigrations = {
+constexpr std::array<const char*, 2> kMigrations = {
     // 1: the schema of SQLite migrations 1 and 3–6, tasks side only.
     R"sql(
 CREATE FUNCTION nps_now_ms() RETURNS bigint LANGUAGE sql STABLE AS
@@ -262,6 +262,71 @@ EXECUTE FUNCTION node_results_reported();
 CREATE TRIGGER node_results_report_update AFTER UPDATE OF state ON node_results FOR EACH ROW
 WHEN (NEW.state <> 'PENDING' AND NEW.state <> 'RUNNING' AND NEW.state IS DISTINCT FROM OLD.state)
 EXECUTE FUNCTION node_results_reported();
+)sql",
+    // 2: the task-transition events logged once per statement, not once per
+    // row, and nps_fail() for all-or-nothing statements (pg_leases.cpp). A batch claim or completion of 64 tasks ran the PL/pgSQL row
+    // trigger 64 times and halved the store's throughput; this trigger
+    // runs one INSERT … SELECT over the statement's transition tables. The
+    // condition, event names and detail texts are migration 1's, moved from
+    // the WHEN clause and the IF chain into the WHERE clause and CASEs.
+    // Statement triggers cannot name columns (UPDATE OF) or have a WHEN, so
+    // it fires for every UPDATE of tasks; one that changes no state
+    // (a lease renewal) inserts nothing.
+    R"sql(
+DROP TRIGGER tasks_transition ON tasks;
+DROP FUNCTION tasks_transition();
+
+CREATE FUNCTION tasks_transition() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO events (message_id, seq, at, name, detail)
+    SELECT n.message_id,
+           (SELECT coalesce(max(e.seq), 0) + 1 FROM events e WHERE e.message_id = n.message_id),
+           n.updated_at,
+           CASE
+               WHEN n.claims > o.claims THEN
+                   CASE WHEN n.prev_owner IS NULL THEN 'lease:granted' ELSE 'lease:reclaimed' END
+               WHEN n.state IN ('COMPLETED', 'FAILED', 'CANCELLED') AND o.state IN ('PENDING', 'RUNNING') THEN
+                   CASE WHEN o.claims = 0 AND n.state = 'FAILED'
+                             AND n.error_code IS NOT DISTINCT FROM 'NOP-TASK-TIMEOUT' THEN 'inbox:expired'
+                        WHEN n.state = 'COMPLETED' THEN 'task:completed'
+                        WHEN n.state = 'FAILED' THEN 'task:failed'
+                        ELSE 'task:cancelled' END
+               WHEN o.lease_owner IS NOT NULL AND n.lease_owner IS NULL THEN 'lease:released'
+               ELSE 'inbox:acked'
+           END,
+           CASE
+               WHEN n.claims > o.claims THEN
+                   '{"runner_nid":' || js(n.lease_owner) || ',"lease_expiry":' || n.lease_expiry || '}'
+               WHEN n.state IN ('COMPLETED', 'FAILED', 'CANCELLED') AND o.state IN ('PENDING', 'RUNNING') THEN
+                   CASE WHEN o.claims = 0 AND n.state = 'FAILED'
+                             AND n.error_code IS NOT DISTINCT FROM 'NOP-TASK-TIMEOUT' THEN
+                            '{"message_id":' || n.message_id || '}'
+                        WHEN o.lease_owner IS NULL AND n.error_code IS NULL THEN '{}'
+                        WHEN o.lease_owner IS NULL THEN '{"error_code":' || js(n.error_code) || '}'
+                        WHEN n.error_code IS NULL THEN '{"runner_nid":' || js(o.lease_owner) || '}'
+                        ELSE '{"error_code":' || js(n.error_code) || ',"runner_nid":' || js(o.lease_owner) || '}'
+                   END
+               WHEN o.lease_owner IS NOT NULL AND n.lease_owner IS NULL THEN
+                   '{"runner_nid":' || js(o.lease_owner) || '}'
+               ELSE '{"message_id":' || n.message_id || '}'
+           END
+    FROM new_rows n JOIN old_rows o ON o.message_id = n.message_id
+    WHERE n.claims > o.claims
+       OR (n.state IN ('COMPLETED', 'FAILED', 'CANCELLED') AND o.state IN ('PENDING', 'RUNNING'))
+       OR (o.lease_owner IS NOT NULL AND n.lease_owner IS NULL)
+       OR (o.queue = 'queued' AND n.queue = 'done' AND n.state IS NOT DISTINCT FROM o.state);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER tasks_transition AFTER UPDATE ON tasks
+REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION tasks_transition();
+
+-- Raises an error (and so undoes the statement that called it): for
+-- statements that must change all of their rows or none.
+CREATE FUNCTION nps_fail(code text, message text) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = code, MESSAGE = message;
+END $$;
 )sql",
 };
 

@@ -3,6 +3,8 @@
 // failure classification and the event appender.
 #include "pg_store.hpp"
 
+#include <algorithm>
+
 #include "nps/store/write_health.hpp"
 
 namespace nps::store::pg {
@@ -68,12 +70,27 @@ void PostgresStore::connect()
 
 Connection& PostgresStore::conn()
 {
-    if (!conn_ || !conn_->ok()) {
-        conn_.reset();
+    if (conn_ && conn_->ok())
+        return *conn_;
+    conn_.reset();
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_connect_) {
+        const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_connect_ - now);
+        throw PgFailure(std::string(kConnectionLost), last_connect_failure_ + " (next connection attempt in " +
+                                                          std::to_string(wait.count()) + " ms)");
+    }
+    try {
         // The schema was checked when the store opened; a reconnect only
         // needs the connection (its statements are prepared again on use).
-        conn_ = std::make_unique<Connection>(conninfo_);
-        conn_->exec(kSessionSetup);
+        auto fresh = std::make_unique<Connection>(conninfo_);
+        fresh->exec(kSessionSetup);
+        conn_ = std::move(fresh);
+        reconnect_delay_ = std::chrono::milliseconds{0};
+    } catch (const PgFailure& e) {
+        reconnect_delay_ = std::clamp(reconnect_delay_ * 2, kFirstReconnectDelay, kMaxReconnectDelay);
+        next_connect_ = now + reconnect_delay_;
+        last_connect_failure_ = e.what();
+        throw;
     }
     return *conn_;
 }

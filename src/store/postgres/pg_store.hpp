@@ -25,6 +25,7 @@
 //    commits again (write_health.hpp).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -161,7 +162,11 @@ public:
     Result<std::vector<ReportRow>> dead_reports(std::uint32_t limit) override;
 
     // --- helpers for the implementation files ---------------------------------
-    // The connection, reconnected first if the last one was lost.
+    // The connection, reconnected first if the last one was lost. After a
+    // failed attempt the next waits kFirstReconnectDelay, doubling up to
+    // kMaxReconnectDelay; until then conn() throws at once (kConnectionLost,
+    // naming the last reason), so callers on the event loop are not held up
+    // by connection timeouts while the server is away.
     Connection& conn();
     // "now" outside a transaction: the database clock (one round trip) or
     // the caller's clock.
@@ -226,6 +231,11 @@ private:
     ClockSource clock_source_;
     std::unique_ptr<Connection> conn_;
     int version_ = 0;
+    static constexpr std::chrono::milliseconds kFirstReconnectDelay{250};
+    static constexpr std::chrono::milliseconds kMaxReconnectDelay{5000};
+    std::chrono::milliseconds reconnect_delay_{0};
+    std::chrono::steady_clock::time_point next_connect_{};
+    std::string last_connect_failure_;
 };
 
 }  // namespace nps::store::pg

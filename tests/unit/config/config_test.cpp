@@ -25,6 +25,11 @@ TEST_CASE("[store] url selects PostgreSQL; its password is never shown")
     CHECK(nps::store::redact_store_url(c->store_url) == "postgresql://nps:***@db.example/nps?sslmode=verify-full");
     CHECK(nps::store::redact_store_url("postgresql:///nps?host=/run/postgresql&password=pw&user=u") ==
           "postgresql:///nps?host=/run/postgresql&password=***&user=u");
+    // libpq ends a URI's password at '@' or '/' only.
+    CHECK(nps::store::redact_store_url("postgresql://u:s3c?ret@/nps?host=/run/postgresql") ==
+          "postgresql://u:***@/nps?host=/run/postgresql");
+    CHECK(nps::store::redact_store_url("postgresql://db.example:5432/nps?x=a@b") ==
+          "postgresql://db.example:5432/nps?x=a@b");
     auto bad = parse_config("[store]\nurl = \"mysql://u:pw@db/x\"\n", "test.toml");
     REQUIRE_FALSE(bad);
     CHECK(bad.error().describe().find("pw") == std::string::npos);  // not even in the refusal
