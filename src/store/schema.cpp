@@ -7,6 +7,7 @@
 #include <array>
 #include <string>
 
+#include "nps/base/log.hpp"
 #include "sqlite_store.hpp"
 
 namespace nps::store::detail {
@@ -502,6 +503,9 @@ Result<int> migrate(SQLite::Database& db, const std::string& path)
             db.exec("PRAGMA user_version=" + std::to_string(latest));
         }
         db.exec("COMMIT");
+        if (version > 0 && version < latest)  // an upgrade, not a new store: worth a line in the log
+            log::notice("'" + path + "': schema migrated from version " + std::to_string(version) + " to " +
+                        std::to_string(latest));
         return latest;
     } catch (const SQLite::Exception& e) {
         try {

@@ -31,6 +31,7 @@
 #include <array>
 #include <string>
 
+#include "nps/base/log.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -384,6 +385,9 @@ int migrate(Connection& conn)
         conn.query("UPDATE nps_meta SET value = $1 WHERE key = 'schema_version'", p);
     }
     txn.commit();
+    if (version > 0 && version < latest)  // an upgrade, not a new store: worth a line in the log
+        log::notice("PostgreSQL schema '" + meta.text(0, 2) + "': migrated from version " + std::to_string(version) +
+                    " to " + std::to_string(latest));
     return latest;
 }
 

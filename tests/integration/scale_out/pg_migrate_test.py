@@ -29,6 +29,11 @@ migrate's own output, and checked against nps_meta.
     migrate (success, refusal, unreachable, unknown role), serve's log,
     /healthz's store location or `config check` (text and --json); the
     URL is shown with "***" in its place.
+ 9. An upgrade: a schema made by migration 1 alone (its SQL read from
+    src/store/postgres/pg_schema.cpp, as a runner of that version made it),
+    holding a task claimed under it. migrate brings it to the latest version,
+    says so on stderr ("migrated from version 1 to N"), keeps the task and its
+    events, and the upgraded schema logs the task's completion like a new one.
 
 A PostgreSQL-only test: through tests/support/on_postgres.sh (skips, 77,
 without the test server). Needs psql (else 77, saying so)."""
@@ -157,6 +162,51 @@ class Cli:
         return rc, out + err, seconds
 
 
+def first_migration_sql():
+    """Migration 1's SQL, as the store's source holds it (the first raw string
+    of kMigrations in src/store/postgres/pg_schema.cpp)."""
+    source = (Path(__file__).resolve().parents[3] / "src/store/postgres/pg_schema.cpp").read_text()
+    start = source.index('R"sql(', source.index("kMigrations")) + len('R"sql(')
+    return source[start:source.index(')sql"', start)]
+
+
+def upgrade_from_version_1(checks, cli, latest):
+    """Section 9: a version-1 schema with a task in it, migrated."""
+    url = pg_scratch.scratch_store_url()
+    schema = schema_of(url)
+    pg_scratch.psql(f"SET search_path = {schema};"
+                    "CREATE TABLE nps_meta (key text PRIMARY KEY, value text NOT NULL);"
+                    "INSERT INTO nps_meta VALUES ('application', 'nps-runner'), ('schema_version', '1');" +
+                    first_migration_sql())
+    # A task deposited and claimed under version 1 (its row trigger logs the claim).
+    pg_scratch.psql(f"SET search_path = {schema};"
+                    "INSERT INTO tasks (task_id, nid, content_type, priority, enqueued_at, expires_at, queue, state, "
+                    "dag_hash, dedup_key, frame_hash, created_at, updated_at) VALUES ('up-1', "
+                    f"'{INBOX}', 'application/json', 0, 1000, 9000000000000, 'queued', 'PENDING', 'd', 'k', 'f', "
+                    "1000, 1000);"
+                    "UPDATE tasks SET lease_owner = 'urn:nps:node:migrate.test:r1', lease_expiry = 9000000000000, "
+                    "claims = 1, state = 'RUNNING', updated_at = 2000 WHERE task_id = 'up-1';")
+    events_v1 = pg_scratch.psql(f"SELECT name || ' ' || detail FROM {schema}.events ORDER BY seq").split("\n")
+    check_equal(checks, [e.split(" ")[0] for e in events_v1 if e], ["inbox:deposited", "lease:granted"],
+                "version 1: the deposit and the claim are logged")
+    rc, out, err, seconds = cli.migrate(url)
+    print(f"  upgrade ({seconds:.2f} s): {out.strip()} {err.strip()}")
+    check_equal(checks, rc, 0, "migrate of a version-1 schema exits 0")
+    checks(f"migrated from version 1 to {latest}" in err, f"migrate says it migrated from 1 to {latest} ({err.strip()})")
+    check_equal(checks, meta(schema)["schema_version"], str(latest), "nps_meta holds the latest version")
+    # The task's completion, on the upgraded schema, is logged like any other.
+    pg_scratch.psql(f"SET search_path = {schema};"
+                    "UPDATE tasks SET queue = 'done', state = 'COMPLETED', lease_owner = NULL, lease_expiry = 0, "
+                    "updated_at = 3000 WHERE task_id = 'up-1';")
+    events = [e for e in pg_scratch.psql(f"SELECT name || ' ' || detail FROM {schema}.events ORDER BY seq")
+              .split("\n") if e]
+    check_equal(checks, events, [e for e in events_v1 if e] +
+                ['task:completed {"runner_nid":"urn:nps:node:migrate.test:r1"}'],
+                "the upgraded schema keeps the events and logs the completion")
+    rc, out, err, seconds = cli.migrate(url)
+    check_equal(checks, (rc, err), (0, ""), "a second migrate of the upgraded schema is silent")
+
+
 def refused(checks, cli, url, schema, before, needles, what):
     """migrate and serve both refuse url (exit 1, a message holding every
     needle), and the schema is as `before`."""
@@ -230,6 +280,9 @@ def main():
         check_equal(checks, daemon.wait(timeout=30), 0, "serve stops cleanly (SIGTERM)")
         daemon = None
         check_equal(checks, snapshot(schema_a), before, "serve did not migrate again")
+
+        # 9. An upgrade from version 1.
+        upgrade_from_version_1(checks, cli, latest)
 
         # 4. Four at once on one empty schema.
         url_b = pg_scratch.scratch_store_url()
