@@ -46,16 +46,18 @@ constexpr const char* kCompleteSql =
     "RETURNING task_id";
 
 // The common case in one statement outside any transaction: kCompleteSql
-// for $3 distinct tasks that must all be fenced, else it fails with
+// for $3 distinct tasks that must all be fenced, else it fails with SQLSTATE
 // kNotAllFenced and changes nothing ($8 now, NULL: the database's).
-constexpr const char* kNotAllFenced = "NPS01";
+#define NPS_PG_NOT_ALL_FENCED "NPS01"
+constexpr std::string_view kNotAllFenced = NPS_PG_NOT_ALL_FENCED;
 constexpr const char* kCompleteAllSql =
     "WITH n AS MATERIALIZED (SELECT coalesce($8::bigint, nps_now_ms()) AS now), "
     "u AS (" NPS_PG_COMPLETE_SET "updated_at = (SELECT now FROM n) WHERE task_id = ANY ($1::text[]) "
     "AND lease_owner = $2 AND lease_expiry > (SELECT now FROM n) RETURNING 1) "
     "SELECT CASE WHEN count(*) = $3 THEN count(*) "
-    "ELSE nps_fail('NPS01', 'a task of the batch is not leased by this runner') END FROM u";
+    "ELSE nps_fail('" NPS_PG_NOT_ALL_FENCED "', 'a task of the batch is not leased by this runner') END FROM u";
 #undef NPS_PG_COMPLETE_SET
+#undef NPS_PG_NOT_ALL_FENCED
 
 Result<void> check_terminal(const std::vector<std::string>& task_ids, const TaskOutcome& outcome)
 {

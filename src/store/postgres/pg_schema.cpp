@@ -265,14 +265,15 @@ WHEN (NEW.state <> 'PENDING' AND NEW.state <> 'RUNNING' AND NEW.state IS DISTINC
 EXECUTE FUNCTION node_results_reported();
 )sql",
     // 2: the task-transition events logged once per statement, not once per
-    // row, and nps_fail() for all-or-nothing statements (pg_leases.cpp). A batch claim or completion of 64 tasks ran the PL/pgSQL row
-    // trigger 64 times and halved the store's throughput; this trigger
-    // runs one INSERT … SELECT over the statement's transition tables. The
+    // row, and nps_fail() for all-or-nothing statements (pg_leases.cpp).
+    // A batch claim or completion of 64 tasks ran the PL/pgSQL row trigger
+    // 64 times and halved the store's throughput; this trigger runs one
+    // INSERT … SELECT over the statement's transition tables. The
     // condition, event names and detail texts are migration 1's, moved from
     // the WHEN clause and the IF chain into the WHERE clause and CASEs.
     // Statement triggers cannot name columns (UPDATE OF) or have a WHEN, so
-    // it fires for every UPDATE of tasks; one that changes no state
-    // (a lease renewal) inserts nothing.
+    // it fires for every UPDATE of tasks; one that changes no state (a lease
+    // renewal) inserts nothing.
     R"sql(
 DROP TRIGGER tasks_transition ON tasks;
 DROP FUNCTION tasks_transition();
