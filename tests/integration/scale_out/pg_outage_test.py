@@ -449,23 +449,37 @@ def main():
             t_blip = time.monotonic()
             time.sleep(max(0.0, renewal + 1.0 - time.time()))
             restarted = pg_ctl(pgdir, "-l", str(pgdir / "server.log"), "-w", "-t", "60", "start")
-            figures["blip: database down for"] = time.monotonic() - t_blip
+            down = time.monotonic() - t_blip
+            figures["blip: database down for"] = down
             checks(stopped.returncode == 0 and restarted.returncode == 0, "the database stopped and started again "
                    f"around a lease renewal ({stopped.stderr.strip()}{restarted.stderr.strip()})")
+            # A blip is short only if the server restarts quickly: on a loaded
+            # machine pg_ctl start has taken 5 s, long enough for the runner to
+            # give the lease up (rightly). Then only the safe outcome is checked.
+            short = down < 2.5
+            if not short:
+                print(f"note: the database took {down:.2f} s to come back, not a blip: the ride-through checks "
+                      "are left out, the task must still complete without two live leases")
             time.sleep(1.5)  # the renewal retried: due a second after the failed one
-            checks(all(alive(p) for p in blip_pids), "blip-1: its worker runs on after the blip")
             log = (state / "serve.log").read_text(errors="replace")
             checks("task blip-1: lease renewal failed, retrying" in log,
                    "blip-1: the blip made a lease renewal fail (it was retried)")
-            checks("task blip-1: abandoned" not in log, "blip-1 was not given up")
+            if short:
+                checks(all(alive(p) for p in blip_pids), "blip-1: its worker runs on after the blip")
+                checks("task blip-1: abandoned" not in log, "blip-1 was not given up")
             task = api.wait_state("blip-1", ("COMPLETED", "FAILED", "CANCELLED"), BLIP_SECONDS + 60)
             check_equal(checks, task and task["state"], "COMPLETED", "blip-1 completed")
             if task:
                 names = [e["event"] for e in task["events"]]
-                check_equal(checks, (names.count("lease:granted"), names.count("lease:reclaimed")), (1, 0),
-                            "blip-1: claimed once, never reclaimed")
-                check_equal(checks, (names.count("second:worker"), task["nodes"]["second"]["attempts"]), (1, 1),
-                            "blip-1: its worker ran once")
+                if short:
+                    check_equal(checks, (names.count("lease:granted"), names.count("lease:reclaimed")), (1, 0),
+                                "blip-1: claimed once, never reclaimed")
+                    check_equal(checks, (names.count("second:worker"), task["nodes"]["second"]["attempts"]),
+                                (1, 1), "blip-1: its worker ran once")
+                else:
+                    given_up = "task blip-1: abandoned" in log
+                    check_equal(checks, (names.count("lease:granted"), names.count("lease:reclaimed")),
+                                (1, 1 if given_up else 0), "blip-1: reclaimed exactly when it was given up")
             status, body = api.health()
             check_equal(checks, (status, body and body.get("status")), (200, "ok"), "/healthz ok after the blip")
 
