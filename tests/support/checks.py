@@ -17,3 +17,8 @@ class Checks:
     def exit_status(self):
         print(f"{self.count} failure(s)")
         return 1 if self.count else 0
+
+
+def check_equal(checks, got, want, what):
+    """checks(got == want, what), saying both values when they differ."""
+    checks(got == want, what if got == want else f"{what}: got {got!r}, want {want!r}")

@@ -54,17 +54,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 import pg_scratch  # noqa: E402
-from checks import Checks  # noqa: E402
+from checks import Checks, check_equal  # noqa: E402
 from serve_daemon import start_serve  # noqa: E402
 
 SKIP = 77
 PASSWORD = "n0t-echoed?Pw4711"  # libpq allows '?' in a URI password
 INBOX = "urn:nps:agent:migrate.test:inbox"
 REPORT = re.compile(r"^(?P<where>.+): schema version (?P<version>\d+) \(the latest this nps-runner knows\)$")
-
-
-def check_equal(checks, got, want, what):
-    checks(got == want, what if got == want else f"{what}: got {got!r}, want {want!r}")
 
 
 def unavailable_reason():

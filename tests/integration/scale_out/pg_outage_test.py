@@ -50,10 +50,7 @@ without the test server). Needs root, umoci, busybox-static, psql and the
 PostgreSQL server binaries (else 77, saying so)."""
 
 import argparse
-import base64
-import datetime
 import glob
-import http.client
 import json
 import os
 import re
@@ -63,12 +60,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 import pg_scratch  # noqa: E402
-from checks import Checks  # noqa: E402
+from checks import Checks, check_equal  # noqa: E402
+import runner_api  # noqa: E402
+from runner_api import Api, enc, parse_time  # noqa: E402
 from serve_daemon import start_serve  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -82,15 +80,8 @@ PORT = os.environ.get("NPS_OUTAGE_PG_PORT", "5491")
 SKIP = 77
 
 
-def enc(segment):
-    return urllib.parse.quote(segment, safe="")
-
-
 def spawnspec(*command):
-    spec = {"image": IMAGE, "command": ["/bin/worker", *command],
-            "resource_limits": {"memory": "32Mi", "cpu": "500m"},
-            "idle_timeout_seconds": 60, "max_runtime_seconds": 120}
-    return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
+    return runner_api.spawnspec(IMAGE, command, idle_timeout_seconds=60, max_runtime_seconds=120)
 
 
 def dag(task_id, second):
@@ -99,73 +90,6 @@ def dag(task_id, second):
         {"id": "second", "action": f"nwp://outage.test/{second}/invoke",
          "agent": "urn:nps:agent:outage.test:" + second, "input_from": ["fetch"]}],
         "edges": [{"from": "fetch", "to": "second"}]}}
-
-
-class Api:
-    def __init__(self, base, token):
-        self.host, port = base.removeprefix("http://").split(":")
-        self.port = int(port)
-        self.token = token
-
-    def raw(self, method, path, body=None, timeout=30):
-        """(status, body text); raises OSError when the daemon does not answer."""
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            conn.request(method, path, body=None if body is None else json.dumps(body),
-                         headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-            response = conn.getresponse()
-            return response.status, response.read().decode(errors="replace")
-        finally:
-            conn.close()
-
-    def call(self, method, path, body=None, timeout=30):
-        status, text = self.raw(method, path, body, timeout)
-        try:
-            return status, (json.loads(text) if text.strip() else None)
-        except ValueError:
-            return status, {"unparsed": text}
-
-    def task(self, task_id):
-        try:
-            status, body = self.call("GET", f"/v1/tasks/{enc(task_id)}", timeout=10)
-        except OSError:
-            return None
-        return body if status == 200 else None
-
-    def wait_state(self, task_id, states, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            task = self.task(task_id)
-            if task and task["state"] in states:
-                return task
-            time.sleep(0.1)
-        return self.task(task_id)
-
-    def health(self):
-        """(status, body) of /healthz, or (None, error text) when it does not answer in 5 s."""
-        try:
-            return self.call("GET", "/healthz", timeout=5)
-        except OSError as e:
-            return None, str(e)
-
-    def metric(self, name):
-        """The value of an unlabelled sample in /metrics, or None."""
-        try:
-            status, text = self.raw("GET", "/metrics", timeout=5)
-        except OSError:
-            return None
-        if status != 200:
-            return None
-        found = re.search(r"^" + re.escape(name) + r" (\S+)$", text, re.M)
-        return float(found.group(1)) if found else None
-
-
-def parse_time(text):
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def check_equal(checks, got, want, what):
-    checks(got == want, what if got == want else f"{what}: got {got!r}, want {want!r}")
 
 
 def pg_bin():

@@ -24,10 +24,6 @@ without the test server). Needs root, umoci and busybox-static for the demo
 worker image (else 77, saying so)."""
 
 import argparse
-import base64
-import datetime
-import http.client
-import json
 import os
 import shutil
 import signal
@@ -36,12 +32,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 import pg_scratch  # noqa: E402
-from checks import Checks  # noqa: E402
+from checks import Checks, check_equal  # noqa: E402
+import runner_api  # noqa: E402
+from runner_api import Api, enc, parse_time  # noqa: E402
 from serve_daemon import start_serve  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -54,48 +51,8 @@ RUNNER_B = "urn:nps:node:host-b.scale.test:nps-runner"
 SKIP = 77
 
 
-def enc(segment):
-    return urllib.parse.quote(segment, safe="")
-
-
 def spawnspec(*command):
-    spec = {"image": IMAGE, "command": ["/bin/worker", *command],
-            "resource_limits": {"memory": "32Mi", "cpu": "500m"},
-            "idle_timeout_seconds": 30, "max_runtime_seconds": 60}
-    return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
-
-
-def parse_time(text):
-    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-class Api:
-    def __init__(self, base, token):
-        self.host, port = base.removeprefix("http://").split(":")
-        self.port = int(port)
-        self.token = token
-
-    def call(self, method, path, body=None):
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
-        conn.request(method, path, body=None if body is None else json.dumps(body),
-                     headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
-        response = conn.getresponse()
-        raw = response.read()
-        conn.close()
-        return response.status, (json.loads(raw) if raw.strip() else None)
-
-    def task(self, task_id):
-        status, body = self.call("GET", f"/v1/tasks/{enc(task_id)}")
-        return body if status == 200 else None
-
-    def wait_state(self, task_id, states, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            task = self.task(task_id)
-            if task and task["state"] in states:
-                return task
-            time.sleep(0.05)
-        return self.task(task_id)
+    return runner_api.spawnspec(IMAGE, command, idle_timeout_seconds=30, max_runtime_seconds=60)
 
 
 def dag(task_id, middle=("double",)):
@@ -109,10 +66,6 @@ def dag(task_id, middle=("double",)):
          # the slow worker answers {}: nothing to map from it
          **({"input_mapping": {"answer": "$.middle.value"}} if middle[0] != "slow" else {})}],
         "edges": [{"from": "fetch", "to": "middle"}, {"from": "middle", "to": "report"}]}}
-
-
-def check_equal(checks, got, want, what):
-    checks(got == want, what if got == want else f"{what}: got {got!r}, want {want!r}")
 
 
 def unavailable_reason():
