@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/base/time_format.hpp"
 
+#include <sys/types.h>
+
 #include <cstdio>
 #include <ctime>
+
+// Times and file offsets are 64 bits on every target: a 32-bit time_t ends
+// in January 2038. 32-bit builds need _TIME_BITS=64 and _FILE_OFFSET_BITS=64
+// (cross/armhf.ini; docs/platforms.md).
+static_assert(sizeof(time_t) == 8, "nps-runner needs a 64-bit time_t: build with -D_TIME_BITS=64");
+static_assert(sizeof(off_t) == 8, "nps-runner needs a 64-bit off_t: build with -D_FILE_OFFSET_BITS=64");
 
 namespace nps {
 
@@ -89,6 +97,25 @@ std::optional<std::int64_t> parse_rfc3339_ms(std::string_view s)
     t.tm_sec = sec;
     std::int64_t secs = timegm(&t);
     return (secs - offset_min * 60) * 1000 + ms;
+}
+
+std::optional<std::int64_t> parse_http_date(std::string_view text)
+{
+    // strptime reads day and month names in the C locale, which the runner
+    // never leaves; a format must match the whole text.
+    static constexpr const char* kForms[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+                                             "%a %b %e %H:%M:%S %Y"};
+    if (text.size() > 64)
+        return std::nullopt;
+    const std::string owned(text);
+    for (const char* form : kForms) {
+        tm utc{};
+        const char* end = ::strptime(owned.c_str(), form, &utc);
+        if (end == nullptr || *end != '\0')
+            continue;
+        return static_cast<std::int64_t>(::timegm(&utc));
+    }
+    return std::nullopt;
 }
 
 }  // namespace nps

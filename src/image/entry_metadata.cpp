@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "nps/base/limits.hpp"
+#include "archive_times.hpp"
 
 namespace nps::image::detail {
 
@@ -56,10 +57,10 @@ Result<EntryMetadata> read_metadata(archive_entry* entry, std::string_view name,
     meta.uid = static_cast<uid_t>(uid);
     meta.gid = static_cast<gid_t>(gid);
     meta.permissions = archive_entry_perm(entry) & 07777;
-    meta.times[1] = {archive_entry_mtime(entry), archive_entry_mtime_nsec(entry)};
-    meta.times[0] = archive_entry_atime_is_set(entry)
-                        ? timespec{archive_entry_atime(entry), archive_entry_atime_nsec(entry)}
-                        : meta.times[1];
+    const ArchiveTime mtime = entry_mtime(entry);
+    const ArchiveTime atime = entry_atime(entry).value_or(mtime);
+    meta.times[1] = timespec{static_cast<time_t>(mtime.seconds), mtime.nanoseconds};
+    meta.times[0] = timespec{static_cast<time_t>(atime.seconds), atime.nanoseconds};
 
     int count = archive_entry_xattr_reset(entry);
     if (count < 0 || static_cast<std::size_t>(count) > limits::kLayerMaxXattrsPerEntry)

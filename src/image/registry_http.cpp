@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "nps/base/limits.hpp"
+#include "nps/base/time_format.hpp"
 #include "nps/net/curl_easy.hpp"
 #include "nps/net/http_server.hpp"  // is_loopback_host
 
@@ -114,11 +115,11 @@ std::optional<long> retry_after_ms(const HttpAnswer& answer)
             return limits::kMaxRegistryBackoffMs;  // absurdly long; the caller caps it anyway
         return std::stol(value) * 1000;
     }
-    const time_t when = curl_getdate(value.c_str(), nullptr);
-    if (when < 0)
+    const auto when = parse_http_date(value);
+    if (!when)
         return std::nullopt;
-    const time_t now = ::time(nullptr);
-    return when <= now ? 0L : static_cast<long>(std::min<time_t>(when - now, 24 * 3600)) * 1000;
+    const std::int64_t now = ::time(nullptr);
+    return *when <= now ? 0L : static_cast<long>(std::min<std::int64_t>(*when - now, 24 * 3600)) * 1000;
 }
 
 HttpOutcome http_get(const HttpSession& session, const HttpGet& request)

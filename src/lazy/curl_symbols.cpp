@@ -132,12 +132,6 @@ void curl_free(void* p)
         real(p);
 }
 
-time_t curl_getdate(const char* text, const time_t* unused)
-{
-    NPS_CURL(curl_getdate);
-    return real ? real(text, unused) : -1;
-}
-
 CURLM* curl_multi_init(void)
 {
     NPS_CURL(curl_multi_init);

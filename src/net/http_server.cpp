@@ -218,13 +218,16 @@ std::string peer_key(const sockaddr* addr)
 {
     if (addr == nullptr || detail::is_loopback_sockaddr(addr))
         return {};
+    // Copied out: a sockaddr may be less aligned than the family's struct.
     if (addr->sa_family == AF_INET) {
-        const auto* in = reinterpret_cast<const sockaddr_in*>(addr);
-        return std::string(reinterpret_cast<const char*>(&in->sin_addr), sizeof in->sin_addr);
+        sockaddr_in in;
+        std::memcpy(&in, addr, sizeof in);
+        return std::string(reinterpret_cast<const char*>(&in.sin_addr), sizeof in.sin_addr);
     }
     if (addr->sa_family == AF_INET6) {
-        const auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
-        return std::string(reinterpret_cast<const char*>(&in6->sin6_addr), sizeof in6->sin6_addr);
+        sockaddr_in6 in6;
+        std::memcpy(&in6, addr, sizeof in6);
+        return std::string(reinterpret_cast<const char*>(&in6.sin6_addr), sizeof in6.sin6_addr);
     }
     return {};
 }

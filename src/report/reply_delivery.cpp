@@ -8,7 +8,7 @@ namespace nps::report::detail {
 
 namespace {
 
-TrustedAttempt decided(Verdict verdict, std::string error = {})
+TrustedAttempt reply_decided(Verdict verdict, std::string error = {})
 {
     TrustedAttempt attempt;
     attempt.decided = AttemptResult{.verdict = verdict, .error = std::move(error)};
@@ -20,16 +20,16 @@ TrustedAttempt decided(Verdict verdict, std::string error = {})
 TrustedAttempt prepare_reply(const DelivererOptions& options, store::Store& store, const store::ReportRow& row)
 {
     if (!row.reply_to || row.reply_to->empty())
-        return decided(Verdict::refused, "the report has no reply_to NID");
+        return reply_decided(Verdict::refused, "the report has no reply_to NID");
     auto task = store.task(row.task_id);
     if (!task)
-        return decided(Verdict::retry, task.error().describe());
+        return reply_decided(Verdict::retry, task.error().describe());
     auto nodes = store.node_results(row.task_id);
     if (!nodes)
-        return decided(Verdict::retry, nodes.error().describe());
+        return reply_decided(Verdict::retry, nodes.error().describe());
     auto events = store.events(row.task_id);
     if (!events)
-        return decided(Verdict::retry, events.error().describe());
+        return reply_decided(Verdict::retry, events.error().describe());
     std::string body = completion_message_body(*task, *nodes, *events);
 
     if (!options.npsd_url) {
@@ -38,8 +38,8 @@ TrustedAttempt prepare_reply(const DelivererOptions& options, store::Store& stor
                                                .payload = std::move(body),
                                                .content_type = "application/json"});
         if (!deposited)
-            return decided(Verdict::retry, "inbox '" + *row.reply_to + "': " + deposited.error().describe());
-        return decided(Verdict::delivered);
+            return reply_decided(Verdict::retry, "inbox '" + *row.reply_to + "': " + deposited.error().describe());
+        return reply_decided(Verdict::delivered);
     }
     TrustedAttempt attempt;
     attempt.request = net::TrustedRequest{

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/report/report_messages.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -255,12 +253,10 @@ std::optional<std::int64_t> parse_retry_after_ms(std::string_view value, std::in
             seconds = seconds * 10 + (c - '0');
         return std::min(seconds * 1000, kCapMs);
     }
-    // An HTTP date (IMF-fixdate, or the obsolete forms curl also reads).
-    const std::string text(value);
-    const time_t at = curl_getdate(text.c_str(), nullptr);
-    if (at < 0)
+    const auto at = parse_http_date(value);
+    if (!at)
         return std::nullopt;
-    return std::clamp<std::int64_t>(static_cast<std::int64_t>(at) * 1000 - now_ms, 0, kCapMs);
+    return std::clamp<std::int64_t>(*at * 1000 - now_ms, 0, kCapMs);
 }
 
 }  // namespace nps::report

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The default seccomp program, compiled at build time by seccomp-generate
-// (seccomp_generate.cpp) from the same allowlist SeccompProgram::compile
-// uses; absent (NPS_SECCOMP_PREBUILT undefined) in cross builds and in the
-// generator itself, where default_program() compiles it at run time.
+// (seccomp_generate.cpp) for the target architecture from the same allowlist
+// SeccompProgram::compile uses; absent (NPS_SECCOMP_PREBUILT undefined) in
+// the generator itself, where default_program() compiles it at run time.
 #pragma once
 
 #include <linux/filter.h>

@@ -8,10 +8,18 @@
 // falls back to clone, whose flags the filter can inspect. socket is allowed
 // only for the address families a worker needs (kSocketFamilies).
 //
+// The allowlist is written once, by name, for every architecture:
+// libseccomp resolves each name for the architecture a filter is compiled
+// for, and names an architecture lacks (arm64 has no open or fork; x86-64
+// no mmap2 or set_tls) are skipped. A filter admits only its own
+// architecture: a system call made through another ABI (i386 or x32 on an
+// x86-64 kernel, 32-bit ARM on an arm64 one) kills the process.
+//
 // The filter is compiled in the parent and exported as classic BPF; the
 // child only hands the program to prctl(). The default program (no extras)
-// is compiled at build time (seccomp_generate.cpp): running libseccomp
-// costs each `nps-runner run` ~0.5 ms.
+// is compiled at build time, for the target architecture also in a cross
+// build (seccomp_generate.cpp): running libseccomp costs each
+// `nps-runner run` ~0.5 ms.
 #include <errno.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -31,7 +39,13 @@ namespace nps::sandbox::detail {
 
 namespace {
 
-// Names unknown to this architecture or libseccomp are skipped.
+// Names unknown to the target architecture or libseccomp are skipped. The
+// 32-bit ARM names are those its glibc calls where 64-bit architectures have
+// one call: the *64 and *32 variants, and with a 64-bit time_t the *_time64
+// calls, which glibc tries first and falls back from only on ENOSYS (an
+// EPERM here would break every clock and timeout). set_tls is how glibc on
+// ARM sets up thread-local storage at start, cacheflush what JITs call after
+// writing code.
 constexpr const char* kAllowed[] = {
     "accept", "accept4", "access", "alarm", "arch_prctl", "bind", "brk", "capget", "capset", "chdir", "chmod",
     "chown", "chown32", "clock_getres", "clock_getres_time64", "clock_gettime", "clock_gettime64",
@@ -68,6 +82,15 @@ constexpr const char* kAllowed[] = {
     "timer_create", "timer_delete", "timer_getoverrun", "timer_gettime", "timer_settime", "timerfd_create",
     "timerfd_gettime", "timerfd_settime", "times", "tkill", "truncate", "umask", "uname", "unlink", "unlinkat",
     "utime", "utimensat", "utimes", "vfork", "wait4", "waitid", "write", "writev",
+    // 32-bit architectures (armhf)
+    "_llseek", "_newselect", "arm_fadvise64_64", "arm_sync_file_range", "cacheflush", "fadvise64_64",
+    "fchown32", "fcntl64", "fstat64", "fstatat64", "fstatfs64", "ftruncate64", "getegid32", "geteuid32", "getgid32",
+    "getgroups32", "getresgid32", "getresuid32", "getuid32", "io_pgetevents_time64", "lchown32", "lstat64", "mmap2",
+    "mq_timedreceive_time64", "mq_timedsend_time64", "ppoll_time64", "pselect6_time64", "recv",
+    "recvmmsg_time64", "rt_sigtimedwait_time64", "sched_rr_get_interval_time64", "semtimedop_time64", "sendfile64",
+    "set_tls", "setfsgid32", "setfsuid32", "setgid32", "setgroups32", "setregid32", "setresgid32", "setresuid32",
+    "setreuid32", "setuid32", "sigreturn", "stat64", "statfs64", "sync_file_range2", "timer_gettime64",
+    "timer_settime64", "timerfd_gettime64", "timerfd_settime64", "truncate64", "ugetrlimit", "utimensat_time64",
 };
 
 // Any of these in clone's flags would create or join a namespace.
@@ -117,11 +140,27 @@ struct FilterContext {
     }
 };
 
-Result<std::vector<sock_filter>> build(const std::vector<std::string>& extra_allowed)
+// Makes `arch` (a libseccomp architecture token) the filter's only one.
+Result<void> target_architecture(scmp_filter_ctx ctx, uint32_t arch)
+{
+    if (arch == ::seccomp_arch_native())
+        return {};
+    if (int rc = ::seccomp_arch_add(ctx, arch); rc < 0)
+        return system_error("Failed to add the architecture to the seccomp filter", -rc);
+    if (int rc = ::seccomp_arch_remove(ctx, SCMP_ARCH_NATIVE); rc < 0)
+        return system_error("Failed to remove the build machine's architecture from the seccomp filter", -rc);
+    return {};
+}
+
+// System call numbers are given to libseccomp as this machine's (or as its
+// pseudo numbers for calls this machine lacks); it translates them, by name,
+// for the filter's architecture.
+Result<std::vector<sock_filter>> build(const std::vector<std::string>& extra_allowed, uint32_t arch)
 {
     FilterContext filter;
     if (!filter.ctx)
         return system_error("Failed to create the seccomp filter", ENOMEM);
+    NPS_TRY(target_architecture(filter.ctx, arch));
     std::vector<int> allowed;
     for (const char* name : kAllowed) {
         int nr = ::seccomp_syscall_resolve_name(name);
@@ -165,8 +204,22 @@ namespace nps::sandbox {
 
 Result<std::shared_ptr<const SeccompProgram>> SeccompProgram::compile(const std::vector<std::string>& extra_allowed)
 {
+    return compile(extra_allowed, ::seccomp_arch_native());
+}
+
+Result<std::shared_ptr<const SeccompProgram>> SeccompProgram::compile_for_architecture(const std::string& arch)
+{
+    uint32_t token = ::seccomp_arch_resolve_name(arch.c_str());
+    if (token == 0)
+        return internal_error("Failed to compile the seccomp filter: libseccomp knows no architecture '" + arch + "'");
+    return compile({}, token);
+}
+
+Result<std::shared_ptr<const SeccompProgram>> SeccompProgram::compile(const std::vector<std::string>& extra_allowed,
+                                                                      uint32_t arch)
+{
     std::shared_ptr<SeccompProgram> program(new SeccompProgram);
-    program->code_ = NPS_TRY(detail::build(extra_allowed));
+    program->code_ = NPS_TRY(detail::build(extra_allowed, arch));
     if (program->code_.size() > BPF_MAXINSNS)
         return internal_error("Failed to compile the seccomp filter: " + std::to_string(program->code_.size()) +
                               " instructions exceed the kernel's " + std::to_string(BPF_MAXINSNS));

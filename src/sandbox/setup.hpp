@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "nps/sandbox/spawner.hpp"
@@ -25,6 +26,13 @@
 #endif
 
 namespace nps::sandbox::detail {
+
+// The empty capability set a parent makes with cap_init() for the child's
+// drop_privileges(), freed with cap_free().
+struct CapFree {
+    void operator()(void* caps) const { ::cap_free(caps); }
+};
+using EmptyCaps = std::unique_ptr<void, CapFree>;
 
 // What a failed step reports to the parent.
 enum class Step : int {

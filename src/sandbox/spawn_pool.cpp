@@ -44,10 +44,6 @@ using detail::Step;
 // userns_fd hold (-1: none passed).
 enum Passed { kErrorFd, kStdinFd, kStdoutFd, kStderrFd, kFixedCount, kPassedCount = kFixedCount + 2 };
 
-struct CapFree {
-    void operator()(void* caps) const { ::cap_free(caps); }
-};
-
 struct Parked {
     int socket;       // >= 3
     ChildPlan* plan;  // at the start of the shared area
@@ -118,7 +114,7 @@ public:
             return nullptr;
         }
         used_ = at + count * sizeof(T);
-        return reinterpret_cast<T*>(base_ + at);
+        return static_cast<T*>(static_cast<void*>(base_ + at));  // `at` is aligned for T
     }
 
     char* string(const std::string& s)
@@ -165,7 +161,7 @@ struct PooledSlot {
     // is killed and reaped, then the cgroup is killed and removed.
     std::optional<cgroup::WorkerCgroup> cgroup;
     void* area = MAP_FAILED;
-    std::unique_ptr<void, CapFree> empty_caps;
+    detail::EmptyCaps empty_caps;
     Child child;
     UniqueFd socket;
 

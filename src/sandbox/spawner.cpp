@@ -179,10 +179,6 @@ std::vector<char*> c_strings(std::vector<std::string>& strings)
     return out;
 }
 
-struct CapFree {
-    void operator()(void* caps) const { ::cap_free(caps); }
-};
-
 }  // namespace
 
 Result<Child> spawn(const SandboxSpec& spec)
@@ -228,7 +224,7 @@ Result<Child> spawn(const SandboxSpec& spec)
         default_seccomp = NPS_TRY(SeccompProgram::default_program());
         seccomp = default_seccomp.get();
     }
-    std::unique_ptr<void, CapFree> empty_caps(::cap_init());
+    detail::EmptyCaps empty_caps(::cap_init());
     if (!empty_caps)
         return system_error_errno("Failed to allocate an empty capability set");
 

@@ -1,18 +1,57 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/spawn/quantity.hpp"
 
+#include <cstdint>
 #include <limits>
 #include <string>
 
 namespace nps::spawn {
 namespace {
 
-using u128 = unsigned __int128;
+// The digit accumulator: an unsigned 128-bit integer made of two 64-bit
+// halves (32-bit targets have no unsigned __int128), with only what the
+// parser needs. Arithmetic wraps like an unsigned type's.
+class Wide {
+public:
+    explicit Wide(std::uint64_t low = 0) : lo_(low) {}
+
+    // *this = *this * m + add, for m and add below 2^32.
+    void multiply_add(std::uint32_t m, std::uint32_t add)
+    {
+        const std::uint64_t low = (lo_ & 0xffffffffu) * m + add;
+        const std::uint64_t high = (lo_ >> 32) * m + (low >> 32);
+        lo_ = (high << 32) | (low & 0xffffffffu);
+        hi_ = hi_ * m + (high >> 32);
+    }
+
+    // *this /= d (d > 0); returns the remainder.
+    std::uint32_t divide(std::uint32_t d)
+    {
+        std::uint64_t parts[4] = {hi_ >> 32, hi_ & 0xffffffffu, lo_ >> 32, lo_ & 0xffffffffu};
+        std::uint64_t remainder = 0;
+        for (auto& part : parts) {
+            const std::uint64_t current = (remainder << 32) | part;
+            part = current / d;
+            remainder = current % d;
+        }
+        hi_ = (parts[0] << 32) | parts[1];
+        lo_ = (parts[2] << 32) | parts[3];
+        return static_cast<std::uint32_t>(remainder);
+    }
+
+    bool above(std::uint64_t max) const { return hi_ != 0 || lo_ > max; }
+    bool is_zero() const { return hi_ == 0 && lo_ == 0; }
+    std::uint64_t low() const { return lo_; }
+
+private:
+    std::uint64_t hi_ = 0;
+    std::uint64_t lo_ = 0;
+};
 
 // Longer inputs are not quantities anybody means; the bound also keeps the
 // digit accumulator far from overflow.
 constexpr std::size_t kMaxQuantityChars = 64;
-constexpr u128 kMax = static_cast<u128>(std::numeric_limits<std::int64_t>::max());
+constexpr std::uint64_t kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
 
 struct Scale {
     int pow10 = 0;
@@ -83,18 +122,18 @@ Result<std::int64_t> parse_quantity(std::string_view text, int unit_pow10,
         return fail("too long");
 
     std::size_t i = 0;
-    u128 mantissa = 0;
+    Wide mantissa;
     int frac_digits = 0;
     std::size_t int_digits = 0;
     for (; i < text.size() && is_digit(text[i]); ++i, ++int_digits)
-        mantissa = mantissa * 10 + static_cast<unsigned>(text[i] - '0');
+        mantissa.multiply_add(10, static_cast<std::uint32_t>(text[i] - '0'));
     if (int_digits == 0)
         return fail("expected a number");
     if (i < text.size() && text[i] == '.') {
         ++i;
         std::size_t start = i;
         for (; i < text.size() && is_digit(text[i]); ++i, ++frac_digits)
-            mantissa = mantissa * 10 + static_cast<unsigned>(text[i] - '0');
+            mantissa.multiply_add(10, static_cast<std::uint32_t>(text[i] - '0'));
         if (i == start)
             return fail("expected digits after '.'");
     }
@@ -107,28 +146,29 @@ Result<std::int64_t> parse_quantity(std::string_view text, int unit_pow10,
         return fail("unknown suffix '" + std::string(text.substr(i)) + "'");
 
     int pow10 = scale.pow10 + unit_pow10 - frac_digits;
-    u128 value = mantissa;
+    Wide value = mantissa;
     for (int k = 0; k < scale.pow2; ++k) {
-        value <<= 1;
-        if (value > kMax)
+        value.multiply_add(2, 0);
+        if (value.above(kMax))
             return fail("out of range");
     }
     if (pow10 >= 0) {
-        for (int k = 0; k < pow10 && value != 0; ++k) {
-            value *= 10;
-            if (value > kMax)
+        for (int k = 0; k < pow10 && !value.is_zero(); ++k) {
+            value.multiply_add(10, 0);
+            if (value.above(kMax))
                 return fail("out of range");
         }
     } else {
-        for (int k = 0; k < -pow10 && value != 0; ++k) {
-            if (value % 10 != 0)
+        for (int k = 0; k < -pow10 && !value.is_zero(); ++k) {
+            Wide quotient = value;
+            if (quotient.divide(10) != 0)
                 return fail("not a whole number of " + std::string(unit));
-            value /= 10;
+            value = quotient;
         }
     }
-    if (value > kMax)
+    if (value.above(kMax))
         return fail("out of range");
-    return static_cast<std::int64_t>(value);
+    return static_cast<std::int64_t>(value.low());
 }
 
 }  // namespace

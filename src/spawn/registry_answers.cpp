@@ -17,18 +17,16 @@ namespace {
 
 constexpr std::size_t kMaxAnswerDepth = 16;
 
-Error problem(std::string text) { return internal_error(std::move(text)); }
-
 Result<simdjson::dom::object> parse_object(simdjson::dom::parser& parser, std::string_view text)
 {
     if (parser.allocate(std::max<std::size_t>(text.size(), 64), kMaxAnswerDepth) != simdjson::SUCCESS)
-        return problem("cannot allocate the JSON parser");
+        return internal_error("cannot allocate the JSON parser");
     simdjson::dom::element root;
     if (const auto err = parser.parse(text.data(), text.size()).get(root); err != simdjson::SUCCESS)
-        return problem(std::string("not valid JSON: ") + simdjson::error_message(err));
+        return internal_error(std::string("not valid JSON: ") + simdjson::error_message(err));
     simdjson::dom::object object;
     if (root.get(object) != simdjson::SUCCESS)
-        return problem("not a JSON object");
+        return internal_error("not a JSON object");
     return object;
 }
 
@@ -40,7 +38,7 @@ Result<std::optional<std::string_view>> optional_string(const simdjson::dom::obj
         return std::optional<std::string_view>{};
     std::string_view text;
     if (value.get(text) != simdjson::SUCCESS)
-        return problem("'" + std::string(key) + "' is not a string");
+        return internal_error("'" + std::string(key) + "' is not a string");
     return std::optional<std::string_view>{text};
 }
 
@@ -70,32 +68,32 @@ Result<store::Announce> decode_registry_announce(std::string_view json_text, con
         const auto object = NPS_TRY(parse_object(parser, json_text));
         const auto answered_nid = NPS_TRY(optional_string(object, "nid"));
         if (!answered_nid || *answered_nid != nid)
-            return problem("it is for " + (answered_nid ? detail::quote_text(*answered_nid) : std::string("no NID")) +
+            return internal_error("it is for " + (answered_nid ? detail::quote_text(*answered_nid) : std::string("no NID")) +
                            ", not the NID asked for");
         store::Announce announce;
         announce.nid = nid;
         announce.activation_mode = std::string(NPS_TRY(optional_string(object, "activation_mode")).value_or("ephemeral"));
         if (announce.activation_mode != "ephemeral" && announce.activation_mode != "resident" &&
             announce.activation_mode != "hybrid")
-            return problem("activation_mode " + detail::quote_text(announce.activation_mode) + " is not ephemeral, resident or hybrid");
+            return internal_error("activation_mode " + detail::quote_text(announce.activation_mode) + " is not ephemeral, resident or hybrid");
         const auto ref = NPS_TRY(optional_string(object, "spawn_spec_ref"));
         if (ref && ref->size() > limits::kMaxSpawnSpecRefChars)
-            return problem("spawn_spec_ref is longer than " + std::to_string(limits::kMaxSpawnSpecRefChars) +
+            return internal_error("spawn_spec_ref is longer than " + std::to_string(limits::kMaxSpawnSpecRefChars) +
                            " characters");
         announce.spawn_spec_ref = std::string(ref.value_or(""));
         simdjson::dom::element ttl;
         if (object.at_key("ttl").get(ttl) == simdjson::SUCCESS && !ttl.is_null()) {
             std::uint64_t seconds = 0;
             if (ttl.get(seconds) != simdjson::SUCCESS || seconds > 0xFFFFFFFFu)
-                return problem("'ttl' is not an unsigned 32-bit integer");
+                return internal_error("'ttl' is not an unsigned 32-bit integer");
             if (seconds == 0)
-                return problem("the agent is offline (ttl 0)");
+                return internal_error("the agent is offline (ttl 0)");
             announce.ttl_seconds = static_cast<std::uint32_t>(seconds);
         }
         announce.body_json = std::string(json_text);
         return announce;
     } catch (const std::bad_alloc&) {
-        return problem("out of memory");
+        return internal_error("out of memory");
     }
 }
 
@@ -106,13 +104,13 @@ Result<NwpEndpoint> decode_nwp_resolution(std::string_view json_text)
         const auto object = NPS_TRY(parse_object(parser, json_text));
         simdjson::dom::object resolved;
         if (object.at_key("resolved").get(resolved) != simdjson::SUCCESS)
-            return problem("no 'resolved' object");
+            return internal_error("no 'resolved' object");
         const auto host = NPS_TRY(optional_string(resolved, "host"));
         if (!host || !valid_host(*host))
-            return problem("'resolved.host' is not a host name or IP address");
+            return internal_error("'resolved.host' is not a host name or IP address");
         std::uint64_t port = 0;
         if (resolved.at_key("port").get(port) != simdjson::SUCCESS || port == 0 || port > 65535)
-            return problem("'resolved.port' is not a port number (1..65535)");
+            return internal_error("'resolved.port' is not a port number (1..65535)");
         NwpEndpoint endpoint;
         endpoint.host = std::string(*host);
         if (endpoint.host.size() >= 2 && endpoint.host.front() == '[')
@@ -120,7 +118,7 @@ Result<NwpEndpoint> decode_nwp_resolution(std::string_view json_text)
         endpoint.port = static_cast<std::uint16_t>(port);
         return endpoint;
     } catch (const std::bad_alloc&) {
-        return problem("out of memory");
+        return internal_error("out of memory");
     }
 }
 

@@ -12,6 +12,7 @@
 
 #include <linux/filter.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +27,14 @@ public:
     // for this architecture). An unknown name, or clone/clone3/socket, is an error.
     static Result<std::shared_ptr<const SeccompProgram>> compile(const std::vector<std::string>& extra_allowed);
 
-    // The default program (no extras), compiled on first use; thread-safe.
+    // The default allowlist compiled for `arch`, a libseccomp architecture
+    // name ("x86_64", "aarch64", "arm", ...): what the build-time generator
+    // writes for the target of a (cross) build and what the per-architecture
+    // tests evaluate. The program admits only that architecture's system calls.
+    static Result<std::shared_ptr<const SeccompProgram>> compile_for_architecture(const std::string& arch);
+
+    // The default program (no extras): built in at build time, or compiled
+    // on first use; thread-safe.
     static Result<std::shared_ptr<const SeccompProgram>> default_program();
 
     // The classic BPF program for prctl(PR_SET_SECCOMP); valid while *this is.
@@ -34,6 +42,9 @@ public:
 
 private:
     SeccompProgram() = default;
+    // `arch` is a libseccomp architecture token (SCMP_ARCH_*).
+    static Result<std::shared_ptr<const SeccompProgram>> compile(const std::vector<std::string>& extra_allowed,
+                                                                 std::uint32_t arch);
 
     std::vector<sock_filter> code_;
     sock_fprog fprog_{};

@@ -9,7 +9,7 @@ using namespace nps::nop;
 
 namespace {
 
-const Snapshot& results()
+const Snapshot& mapping_results()
 {
     static const Snapshot snapshot = {
         {"fetch", Json::parse(R"({"value": 2, "items": [1, 2], "none": null, "flag": false, "zero": 0,
@@ -22,14 +22,14 @@ const Snapshot& results()
 
 Json map_ok(const std::string& mapping)
 {
-    auto params = apply_mapping(mapping, mapping_root(results()), "input_mapping");
+    auto params = apply_mapping(mapping, mapping_root(mapping_results()), "input_mapping");
     REQUIRE_MESSAGE(params.has_value(), mapping << " → " << (params ? "" : params.error().message));
     return *params;
 }
 
 std::string map_error(const std::string& mapping)
 {
-    auto params = apply_mapping(mapping, mapping_root(results()), "input_mapping");
+    auto params = apply_mapping(mapping, mapping_root(mapping_results()), "input_mapping");
     REQUIRE_MESSAGE(!params.has_value(), mapping);
     CHECK(params.error().code == "NOP-INPUT-MAPPING-ERROR");
     return params.error().message;
@@ -44,7 +44,7 @@ TEST_CASE("mapping: the vector's single path")
 
 TEST_CASE("mapping: whole results, nested values, falsy values are not null")
 {
-    CHECK(map_ok(R"({"all":"$.fetch"})")["all"] == results().at("fetch"));
+    CHECK(map_ok(R"({"all":"$.fetch"})")["all"] == mapping_results().at("fetch"));
     CHECK(map_ok(R"({"s":"$.scalar"})")["s"] == 7);
     CHECK(map_ok(R"({"f":"$.fetch.flag","z":"$.fetch.zero"})") == Json::parse(R"({"f":false,"z":0})"));
     CHECK(map_ok(R"({"items":"$.fetch.items"})")["items"] == Json::parse("[1,2]"));
@@ -111,14 +111,14 @@ TEST_CASE("compensate_params_mapping: $ is the node's own result")
 TEST_CASE("params without input_mapping")
 {
     // No dependency: {}.
-    CHECK(default_params({}, results()) == Json::object());
+    CHECK(default_params({}, mapping_results()) == Json::object());
     // One dependency with an object result: that result.
-    CHECK(default_params({"other"}, results()) == Json::parse(R"({"name":"x"})"));
+    CHECK(default_params({"other"}, mapping_results()) == Json::parse(R"({"name":"x"})"));
     // One dependency with a non-object result: keyed by its id.
-    CHECK(default_params({"scalar"}, results()) == Json::parse(R"({"scalar":7})"));
+    CHECK(default_params({"scalar"}, mapping_results()) == Json::parse(R"({"scalar":7})"));
     // One skipped dependency (no result): {}.
-    CHECK(default_params({"skipped"}, results()) == Json::object());
+    CHECK(default_params({"skipped"}, mapping_results()) == Json::object());
     // Several: keyed by id, skipped ones left out.
-    CHECK(default_params({"other", "scalar", "skipped"}, results()) ==
+    CHECK(default_params({"other", "scalar", "skipped"}, mapping_results()) ==
           Json::parse(R"({"other":{"name":"x"},"scalar":7})"));
 }

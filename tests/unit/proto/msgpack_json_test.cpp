@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "byte_string.hpp"
 #include "nps/proto/msgpack_json.hpp"
 
 using nps::proto::json_to_msgpack;
@@ -13,13 +14,7 @@ using nps::proto::MsgpackLimits;
 
 namespace {
 
-std::string bytes(std::initializer_list<int> list)
-{
-    std::string out;
-    for (int b : list)
-        out += static_cast<char>(b);
-    return out;
-}
+using nps::test::bytes;
 
 std::string json_of(const std::string& mp, const MsgpackLimits& limits = {})
 {

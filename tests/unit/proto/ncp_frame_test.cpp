@@ -6,19 +6,14 @@
 
 #include <string>
 
+#include "byte_string.hpp"
 #include "nps/proto/ncp_frame.hpp"
 
 using namespace nps::proto::ncp;
 
 namespace {
 
-std::string bytes(std::initializer_list<int> list)
-{
-    std::string out;
-    for (int b : list)
-        out += static_cast<char>(b);
-    return out;
-}
+using nps::test::bytes;
 
 std::string code_of_header(const std::string& b)
 {

@@ -31,6 +31,13 @@ TEST_CASE("memory quantities become bytes")
     CHECK(parse_memory_bytes("1k").value() == 1000);
     CHECK(parse_memory_bytes("7Ei").value() == 7LL << 60);
     CHECK(parse_memory_bytes("9223372036854775807").value() == INT64_MAX);
+    // Mantissas past 64 bits that scale back into range (the accumulator's
+    // upper half, also on 32-bit targets).
+    CHECK(parse_memory_bytes("1.000000000000000000000000000000").value() == 1);
+    CHECK(parse_memory_bytes("9223372036854775807000m").value() == INT64_MAX);
+    CHECK(parse_memory_bytes("4611686018427387904.000000000000000").value() == 1LL << 62);
+    CHECK_FALSE(parse_memory_bytes("9223372036854775808000m"));
+    CHECK_FALSE(parse_memory_bytes("1.000000000000000000000000000001"));
 }
 
 TEST_CASE("malformed and out-of-range quantities are refused, naming the text")
