@@ -11,15 +11,13 @@
 #include "nps/cgroup/mode.hpp"
 #include "sandbox_rootfs.hpp"
 #include "temp_dir.hpp"
+#include "text_contains.hpp"
 
 using nps::test::run_sh;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part)
-{
-    return text.find(part) != std::string::npos;
-}
+using nps::test::contains;
 
 // The number after "name=" in the command's output.
 long long value_of(const std::string& out, const std::string& name)

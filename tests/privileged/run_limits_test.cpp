@@ -12,15 +12,13 @@
 
 #include "nps/cgroup/mode.hpp"
 #include "sandbox_rootfs.hpp"
+#include "text_contains.hpp"
 
 using nps::test::run_sh;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part)
-{
-    return text.find(part) != std::string::npos;
-}
+using nps::test::contains;
 
 // Entries named run-<pid> beneath this process's own cgroups (each
 // hierarchy) whose `nps-runner run` has ended: what a run left behind. A

@@ -7,15 +7,13 @@
 #include <sstream>
 
 #include "sandbox_rootfs.hpp"
+#include "text_contains.hpp"
 
 using nps::test::run_sh;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part)
-{
-    return text.find(part) != std::string::npos;
-}
+using nps::test::contains;
 
 std::string host_user_ns()
 {

@@ -6,7 +6,9 @@ mount is cgroup2, and reports their results as one test.
 The VM boots Debian's kernel, cached by scripts/install-deps, with an
 initramfs built here from busybox, the test binaries (stripped copies) and
 their shared libraries, and tests/vm/init, which runs the plan and reports
-over the serial console. See docs/cgroups.md, "Pure v2 in a VM test".
+over the serial console. See docs/cgroups.md, "Pure v2 in a VM test". With
+--arch aarch64 (the arm64 cross build's binaries) the machine is an emulated
+arm64 one (docs/platforms.md).
 
 Exit status: 0 when every planned run exited 0 in the VM, 77 (skipped) when
 qemu or the cached kernel is missing, 1 otherwise (a failed run, a run that
@@ -27,7 +29,31 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from vmlib import DEFAULT_VM_DIR, SKIP, Cpio, clean, shared_libraries, stripped  # noqa: E402
+from vmlib import (DEFAULT_VM_DIR, SKIP, Cpio, clean, foreign_shared_libraries,  # noqa: E402
+                   shared_libraries, stripped)
+
+
+class Machine:
+    """How to emulate one architecture's machine. Its kernel and, for a
+    foreign one, its busybox and unshare are cached by scripts/install-deps
+    in <vm-dir>/<subdir>."""
+
+    def __init__(self, qemu, qemu_package, board, console, kernel_names, kernel_package, subdir="",
+                 triplet=None, strip="strip"):
+        self.qemu, self.qemu_package, self.board, self.console = qemu, qemu_package, board, console
+        self.kernel_names, self.kernel_package, self.subdir = kernel_names, kernel_package, subdir
+        self.triplet, self.strip = triplet, strip  # triplet None: the build machine's own
+
+
+# Keyed by meson's CPU family of the build being tested.
+MACHINES = {
+    "x86_64": Machine("qemu-system-x86_64", "qemu-system-x86", [], "ttyS0", ("vmlinux", "vmlinuz"),
+                      "linux-image-amd64"),
+    # The generic virt board; the kernel is Debian's arm64 Image.
+    "aarch64": Machine("qemu-system-aarch64", "qemu-system-arm", ["-M", "virt"], "ttyAMA0", ("Image",),
+                       "linux-image-arm64", subdir="arm64", triplet="aarch64-linux-gnu",
+                       strip="aarch64-linux-gnu-strip"),
+}
 
 
 def say(msg):
@@ -44,13 +70,15 @@ def build_initramfs(args, plan, workdir):
     cpio.file("/bin/busybox", Path(args.busybox).read_bytes(), 0o755)
     cpio.file("/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
     libs = set()
+    machine = args.machine
     for binary in args.binaries:
-        cpio.file("/nps/bin/" + Path(binary).name, stripped(binary, workdir), 0o755)
-        libs.update(shared_libraries(binary))
+        cpio.file("/nps/bin/" + Path(binary).name, stripped(binary, workdir, machine.strip), 0o755)
+        libs.update(foreign_shared_libraries(binary, machine.triplet) if machine.triplet
+                    else shared_libraries(binary))
     for lib in sorted(libs):
         # The real file under the name the loader asks for (no symlinks).
         cpio.file(lib, Path(lib).read_bytes(), 0o755)
-    overlay = Path(args.vm_dir) / "modules" / "overlay.ko"
+    overlay = Path(args.vm_dir) / machine.subdir / "modules" / "overlay.ko"
     if overlay.is_file():
         cpio.file("/nps/overlay.ko", overlay.read_bytes())
     cpio.file("/nps/plan", plan.encode())
@@ -90,12 +118,12 @@ def on_signal(signum, frame):
 def run_vm(args, initrd):
     """Boots the VM, echoing its console; returns (lines, qemu's exit status,
     timed out?, seconds to userspace or None, seconds in all)."""
-    cmd = [args.qemu, "-accel", "tcg", "-cpu", "max", "-smp", str(args.cpus), "-m", str(args.memory),
-           "-nodefaults", "-nographic", "-serial", "stdio", "-no-reboot", "-nic", "none",
+    cmd = [args.qemu, *args.machine.board, "-accel", "tcg", "-cpu", "max", "-smp", str(args.cpus),
+           "-m", str(args.memory), "-nodefaults", "-nographic", "-serial", "stdio", "-no-reboot", "-nic", "none",
            "-kernel", args.kernel, "-initrd", str(initrd),
            # panic=-1: reboot at once on a panic, which -no-reboot turns into an exit.
-           "-append", " ".join(["console=ttyS0 cgroup_no_v1=all panic=-1 quiet loglevel=4 rdinit=/init"] +
-                               args.append)]
+           "-append", " ".join([f"console={args.machine.console} cgroup_no_v1=all panic=-1 quiet loglevel=4 "
+                                "rdinit=/init"] + args.append)]
     say("starting: " + " ".join(cmd))
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -161,7 +189,7 @@ def verdict(args, lines, rc, timed_out, expected):
             problems.append("the kernel panicked: " + panic[panic.index("Kernel panic"):])
         elif not any("NPS-VM-INIT" in l for l in lines):
             problems.append(f"the VM stopped (qemu exit status {rc}) before userspace reported; "
-                            f"is '{args.kernel}' a bootable x86-64 kernel? (console output above)")
+                            f"is '{args.kernel}' a bootable {args.arch} kernel? (console output above)")
         else:
             problems.append(f"the VM stopped (qemu exit status {rc}) before the plan finished")
     for name in expected:
@@ -183,9 +211,12 @@ def main():
     p.add_argument("--runner", help="the nps-runner binary, for --sandbox-test")
     p.add_argument("--vm-dir", default=os.environ.get("NPS_VM_DIR", DEFAULT_VM_DIR),
                    help="where scripts/install-deps caches the kernel (default %(default)s, or $NPS_VM_DIR)")
-    p.add_argument("--kernel", help="kernel image (default <vm-dir>/vmlinux, else <vm-dir>/vmlinuz)")
-    p.add_argument("--qemu", default="qemu-system-x86_64")
-    p.add_argument("--busybox", default="/bin/busybox")
+    p.add_argument("--arch", default="x86_64",
+                   help="the test binaries' CPU family, as meson names it: " + ", ".join(MACHINES) +
+                        " (default %(default)s)")
+    p.add_argument("--kernel", help="kernel image (default: the one install-deps caches in <vm-dir> for --arch)")
+    p.add_argument("--qemu", help="qemu system emulator (default: the one for --arch)")
+    p.add_argument("--busybox", help="a static busybox of --arch (default: /bin/busybox, or the cached one)")
     p.add_argument("--timeout", type=float, default=240, help="seconds for the whole VM run (%(default)s)")
     p.add_argument("--memory", type=int, default=1024, help="MiB (%(default)s)")
     p.add_argument("--cpus", type=int, default=2, help="(%(default)s)")
@@ -201,29 +232,35 @@ def main():
     # Missing tools or kernel: skip, saying what and how to get it. A kernel
     # named explicitly that is not there is a mistake: fail.
     install_hint = "scripts/install-deps (as root) installs it"
+    machine = args.machine = MACHINES.get(args.arch)
+    if machine is None:
+        say(f"SKIP: no emulated machine for the CPU family '{args.arch}' (known: {', '.join(MACHINES)})")
+        return SKIP
+    cache = Path(args.vm_dir) / machine.subdir
+    args.qemu = args.qemu or machine.qemu
     if not shutil.which(args.qemu):
-        say(f"SKIP: no '{args.qemu}' (Debian package qemu-system-x86); {install_hint}")
+        say(f"SKIP: no '{args.qemu}' (Debian package {machine.qemu_package}); {install_hint}")
         return SKIP
     if args.kernel is None:
-        vm_dir = Path(args.vm_dir)
-        found = [k for k in (vm_dir / "vmlinux", vm_dir / "vmlinuz") if k.is_file()]
+        found = [cache / name for name in machine.kernel_names if (cache / name).is_file()]
         if not found:
-            say(f"SKIP: no VM kernel in '{vm_dir}' (vmlinux or vmlinuz from Debian's linux-image-amd64); "
-                f"{install_hint}")
+            say(f"SKIP: no VM kernel in '{cache}' ({' or '.join(machine.kernel_names)} from Debian's "
+                f"{machine.kernel_package}); {install_hint}")
             return SKIP
         args.kernel = str(found[0])
     elif not Path(args.kernel).is_file():
         say(f"FAIL: kernel '{args.kernel}' does not exist")
         return 1
+    args.busybox = args.busybox or ("/bin/busybox" if machine.triplet is None else str(cache / "busybox"))
     if not Path(args.busybox).is_file():
         say(f"SKIP: no '{args.busybox}' (Debian package busybox-static); {install_hint}")
         return SKIP
     args.binaries = [b for b in (args.cgroup_test, args.sandbox_test, args.runner) if b]
     if args.cgroup_test:
         # util-linux's (essential on Debian): busybox's cannot make a cgroup namespace.
-        unshare = shutil.which("unshare")
-        if not unshare:
-            say("SKIP: no 'unshare' (Debian package util-linux)")
+        unshare = shutil.which("unshare") if machine.triplet is None else str(cache / "unshare")
+        if not unshare or not Path(unshare).is_file():
+            say(f"SKIP: no 'unshare' for {args.arch} (Debian package util-linux); {install_hint}")
             return SKIP
         args.binaries.append(unshare)
     for b in args.binaries:
@@ -233,7 +270,7 @@ def main():
 
     plan = make_plan(args)
     expected = [line.split()[0] for line in plan.splitlines()]
-    version = Path(args.vm_dir) / "VERSION"
+    version = cache / "VERSION"
     say(f"kernel {args.kernel}" + (f" ({version.read_text().strip()})" if version.is_file() else ""))
 
     workdir = tempfile.mkdtemp(prefix="nps-vm-")

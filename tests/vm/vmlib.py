@@ -57,6 +57,42 @@ class Cpio:
         return bytes(out)
 
 
+def elf_dependencies(binary):
+    """(program interpreter or None, [DT_NEEDED names]) of an ELF file of any
+    architecture, read with binutils' readelf."""
+    r = subprocess.run(["readelf", "-W", "-l", "-d", binary], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"readelf {binary} failed: {r.stderr.strip()}")
+    interpreter = re.search(r"Requesting program interpreter: ([^\]]+)\]", r.stdout)
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", r.stdout)
+    return (interpreter.group(1) if interpreter else None), needed
+
+
+def foreign_shared_libraries(binary, triplet):
+    """As shared_libraries(), for a binary of another architecture (ldd cannot
+    run its loader): follows DT_NEEDED through Debian's multiarch directories
+    of `triplet` (e.g. aarch64-linux-gnu), where the :arm64 packages put them."""
+    dirs = [f"/lib/{triplet}", f"/usr/lib/{triplet}"]
+    found, todo = set(), [binary]
+    seen = set()
+    while todo:
+        current = todo.pop()
+        interpreter, needed = elf_dependencies(current)
+        if interpreter:
+            found.add(interpreter)
+        for name in needed:
+            if name in seen:
+                continue
+            seen.add(name)
+            path = next((f"{d}/{name}" for d in dirs if Path(f"{d}/{name}").exists()), None)
+            if path is None:
+                raise RuntimeError(f"{binary} needs {name}, which is in none of {dirs} "
+                                   f"(scripts/install-deps installs the libraries of the ARM builds)")
+            found.add(path)
+            todo.append(path)
+    return sorted(found)
+
+
 def shared_libraries(binary):
     """Absolute paths of the shared libraries (and loader) `binary` needs."""
     r = subprocess.run(["ldd", binary], capture_output=True, text=True)
@@ -74,11 +110,12 @@ def shared_libraries(binary):
     return libs
 
 
-def stripped(binary, workdir):
-    """A copy of `binary` without symbols (smaller initramfs, faster boot)."""
+def stripped(binary, workdir, strip="strip"):
+    """A copy of `binary` without symbols (smaller initramfs, faster boot);
+    `strip` is the binutils strip of the binary's architecture."""
     out = Path(workdir) / ("stripped-" + Path(binary).name)
-    if shutil.which("strip"):
-        r = subprocess.run(["strip", "-o", str(out), binary], capture_output=True, text=True)
+    if shutil.which(strip):
+        r = subprocess.run([strip, "-o", str(out), binary], capture_output=True, text=True)
         if r.returncode == 0:
             return out.read_bytes()
         print(f"strip {binary} failed ({r.stderr.strip()}); using it unstripped", flush=True)
