@@ -2,22 +2,18 @@
 // The [report] section and the deliverer options it gives.
 #include <doctest/doctest.h>
 
+#include <fstream>
+
+#include "config_errors.hpp"
 #include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/report/deliverer.hpp"
 #include "temp_dir.hpp"
-#include <fstream>
 
 using nps::config::parse_config;
+using nps::config::test::error_of;
 
 namespace {
-
-std::string error_of(const std::string& toml)
-{
-    auto c = parse_config(toml, "test.toml");
-    REQUIRE_FALSE(c);
-    return c.error().message;
-}
 
 bool says(const std::string& toml, const std::string& needle)
 {

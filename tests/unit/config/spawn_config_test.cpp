@@ -2,22 +2,13 @@
 // The [spawn] section.
 #include <doctest/doctest.h>
 
+#include "config_errors.hpp"
 #include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/spawn/resolver.hpp"
 
 using nps::config::parse_config;
-
-namespace {
-
-std::string error_of(const std::string& toml)
-{
-    auto c = parse_config(toml, "test.toml");
-    REQUIRE_FALSE(c);
-    return c.error().message;
-}
-
-}  // namespace
+using nps::config::test::error_of;
 
 TEST_CASE("[spawn] defaults: public destinations only, the reference runner's limits")
 {

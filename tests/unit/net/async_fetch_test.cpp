@@ -43,15 +43,6 @@ struct Loop {
     }
 };
 
-std::unique_ptr<HttpServer> start_tcp(HttpHandler handler)
-{
-    HttpServerOptions options;
-    options.tcp_listen = "127.0.0.1:0";
-    auto server = HttpServer::start(options, std::move(handler));
-    REQUIRE_MESSAGE(server, (server ? std::string() : server.error().describe()));
-    return std::move(server).value();
-}
-
 }  // namespace
 
 TEST_CASE("AsyncFetcher: a trusted PATCH on the loop; Done runs later, on the loop")

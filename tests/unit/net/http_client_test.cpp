@@ -18,20 +18,6 @@
 using namespace nps::net;
 using namespace nps::net::test;
 
-namespace {
-
-std::unique_ptr<HttpServer> start_tcp(HttpHandler handler)
-{
-    HttpServerOptions options;
-    options.tcp_listen = "127.0.0.1:0";
-    auto server = HttpServer::start(options, std::move(handler));
-    if (!server)
-        throw std::runtime_error(server.error().describe());
-    return std::move(server).value();
-}
-
-}  // namespace
-
 TEST_CASE("connection refused names the URL")
 {
     // A bound socket that does not listen: connects to it are refused.

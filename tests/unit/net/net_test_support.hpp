@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers shared by the net unit tests: a temp directory and an echo handler.
+// Helpers shared by the net unit tests: a temp directory, an echo handler and
+// a server on a loopback port.
 #pragma once
 
 #include <sys/stat.h>
@@ -19,6 +20,17 @@
 namespace nps::net::test {
 
 using nps::test::TempDir;
+
+// A server on 127.0.0.1 with a port of the kernel's choosing (the listen
+// address in `options` is replaced); throws if it cannot start.
+inline std::unique_ptr<HttpServer> start_tcp(HttpHandler handler, HttpServerOptions options = {})
+{
+    options.tcp_listen = "127.0.0.1:0";
+    auto server = HttpServer::start(options, std::move(handler));
+    if (!server)
+        throw std::runtime_error(server.error().describe());
+    return std::move(server).value();
+}
 
 // Echoes the request as JSON; status from ?status=, adds "X-Reply: yes".
 inline HttpResponse echo(const HttpRequest& request)
