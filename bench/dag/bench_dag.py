@@ -24,42 +24,24 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-import base64
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "support"))
+from bench_daemon import ROOT, Daemon, import_demo_image, unmount_under  # noqa: E402
+from crun_peer import run_peer_script, unpack_bundle, worker_config  # noqa: E402
+
 INBOX = "urn:nps:agent:bench.local:pipeline"
 AGENTS = {
     "fetch": ["emit", '{"value":2}'],
     "double": ["double"],
     "report": ["report"],
 }
-
-
-def spec_ref(command):
-    spec = {"image": "nps-demo-worker:1", "command": ["/bin/worker", *command]}
-    return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
-
-
-# The bearer token the daemon generated (<state>/api.token), once it is up.
-TOKEN = None
-
-
-def http(method, url, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    headers = {"Content-Type": "application/json"}
-    if TOKEN:
-        headers["Authorization"] = "Bearer " + TOKEN
-    req = urllib.request.Request(url, data=data, method=method, headers=headers)
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read() or b"null")
 
 
 def frame(task_id):
@@ -126,44 +108,21 @@ def task_breakdown(task):
     return row + [at("task:completed") - prev]
 
 
-def bench_nps(runner, image_dir, state, tasks, spawn_pool=None, gap_ms=0):
-    subprocess.run([runner, "image", "import", image_dir, "--name", "nps-demo-worker:1", "--state-dir", state],
-                   check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(state, "config.toml"), "w") as f:
-        if spawn_pool is not None:
-            f.write(f"[workers]\nspawn_pool = {spawn_pool}\n")
-    log = open(os.path.join(state, "serve.log"), "w+")
-    serve = subprocess.Popen([runner, "serve", "--config", os.path.join(state, "config.toml"), "--state-dir", state,
-                              "--listen", "127.0.0.1:0", "--socket", "none", "--inbox", INBOX],
-                             stdout=log, stderr=log)
-    try:
-        url = None
-        for _ in range(300):
-            log.seek(0)
-            text = log.read()
-            m = re.search(r"listening on (http://[0-9.:]+)", text)
-            if m and "ready" in text:
-                url = m.group(1)
-                global TOKEN
-                with open(os.path.join(state, "api.token")) as f:
-                    TOKEN = f.readline().strip()
-                break
-            time.sleep(0.05)
-        if not url:
-            sys.exit("serve did not start:\n" + text)
+def bench_nps(runner, work, state, tasks, spawn_pool=None, gap_ms=0):
+    import_demo_image(runner, state, work)
+    config = "" if spawn_pool is None else f"[workers]\nspawn_pool = {spawn_pool}\n"
+    with Daemon(runner, state, inboxes=[INBOX], config=config) as d:
         for node, command in AGENTS.items():
-            nid = "urn:nps:agent:bench.local:" + node
-            http("PUT", f"{url}/v1/ndp/announces/{nid}",
-                 {"nid": nid, "activation_mode": "ephemeral", "spawn_spec_ref": spec_ref(command)})
+            d.announce("urn:nps:agent:bench.local:" + node, command)
         client, server, breakdown = [], [], []
         for i in range(tasks + 3):
             task_id = f"bench-{i}"
             if gap_ms:
                 time.sleep(gap_ms / 1000)  # sparse arrivals: the daemon is idle in between
             t0 = time.perf_counter()
-            http("POST", f"{url}/v1/inbox/{INBOX}", frame(task_id))
+            d.http("POST", f"/v1/inbox/{INBOX}", frame(task_id))
             while True:
-                task = http("GET", f"{url}/v1/tasks/{task_id}")
+                task = d.http("GET", f"/v1/tasks/{task_id}")
                 if task["state"] in ("COMPLETED", "FAILED", "CANCELLED"):
                     break
                 time.sleep(0.0005)
@@ -176,42 +135,17 @@ def bench_nps(runner, image_dir, state, tasks, spawn_pool=None, gap_ms=0):
             client.append((t1 - t0) * 1000)
             server.append(rfc3339_ms(events["task:completed"]) - rfc3339_ms(events["inbox:deposited"]))
             breakdown.append(task_breakdown(task))
-        return client, server, spawn_counts(url), breakdown
-    finally:
-        serve.send_signal(signal.SIGTERM)
-        serve.wait(timeout=30)
+        return client, server, spawn_counts(d.url), breakdown
 
 
 def bench_crun(image_dir, work, tasks):
-    crun = shutil.which("crun")
-    if not crun:
+    if not shutil.which("crun"):
         return None
-    bundle = os.path.join(work, "bundle")
-    subprocess.run(["umoci", "unpack", "--image", image_dir + ":latest", bundle], check=True,
-                   stdout=subprocess.DEVNULL)
-    config_path = os.path.join(bundle, "config.json")
-    with open(config_path) as f:
-        base = json.load(f)
-    base["process"]["terminal"] = False
-    base["root"]["readonly"] = True
-    configs = {}
-    for node, command in AGENTS.items():
-        c = json.loads(json.dumps(base))
-        c["process"]["args"] = ["/bin/worker", *command]
-        c["process"]["env"] = ["PATH=/bin", "NPS_ACTION=nwp://bench.local/" + node, "NPS_NODE_ID=" + node]
-        configs[node] = c
+    base = unpack_bundle(image_dir, os.path.join(work, "bundle"))
+    configs = {node: worker_config(base, node, command) for node, command in AGENTS.items()}
     with open(os.path.join(work, "configs.json"), "w") as f:
         json.dump(configs, f)
-    # crun 1.8 refuses a hybrid cgroup host: run it in a mount namespace where
-    # the cgroup2 mount is hidden, so it uses the v1 hierarchies (as
-    # bench/spawn does). The namespace is made once, not per container.
-    hide = "mount -t tmpfs tmpfs /sys/fs/cgroup/unified && " if os.path.isdir("/sys/fs/cgroup/unified") else ""
-    out = subprocess.run(["unshare", "-m", "sh", "-c",
-                          hide + f"exec {sys.executable} {os.path.abspath(__file__)} --crun-peer {work} {tasks}"],
-                         capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit("crun peer failed: " + out.stdout + out.stderr)
-    return json.loads(out.stdout)
+    return run_peer_script(__file__, "--crun-peer", work, tasks)
 
 
 def crun_peer(work, tasks):
@@ -253,16 +187,12 @@ def main():
         print("bench-dag: needs root (sandboxes, cgroups, overlay mounts)")
         return 77
     with tempfile.TemporaryDirectory(prefix="nps-bench-dag-") as work:
-        subprocess.run([os.path.join(ROOT, "demo", "make-image"), work], check=True, stdout=subprocess.DEVNULL)
-        image = os.path.join(work, "oci")
         state = os.path.join(work, "state")
         os.makedirs(state)
-        client, server, spawns, breakdown = bench_nps(args.runner, image, state, args.tasks, args.spawn_pool,
+        client, server, spawns, breakdown = bench_nps(args.runner, work, state, args.tasks, args.spawn_pool,
                                                      args.gap_ms)
-        crun = bench_crun(image, work, max(10, args.tasks // 4))
-        for m in open("/proc/mounts").read().splitlines():
-            if work in m.split()[1]:
-                subprocess.run(["umount", "-l", m.split()[1]])
+        crun = bench_crun(os.path.join(work, "oci"), work, max(10, args.tasks // 4))
+        unmount_under(work)
     arrival = f"{args.gap_ms} ms apart" if args.gap_ms else "one after another"
     print(f"3-node linear DAG, trivial workers, {args.tasks} tasks {arrival} "
           f"(load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cpus)")

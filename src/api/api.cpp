@@ -46,6 +46,7 @@ void Api::recorded()
 
 Api::~Api()
 {
+    *alive_ = false;
     // Parked replies are dropped unanswered: the server is gone by now (or
     // answers 500 if not).
     for (auto& [id, parked] : parked_)
@@ -226,11 +227,34 @@ void Api::finish(const std::string& what, Result<net::HttpResponse> result,
         feeds_->changed();
 }
 
+namespace {
+
+bool is_deposit_path(const std::vector<std::string>& s)
+{
+    return (s.size() == 1 && s[0] == "task") || (s.size() == 3 && s[0] == "v1" && s[1] == "inbox") ||
+           (s.size() == 4 && s[0] == "v1" && s[1] == "inbox" && s[3] == "task");
+}
+
+}  // namespace
+
 bool Api::route_deferred(const net::HttpRequest& r, const Reply& reply)
 {
     const auto s = split_path(r.path);
     if (s.size() == 3 && s[0] == "v1" && s[1] == "inbox" && r.method == "GET") {
         peek(r, s[2], reply);
+        return true;
+    }
+    if (r.method == "POST" && is_deposit_path(s)) {
+        // POST /v1/inbox/{nid}, /v1/inbox/{nid}/task, or /task (the SDKs' inbox)
+        if (s.size() == 1) {
+            auto nid = sdk_inbox();
+            if (!nid)
+                reply(std::move(nid).error());
+            else
+                deposit(r, *nid, reply);
+        } else {
+            deposit(r, s[2], reply);
+        }
         return true;
     }
     if (s.size() == 3 && s[0] == "v1" && s[1] == "spawnspecs" && s[2] == "resolve" && r.method == "POST") {
@@ -270,11 +294,8 @@ Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
         return m == "GET" ? list_images() : method_not_allowed("GET");
     if (area == "capabilities" && n == 2)
         return m == "GET" ? capabilities() : method_not_allowed("GET");
-    if (area == "inbox" && n == 3) {
-        if (m == "POST")
-            return deposit(r, s[2]);
+    if (area == "inbox" && n == 3)  // POST: a deposit (route_deferred)
         return method_not_allowed("GET, POST");
-    }
     if (area == "inbox" && n >= 4 && s[3] == "task")
         return sdk_task_route(r, s[2], {s.begin() + 4, s.end()});
     if (area == "inbox" && n == 4 && s[3] == "depth")
@@ -399,6 +420,10 @@ Result<net::HttpResponse> Api::render_metrics()
                       std::to_string(counts->dead) + "\n";
         }
     }
+    gauges += "# HELP nps_inbox_deposit_commits_total Transactions that committed deposits (group commit: "
+              "deposits per commit is the group size).\n# TYPE nps_inbox_deposit_commits_total counter\n"
+              "nps_inbox_deposit_commits_total " +
+              std::to_string(committer_ ? committer_->commits() : 0) + "\n";
     gauges += "# HELP nps_store_degraded 1 while the task store cannot be written (disk full, I/O error, database "
               "connection lost), else 0.\n"
               "# TYPE nps_store_degraded gauge\nnps_store_degraded " +

@@ -60,7 +60,29 @@ net::HttpResponse empty_listing(const std::string& nid)
 
 }  // namespace
 
-Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const std::string& nid)
+void Api::deposit(const net::HttpRequest& request, const std::string& nid, const Reply& reply)
+{
+    auto checked = checked_deposit(request, nid);
+    if (!checked)
+        return reply(std::move(checked).error());
+    if (!*checked)
+        return reply(deposit_completion_message(request, nid));
+    if (!committer_)
+        committer_ = std::make_unique<store::DepositCommitter>(stores_);
+    store::DepositRequest& deposit = **checked;
+    // On the committer's thread once durable; the answer goes out on the loop.
+    auto answer = [this, alive = alive_, nid = deposit.nid, dedup_key = deposit.dedup_key,
+                   reply](Result<store::DepositResult> result) {
+        loop_.post([this, alive, nid, dedup_key, reply, result = std::move(result)]() mutable {
+            if (*alive)
+                reply(deposit_answer(nid, dedup_key, std::move(result)));
+        });
+    };
+    committer_->submit(std::move(deposit), std::move(answer));
+}
+
+Result<std::optional<store::DepositRequest>> Api::checked_deposit(const net::HttpRequest& request,
+                                                                  const std::string& nid)
 {
     NPS_TRY_VOID(check_inbox_nid(nid));
     if (request.body.size() > config_.max_message_bytes)
@@ -73,7 +95,7 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
                               "Content-Type '" + content_type + "' is not a JSON TaskFrame type");
     auto decoded = proto::decode_task_frame(request.body);
     if (!decoded && proto::looks_like_completion_message(request.body))
-        return deposit_completion_message(request, nid);
+        return std::optional<store::DepositRequest>{};
     auto frame = NPS_TRY(std::move(decoded));
     auto priority = NPS_TRY(bounded_integer(request.header("x-nps-inbox-priority"), "X-Nps-Inbox-Priority",
                                             proto::inbox_priority(frame.priority), limits::kMinInboxPriority,
@@ -87,14 +109,19 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
                                                             " must be below the message's TTL (" + std::to_string(ttl) +
                                                             " s): it would expire before anyone could claim it");
 
-    auto store = NPS_TRY(stores_.acquire());
     store::DepositRequest deposit = task_deposit(nid, frame, request.body, config_);
     if (!content_type.empty())
         deposit.content_type = content_type;
     deposit.priority = static_cast<int>(priority);
     deposit.ttl_seconds = ttl;
     deposit.delay_seconds = delay;
-    auto result = NPS_TRY(store->deposit(deposit));
+    return std::optional<store::DepositRequest>{std::move(deposit)};
+}
+
+Result<net::HttpResponse> Api::deposit_answer(const std::string& nid, const std::string& dedup_key,
+                                              Result<store::DepositResult> committed)
+{
+    auto result = NPS_TRY(std::move(committed));
     if (result.duplicate) {
         ++metrics_.deposits_duplicate;
     } else {
@@ -107,7 +134,7 @@ Result<net::HttpResponse> Api::deposit(const net::HttpRequest& request, const st
     Json body = message_json(result.message);
     body.erase("payload_b64");
     body["nid"] = result.message.nid;
-    body["dedup_key"] = frame.dedup_key;
+    body["dedup_key"] = dedup_key;
     body["duplicate"] = result.duplicate;
     return json_response(result.duplicate ? 200 : 201, body);
 }

@@ -42,7 +42,7 @@ Result<net::HttpResponse> Api::sdk_task_route(const net::HttpRequest& request, c
     NPS_TRY_VOID(check_inbox_nid(nid));
     const std::string& m = request.method;
     if (segments.empty())
-        return m == "POST" ? deposit(request, nid) : method_not_allowed("POST");
+        return method_not_allowed("POST");  // POST: a deposit (Api::route_deferred)
     if (segments.size() > 2 || (segments.size() == 2 && segments[1] != "cancel"))
         return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + request.path + "'");
 

@@ -23,82 +23,132 @@ Result<DepositResult> SqliteStore::deposit(const DepositRequest& request)
     return guarded<DepositResult>(
         [&] { return "Failed to deposit task '" + request.task_id + "' into inbox '" + request.nid + "'"; },
         [&]() -> Result<DepositResult> {
-            const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
-
-            {
-                auto st = use(deposit_find_,
-                              "SELECT m.nid, m.frame_hash, " NPS_STORE_MESSAGE_COLUMNS ", f.payload "
-                              "FROM tasks m JOIN frames f ON f.message_id = m.message_id WHERE m.task_id = ?1");
-                st->bindNoCopy(1, request.task_id);
-                if (st->executeStep()) {
-                    const std::string nid = st->getColumn(0).getString();
-                    const std::string frame_hash = st->getColumn(1).getString();
-                    if (nid != request.nid || frame_hash != request.frame_hash)
-                        return protocol_error("NWP-TASK-ID-CONFLICT",
-                                              "Task '" + request.task_id + "' was already deposited into inbox '" +
-                                                  nid + "' with a different frame");
-                    DepositResult dup;
-                    dup.message = read_message(*st, 2);
-                    dup.message.payload = st->getColumn(2 + kMessageColumnCount).getString();
-                    dup.duplicate = true;
-                    return dup;
-                }
-            }
-
-            if (request.max_depth > 0)
-                NPS_TRY_VOID(check_depth(request.nid, request.max_depth, now));
-
-            NPS_TRY_VOID(count_inbox_task(request.nid, request.max_inboxes, now));
-
-            DepositResult out;
-            Message& m = out.message;
-            m.nid = request.nid;
-            m.task_id = request.task_id;
-            m.content_type = request.content_type;
-            m.priority = request.priority;
-            m.enqueued_at_ms = now;
-            m.expires_at_ms = now + effective_ttl_seconds(request.ttl_seconds) * 1000;
-            {
-                // The tasks_deposited trigger logs inbox:deposited.
-                auto st = use(deposit_task_,
-                              "INSERT INTO tasks (task_id, nid, content_type, priority, enqueued_at, expires_at, queue, "
-                              "state, dag_hash, dedup_key, frame_hash, created_at, updated_at, result_ttl_seconds, "
-                              "lease_expiry) "
-                              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', 'PENDING', ?7, ?8, ?9, ?5, ?5, ?10, ?11) "
-                              "RETURNING message_id");
-                st->bindNoCopy(1, request.task_id);
-                st->bindNoCopy(2, request.nid);
-                st->bindNoCopy(3, request.content_type);
-                st->bind(4, request.priority);
-                st->bind(5, static_cast<std::int64_t>(m.enqueued_at_ms));
-                st->bind(6, static_cast<std::int64_t>(m.expires_at_ms));
-                st->bindNoCopy(7, request.dag_hash);
-                st->bindNoCopy(8, request.dedup_key);
-                st->bindNoCopy(9, request.frame_hash);
-                st->bind(10, static_cast<std::int64_t>(request.result_ttl_seconds));
-                // lease_expiry doubles as "visible at" (schema.cpp): a delay
-                // hides the unleased message from peek and head claims.
-                st->bind(11, request.delay_seconds > 0 ? m.enqueued_at_ms + request.delay_seconds * 1000
-                                                       : std::int64_t{0});
-                if (!st->executeStep())
-                    throw SQLite::Exception("the task insert returned no row");
-                m.message_id = st->getColumn(0).getInt64();
-            }
-            {
-                auto st = use(deposit_frame_, "INSERT INTO frames (message_id, payload) VALUES (?1, ?2)");
-                st->bind(1, static_cast<std::int64_t>(m.message_id));
-                st->bindNoCopy(2, request.payload.data(), static_cast<int>(request.payload.size()));
-                st->exec();
-            }
-            txn.commit();
-            m.payload = request.payload;
+            auto out = NPS_TRY(deposit_locked(request, now_ms()));
+            if (!out.duplicate)
+                txn.commit();
             return out;
         });
 }
 
+std::vector<Result<DepositResult>> SqliteStore::deposit_batch(const std::vector<DepositRequest>& requests)
+{
+    std::vector<Result<DepositResult>> results;
+    results.reserve(requests.size());
+    auto committed = guarded<void>(
+        [&] { return "Failed to commit a group of " + std::to_string(requests.size()) + " deposits"; },
+        [&]() -> Result<void> {
+            const std::int64_t now = now_ms();
+            WriteTransaction txn(*this);
+            for (const auto& request : requests) {
+                // Each deposit in a savepoint: one that fails leaves no trace.
+                use(savepoint_, "SAVEPOINT deposit")->exec();
+                auto result = guarded<DepositResult>(
+                    [&] { return "Failed to deposit task '" + request.task_id + "' into inbox '" + request.nid + "'"; },
+                    [&] { return deposit_locked(request, now); });
+                if (!result)
+                    use(savepoint_rollback_, "ROLLBACK TO deposit")->exec();
+                use(savepoint_release_, "RELEASE deposit")->exec();
+                results.push_back(std::move(result));
+            }
+            txn.commit();
+            return {};
+        });
+    if (!committed) {
+        // Nothing of the group is stored: every request fails with the reason.
+        for (auto& result : results)
+            if (result)
+                result = committed.error();
+        while (results.size() < requests.size())
+            results.emplace_back(committed.error());
+    }
+    return results;
+}
+
+Result<DepositResult> SqliteStore::deposit_locked(const DepositRequest& request, std::int64_t now)
+{
+    {
+        auto st = use(deposit_find_,
+                      "SELECT m.nid, m.frame_hash, " NPS_STORE_MESSAGE_COLUMNS ", f.payload "
+                      "FROM tasks m JOIN frames f ON f.message_id = m.message_id WHERE m.task_id = ?1");
+        st->bindNoCopy(1, request.task_id);
+        if (st->executeStep()) {
+            const std::string nid = st->getColumn(0).getString();
+            const std::string frame_hash = st->getColumn(1).getString();
+            if (nid != request.nid || frame_hash != request.frame_hash)
+                return protocol_error("NWP-TASK-ID-CONFLICT",
+                                      "Task '" + request.task_id + "' was already deposited into inbox '" +
+                                          nid + "' with a different frame");
+            DepositResult dup;
+            dup.message = read_message(*st, 2);
+            dup.message.payload = st->getColumn(2 + kMessageColumnCount).getString();
+            dup.duplicate = true;
+            return dup;
+        }
+    }
+
+    if (request.max_depth > 0)
+        NPS_TRY_VOID(check_depth(request.nid, request.max_depth, now));
+
+    NPS_TRY_VOID(count_inbox_task(request.nid, request.max_inboxes, now));
+
+    DepositResult out;
+    Message& m = out.message;
+    m.nid = request.nid;
+    m.task_id = request.task_id;
+    m.content_type = request.content_type;
+    m.priority = request.priority;
+    m.enqueued_at_ms = now;
+    m.expires_at_ms = now + effective_ttl_seconds(request.ttl_seconds) * 1000;
+    {
+        // The tasks_deposited trigger logs inbox:deposited.
+        auto st = use(deposit_task_,
+                      "INSERT INTO tasks (task_id, nid, content_type, priority, enqueued_at, expires_at, queue, "
+                      "state, dag_hash, dedup_key, frame_hash, created_at, updated_at, result_ttl_seconds, "
+                      "lease_expiry) "
+                      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', 'PENDING', ?7, ?8, ?9, ?5, ?5, ?10, ?11) "
+                      "RETURNING message_id");
+        st->bindNoCopy(1, request.task_id);
+        st->bindNoCopy(2, request.nid);
+        st->bindNoCopy(3, request.content_type);
+        st->bind(4, request.priority);
+        st->bind(5, static_cast<std::int64_t>(m.enqueued_at_ms));
+        st->bind(6, static_cast<std::int64_t>(m.expires_at_ms));
+        st->bindNoCopy(7, request.dag_hash);
+        st->bindNoCopy(8, request.dedup_key);
+        st->bindNoCopy(9, request.frame_hash);
+        st->bind(10, static_cast<std::int64_t>(request.result_ttl_seconds));
+        // lease_expiry doubles as "visible at" (schema.cpp): a delay
+        // hides the unleased message from peek and head claims.
+        st->bind(11, request.delay_seconds > 0 ? m.enqueued_at_ms + request.delay_seconds * 1000
+                                               : std::int64_t{0});
+        if (!st->executeStep())
+            throw SQLite::Exception("the task insert returned no row");
+        m.message_id = st->getColumn(0).getInt64();
+    }
+    {
+        auto st = use(deposit_frame_, "INSERT INTO frames (message_id, payload) VALUES (?1, ?2)");
+        st->bind(1, static_cast<std::int64_t>(m.message_id));
+        st->bindNoCopy(2, request.payload.data(), static_cast<int>(request.payload.size()));
+        st->exec();
+    }
+    m.payload = request.payload;
+    return out;
+}
+
 Result<void> SqliteStore::check_depth(const std::string& nid, std::int64_t max_depth, std::int64_t now)
 {
+    {
+        // Cheap bound first: nid's task rows (queued or not, from `inboxes`)
+        // and notices. Below the limit, the inbox cannot be full.
+        auto bound = use(deposit_depth_bound_,
+                         "SELECT coalesce((SELECT tasks FROM inboxes WHERE nid = ?1), 0) + "
+                         "(SELECT count(*) FROM inbox_notices WHERE nid = ?1)");
+        bound->bindNoCopy(1, nid);
+        bound->executeStep();
+        if (bound->getColumn(0).getInt64() < max_depth)
+            return {};
+    }
     // Counts entries of the partial index only (O(depth), index-only).
     auto st = use(deposit_depth_,
                   "SELECT (SELECT count(*) FROM tasks WHERE nid = ?1 AND queue = 'queued' AND expires_at > ?2) + "

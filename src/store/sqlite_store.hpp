@@ -139,6 +139,7 @@ public:
     int schema_version() const override { return version_; }
 
     Result<DepositResult> deposit(const DepositRequest& request) override;
+    std::vector<Result<DepositResult>> deposit_batch(const std::vector<DepositRequest>& requests) override;
     Result<std::vector<Message>> peek(const std::string& nid, std::uint32_t batch) override;
     Result<void> ack(const std::string& nid, std::int64_t message_id) override;
     Result<std::int64_t> depth(const std::string& nid) override;
@@ -256,12 +257,16 @@ private:
     Result<void> complete_locked(std::int64_t now, const std::vector<std::string>& task_ids,
                                  const std::string& runner_nid, const TaskOutcome& outcome);
     Result<TaskRecord> task_locked(const std::string& task_id);
-    // Inside deposit's transaction: counts one more task of nid in
-    // `inboxes`; a nid with no tasks yet is refused (NWP-RATE-LIMIT-INBOX-FULL)
-    // when max_inboxes (> 0) NIDs already have some.
+    // Inside a write transaction: deposit()'s work, stamped `now`. A refusal
+    // (or a duplicate) has written nothing; an SQLite exception may leave
+    // partial writes for the caller to roll back.
+    Result<DepositResult> deposit_locked(const DepositRequest& request, std::int64_t now);
     // NWP-RATE-LIMIT-INBOX-FULL when nid holds max_depth live messages
     // (tasks and notices); in the caller's transaction.
     Result<void> check_depth(const std::string& nid, std::int64_t max_depth, std::int64_t now);
+    // Inside deposit's transaction: counts one more task of nid in
+    // `inboxes`; a nid with no tasks yet is refused (NWP-RATE-LIMIT-INBOX-FULL)
+    // when max_inboxes (> 0) NIDs already have some.
     Result<void> count_inbox_task(const std::string& nid, std::int64_t max_inboxes, std::int64_t now);
     // Inside a write transaction: deletes the finished tasks listed (message
     // ids, task ids, nids) with everything that refers to them (retention.cpp).
@@ -282,7 +287,8 @@ private:
     CachedStatement event_list_, task_exists_;           // tasks.cpp
     CachedStatement feed_all_, feed_task_, feed_last_;   // tasks.cpp
     // inbox.cpp
-    CachedStatement deposit_find_, deposit_depth_, deposit_task_, deposit_frame_;
+    CachedStatement deposit_find_, deposit_depth_bound_, deposit_depth_, deposit_task_, deposit_frame_;
+    CachedStatement savepoint_, savepoint_rollback_, savepoint_release_;
     CachedStatement peek_, ack_, depth_, last_id_, sweep_, inbox_known_, inbox_count_, inbox_add_;
     CachedStatement notice_find_, notice_sequence_, notice_id_, notice_insert_, notice_ack_, notice_sweep_;
     // retention.cpp

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Store::open: the backend is chosen by OpenOptions::url.
+// Store::open: the backend is chosen by OpenOptions::url; and the backends'
+// shared default of deposit_batch.
 #include "nps/store/store.hpp"
 #include "postgres/pg_store.hpp"
 #include "sqlite_store.hpp"
@@ -14,6 +15,15 @@ Result<std::unique_ptr<Store>> Store::open(const OpenOptions& options, const Clo
         return internal_error("Unsupported store URL '" + redact_store_url(options.url) +
                                 "': give a postgresql:// URL, or none for the embedded runner.db");
     return pg::open_postgres(options, clock);
+}
+
+std::vector<Result<DepositResult>> Store::deposit_batch(const std::vector<DepositRequest>& requests)
+{
+    std::vector<Result<DepositResult>> results;
+    results.reserve(requests.size());
+    for (const auto& request : requests)
+        results.push_back(deposit(request));
+    return results;
 }
 
 }  // namespace nps::store

@@ -28,7 +28,10 @@
 //    another thread (ApiHooks::offload) and answers on the loop;
 //  - the live feeds (event streams, followed logs) answer with a stream the
 //    LiveFeeds of this API writes as things happen (src/api/live_feeds.hpp).
-// SQLite calls run on the loop (short, local).
+//  - a deposit is committed on the DepositCommitter's thread, together with
+//    those that arrive meanwhile (one fsync for the group), and answered on
+//    the loop once durable.
+// Other SQLite calls run on the loop (short, local).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +49,7 @@
 #include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
 #include "nps/spawn/resolver.hpp"
+#include "nps/store/deposit_committer.hpp"
 #include "nps/store/store_pool.hpp"
 #include "nps/ui/sessions.hpp"
 
@@ -138,7 +142,17 @@ private:
 
     // Handlers, one per route (defined in the routes_*.cpp files). An error
     // becomes the error body in finish().
-    Result<net::HttpResponse> deposit(const net::HttpRequest& request, const std::string& nid);
+    // POST /v1/inbox/{nid} (and the SDKs' POST …/task): checked here, then
+    // committed by the DepositCommitter with others that arrive together,
+    // answered once durable.
+    void deposit(const net::HttpRequest& request, const std::string& nid, const Reply& reply);
+    // The deposit `request` asks for, checked; nullopt for a completion
+    // message (deposit_completion_message).
+    Result<std::optional<store::DepositRequest>> checked_deposit(const net::HttpRequest& request,
+                                                                 const std::string& nid);
+    // The answer to a deposit of nid's inbox once its commit is over.
+    Result<net::HttpResponse> deposit_answer(const std::string& nid, const std::string& dedup_key,
+                                             Result<store::DepositResult> committed);
     Result<net::HttpResponse> deposit_completion_message(const net::HttpRequest& request, const std::string& nid);
     void peek(const net::HttpRequest& request, const std::string& nid, const Reply& reply);
     // The head of the inbox; nullopt when it is empty.
@@ -213,6 +227,11 @@ private:
     std::unique_ptr<LiveFeeds> feeds_;
     ui::Sessions sessions_;
     std::string dashboard_origin_;
+    // Deposits' group commit, started by the first deposit. Its answers
+    // reach the loop through post(); `alive_` turns those still queued
+    // there into no-ops once this API is gone.
+    std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+    std::unique_ptr<store::DepositCommitter> committer_;
 };
 
 }  // namespace nps::api

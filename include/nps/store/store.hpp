@@ -81,8 +81,18 @@ public:
     // frame_hash or nid → NWP-TASK-ID-CONFLICT. Depth at max_depth →
     // NWP-RATE-LIMIT-INBOX-FULL. ttl_seconds ≤ 0 means the default
     // (limits::kDefaultInboxTtlSeconds); larger than kMaxInboxTtlSeconds is
-    // clamped. Checking the depth counts the inbox: O(depth).
+    // clamped. Checking the depth counts the inbox (O(depth)) only when nid
+    // holds max_depth or more task rows and notices in all.
     virtual Result<DepositResult> deposit(const DepositRequest& request) = 0;
+    // Group commit: every request deposited as deposit() would, in order, in
+    // one transaction (one fsync for all): the i-th result is the i-th
+    // request's. A request that fails (full inbox, conflicting task_id, …)
+    // changes nothing and does not affect the others; a later request sees
+    // the earlier ones (a repeated task_id is a duplicate, depth counts
+    // them). When the commit itself fails, every request fails with its
+    // error and nothing is stored. A success is durable, as deposit()'s.
+    // The default runs deposit() once per request (a transaction each).
+    virtual std::vector<Result<DepositResult>> deposit_batch(const std::vector<DepositRequest>& requests);
     // Stores a notice, a message that is not a task (a completion message,
     // docs/reporting.md), in request.nid's inbox: peek lists it among the
     // tasks (Message::task_id empty), ack deletes it, depth counts it, no

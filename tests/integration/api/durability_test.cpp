@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// A 201 from deposit means the task survives kill -9 of the daemon.
+// A 201 from deposit means the task survives kill -9 of the daemon. The
+// clients' deposits arrive together, so the daemon commits them in groups
+// (store::DepositCommitter): the kill also lands inside a group's commit.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -29,7 +31,7 @@ TEST_CASE("kill -9 during a deposit burst loses no acknowledged task")
         const std::string url = runner.url() + "/v1/inbox/" + nps::net::url_encode(inbox);
         std::atomic<bool> stop{false};
         std::vector<std::thread> clients;
-        for (int c = 0; c < 3; ++c) {
+        for (int c = 0; c < 12; ++c) {
             clients.emplace_back([&, c] {
                 for (int i = 0; !stop; ++i) {
                     std::string id = "burst-" + std::to_string(c) + "-" + std::to_string(i);
