@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -107,7 +108,9 @@ Result<VerifiedBlob> BlobStore::open_verified(std::string_view digest) const
         return internal_error("Blob " + std::string(digest) + " in '" + dir_ + "' is not a regular file");
 
     Sha256Stream hash;
-    std::vector<char> buf(kReadChunk);
+    // No larger than the blob: an image config (read at every worker start)
+    // is a few KiB, and a zero-filled 256 KiB buffer cost more than hashing it.
+    std::vector<char> buf(static_cast<std::size_t>(std::min<std::uint64_t>(kReadChunk, std::uint64_t(st.st_size) + 1)));
     std::uint64_t total = 0;
     for (;;) {
         const ssize_t n = ::read(fd.get(), buf.data(), buf.size());

@@ -277,9 +277,14 @@ Result<std::vector<std::string>> ImageDb::manifests_with_prefix(const std::strin
 Result<void> ImageDb::touch(const std::string& digest)
 {
     return guarded<void>(path_, "record an image's use", [&]() -> Result<void> {
-        SQLite::Statement st(*db_, "UPDATE image_manifests SET last_used_at = ?2 WHERE digest = ?1");
+        // At most once per kUseTimeResolutionMs: a row left unchanged costs
+        // no write (every worker start pins its image, and each write here
+        // would be an fsync of images.db on the worker's way to start).
+        SQLite::Statement st(*db_, "UPDATE image_manifests SET last_used_at = ?2 WHERE digest = ?1 AND "
+                                   "last_used_at <= ?2 - ?3");
         st.bind(1, digest);
         st.bind(2, static_cast<std::int64_t>(clock_.now_ms()));
+        st.bind(3, kUseTimeResolutionMs);
         st.exec();
         return {};
     });

@@ -82,7 +82,9 @@ public:
     Result<std::vector<ManifestRecord>> manifests();
     // Manifests whose hex digest starts with `hex_prefix`.
     Result<std::vector<std::string>> manifests_with_prefix(const std::string& hex_prefix);
-    // Bumps last_used_at (pins).
+    // Bumps last_used_at (pins) to now, unless it is less than
+    // kUseTimeResolutionMs old (the LRU order of eviction needs no more).
+    static constexpr std::int64_t kUseTimeResolutionMs = 60'000;
     Result<void> touch(const std::string& digest);
 
     // Deletes the names; returns the manifests they pointed at.

@@ -96,6 +96,9 @@ Result<std::string> LayerCache::ensure(const LayerSource& layer)
     detail::LayerLock lock = NPS_TRY(detail::LayerLock::acquire(dir_.get(), std::string(kLockPrefix) + hex));
     if (is_directory_at(dir_.get(), hex))
         return final_path;  // another caller unpacked it while we waited
+    if (layer.blob_path.empty())
+        return internal_error("Layer " + layer.diff_id + " left the layer cache ('" + final_path +
+                              "') while an image using it was pinned; import the image again");
     NPS_TRY_VOID(remove_leftovers(options_.layers_dir, hex));
 
     std::string temp = std::string(kTempPrefix) + hex + "-" + NPS_TRY(random_suffix());

@@ -8,13 +8,18 @@ namespace nps::image {
 Result<WorkerRootfs> prepare_worker_rootfs(ImageStore& store, const WorkerRootfsRequest& request)
 {
     PinnedImage pinned = NPS_TRY(store.pin(request.ref, request.holder));
+    LayerCache cache = NPS_TRY(LayerCache::open({.layers_dir = store.layout().layers_dir()}));
     std::vector<LayerSource> layers;
     for (const LayerRef& layer : pinned.image.layers) {
-        // open_blob verifies the content against its digest before unpack.
-        VerifiedBlob blob = NPS_TRY(store.open_blob(layer.digest));
-        layers.push_back({.blob_path = blob.path, .media_type = layer.media_type, .diff_id = layer.diff_id});
+        // An unpacked layer (its diff_id verified when it was unpacked, and
+        // kept by the pin) needs nothing of its blob: hashing the blob again
+        // at every start cost more than the rest of the rootfs. A layer to
+        // unpack is verified against its digest first.
+        std::string blob_path;
+        if (!cache.contains(layer.diff_id))
+            blob_path = NPS_TRY(store.open_blob(layer.digest)).path;
+        layers.push_back({.blob_path = std::move(blob_path), .media_type = layer.media_type, .diff_id = layer.diff_id});
     }
-    LayerCache cache = NPS_TRY(LayerCache::open({.layers_dir = store.layout().layers_dir()}));
     std::vector<std::string> lower_dirs = NPS_TRY(cache.ensure_chain(layers));
     OverlayRootfs overlay = NPS_TRY(OverlayRootfs::mount(
         {.lower_dirs = lower_dirs,

@@ -24,7 +24,7 @@ namespace nps::image {
 
 // One layer as the image store knows it.
 struct LayerSource {
-    std::string blob_path;   // the verified blob
+    std::string blob_path;   // the verified blob; empty: the layer is in the cache (else ensure() fails)
     std::string media_type;
     std::string diff_id;     // "sha256:<hex>"
 };

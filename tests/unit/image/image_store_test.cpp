@@ -427,7 +427,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a pinned image survives rm and gc until the pin
     layout.single("p:1", {"pinned base"});
     import(layout.dir());
     const std::string layer_dir = make_layer_dir(digest_of("pinned base"));
-    clock.advance_ms(5000);
+    clock.advance_ms(61'000);
     auto pinned = store->pin("p:1", "worker w-1");
     REQUIRE(pinned);
     CHECK(pinned->image.layers.size() == 1);
@@ -435,6 +435,16 @@ TEST_CASE_FIXTURE(StoreFixture, "a pinned image survives rm and gc until the pin
     CHECK(read_text(pinned->pin.path()).find("worker w-1") != std::string::npos);
     CHECK(store->list()->at(0).pins == 1);
     CHECK(store->list()->at(0).last_used_at_ms == clock.now_ms());
+    {
+        // The use time has a minute's resolution: a pin within it writes nothing.
+        const std::int64_t used = clock.now_ms();
+        clock.advance_ms(30'000);
+        CHECK(store->pin("p:1", "worker w-2"));
+        CHECK(store->list()->at(0).last_used_at_ms == used);
+        clock.advance_ms(30'000);
+        CHECK(store->pin("p:1", "worker w-3"));
+        CHECK(store->list()->at(0).last_used_at_ms == clock.now_ms());
+    }
 
     auto r = store->remove({"p:1"});
     REQUIRE(r);
@@ -514,9 +524,10 @@ TEST_CASE_FIXTURE(StoreFixture, "over the threshold gc evicts unpacked layers no
     const std::string old_dir = make_layer_dir(digest_of("old layer"), 200000);
     const std::string new_dir = make_layer_dir(digest_of("new layer"), 200000);
     const std::string busy_dir = make_layer_dir(digest_of("busy layer"), 200000);
-    clock.advance_ms(1000);
+    // (Use times have a minute's resolution.)
+    clock.advance_ms(61'000);
     { auto used = store->pin("old:1", "earlier run").value(); }
-    clock.advance_ms(1000);
+    clock.advance_ms(61'000);
     { auto used = store->pin("new:1", "later run").value(); }
     auto busy = store->pin("busy:1", "running").value();
 

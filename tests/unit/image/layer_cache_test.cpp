@@ -76,6 +76,24 @@ TEST_CASE("a layer is unpacked once and then found")
     CHECK(names_in(tmp / "images/layers") == std::vector<std::string>{layer.diff_id.substr(7)});
 }
 
+TEST_CASE("a layer given without its blob is found in the cache, or refused saying it left")
+{
+    TempDir tmp("nps-cache");
+    CraftedLayer layer = make_layer({.scenario = "lower", .compression = "gzip"}, tmp / "blob");
+    LayerCache cache = open_cache(tmp / "images/layers");
+    const LayerSource without_blob{.blob_path = "", .media_type = layer.media_type, .diff_id = layer.diff_id};
+    auto missing = cache.ensure(without_blob);
+    REQUIRE_FALSE(missing);
+    CHECK_MESSAGE(missing.error().message.find("left the layer cache") != std::string::npos,
+                  missing.error().message);
+    CHECK_FALSE(cache.contains(layer.diff_id));
+
+    REQUIRE(cache.ensure(source_of(layer)));
+    auto found = cache.ensure(without_blob);
+    REQUIRE_MESSAGE(found, found.error().describe());
+    CHECK(*found == *cache.path_of(layer.diff_id));
+}
+
 TEST_CASE("a failed unpack publishes nothing")
 {
     TempDir tmp("nps-cache");
