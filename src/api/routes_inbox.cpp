@@ -74,8 +74,13 @@ void Api::deposit(const net::HttpRequest& request, const std::string& nid, const
     auto answer = [this, alive = alive_, nid = deposit.nid, dedup_key = deposit.dedup_key,
                    reply](Result<store::DepositResult> result) {
         loop_.post([this, alive, nid, dedup_key, reply, result = std::move(result)]() mutable {
-            if (*alive)
+            if (!*alive)
+                return;
+            try {
                 reply(deposit_answer(nid, dedup_key, std::move(result)));
+            } catch (const std::exception& e) {  // as handle() does for the routes it calls
+                reply(error_response("NPS-SERVER-INTERNAL", std::string("Internal error: ") + e.what()));
+            }
         });
     };
     committer_->submit(std::move(deposit), std::move(answer));

@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "nps/base/digest.hpp"
 #include "nps/cgroup/mode.hpp"
@@ -128,6 +131,45 @@ TEST_CASE("re-deposit is idempotent; the same task_id with another frame conflic
     CHECK(second.body["message_id"] == first.body["message_id"]);
     check_error(http("POST", url, task_frame("task-idem", 2)), 409, "NWP-TASK-ID-CONFLICT");
     CHECK(http("GET", url + "/depth").body["depth"] == 1);
+}
+
+TEST_CASE("racing deposits of the same tasks create each once; every other answer is its duplicate")
+{
+    // Eight clients deposit the same 30 tasks at once: the daemon commits
+    // what arrives together as one group, so duplicates meet inside a group
+    // as well as across groups.
+    Daemon d;
+    const auto url = inbox_url(d.runner);
+    constexpr int kClients = 8, kTasks = 30;
+    std::vector<std::vector<Reply>> replies(kClients);
+    std::vector<std::thread> clients;
+    for (int c = 0; c < kClients; ++c)
+        clients.emplace_back([&, c] {
+            for (int i = 0; i < kTasks; ++i)
+                replies[c].push_back(http("POST", url, task_frame("race-" + std::to_string((i + c) % kTasks))));
+        });
+    for (auto& t : clients)
+        t.join();
+    std::map<std::string, int> created;
+    std::map<std::string, std::set<std::string>> message_ids;
+    for (const auto& per_client : replies)
+        for (const auto& r : per_client) {
+            REQUIRE_MESSAGE((r.status == 201 || r.status == 200), r.raw);
+            const std::string task = r.body["task_id"];
+            CHECK(r.body["duplicate"] == (r.status == 200));
+            created[task] += r.status == 201 ? 1 : 0;
+            message_ids[task].insert(r.body["message_id"].get<std::string>());
+        }
+    REQUIRE(created.size() == kTasks);
+    for (const auto& [task, n] : created) {
+        CHECK_MESSAGE(n == 1, task);
+        CHECK_MESSAGE(message_ids[task].size() == 1, task);
+    }
+    CHECK(http("GET", url + "/depth").body["depth"] == kTasks);
+    const std::string metrics = http("GET", d.runner.url() + "/metrics").raw;
+    CHECK(metrics.find("nps_inbox_deposits_total " + std::to_string(kTasks) + "\n") != std::string::npos);
+    CHECK(metrics.find("nps_inbox_deposits_duplicate_total " + std::to_string(kTasks * (kClients - 1)) + "\n") !=
+          std::string::npos);
 }
 
 TEST_CASE("bad input gets the documented error body and changes nothing")
