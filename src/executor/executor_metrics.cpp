@@ -95,6 +95,12 @@ std::string ExecutorMetrics::render() const
     sample(out, "nps_worker_timeouts_total", "{kind=\"max_runtime\"}", timeouts_max_runtime);
     header(out, "nps_worker_oom_kills_total", "counter", "Workers the kernel's OOM killer ended.");
     sample(out, "nps_worker_oom_kills_total", "", oom_kills);
+    header(out, "nps_worker_prepared_ahead_total", "counter",
+           "Workers prepared while their node's dependencies ran: used by the node, released unused, or failed "
+           "(the node then prepared its own).");
+    sample(out, "nps_worker_prepared_ahead_total", "{fate=\"used\"}", workers_prepared_ahead_used);
+    sample(out, "nps_worker_prepared_ahead_total", "{fate=\"unused\"}", workers_prepared_ahead_unused);
+    sample(out, "nps_worker_prepared_ahead_total", "{fate=\"failed\"}", workers_prepared_ahead_failed);
 
     header(out, "nps_node_outcomes_total", "counter", "Nodes that reached a terminal or saga state, by state.");
     sample(out, "nps_node_outcomes_total", "{state=\"completed\"}", nodes_completed);

@@ -25,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -63,6 +64,9 @@ public:
 
     // nop::TaskHost
     void dispatch(const nop::Attempt& attempt) override;
+    // Prepares a worker of `agent` on the JobPool now, for the next dispatch
+    // of that agent (docs/executor.md, "Workers prepared ahead").
+    void anticipate(const std::string& agent) override;
     void stop(const std::string& node_id) override;
     void preflight(const std::vector<std::pair<std::string, std::string>>& probes) override;
     TimerId start_timer(std::chrono::milliseconds delay, std::function<void()> fire) override;
@@ -74,10 +78,30 @@ public:
 private:
     enum class Fence { lease, none };  // how records are written: fenced by our lease, or (cancelled) not
     struct Slot;
+    using Prepared = Result<std::unique_ptr<PreparedWorker>>;
+    // A worker prepared ahead (anticipate()): taken by the next dispatch of
+    // its agent, released unused when the run ends or it grows stale.
+    struct Ahead {
+        std::string agent;
+        event::EventLoop::TimePoint made{};
+        std::optional<Prepared> prepared;           // once its preparation ended
+        std::function<void(Prepared)> taker;        // a dispatch waiting for it
+    };
+    // At most this many workers prepared ahead per task, used within this long.
+    static constexpr std::size_t kMaxAhead = 2;
+    static constexpr std::chrono::seconds kAheadFreshness{10};
 
     // The slot of the attempt (node_id, serial) while it is the node's current one, else nullptr.
     Slot* slot_of(const std::string& node_id, std::uint64_t serial);
     void launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared);
+    // Launches the attempt with `prepared`, or ends it with the preparation's error.
+    void prepared_for(const std::string& node_id, std::uint64_t serial, Prepared prepared);
+    // The unclaimed, fresh worker prepared ahead for `agent`, removed from ahead_.
+    std::shared_ptr<Ahead> take_ahead(const std::string& agent);
+    // Removes `ahead` if still untaken, releasing its worker off the loop.
+    void drop_ahead(const std::shared_ptr<Ahead>& ahead);
+    // drop_ahead() for every worker prepared ahead that no dispatch took.
+    void release_ahead();
     // A progress frame of the attempt (node_id, serial): written now as an
     // event, or when the node's kProgressInterval has passed.
     void progress(const std::string& node_id, std::uint64_t serial, std::uint64_t seq, const std::string& data_json);
@@ -108,6 +132,8 @@ private:
     std::map<std::string, std::unique_ptr<Slot>> slots_;  // by node id: the attempt in flight
     std::uint64_t next_serial_ = 1;
     std::size_t outstanding_ = 0;                          // preparations + workers not yet ended
+    std::vector<std::shared_ptr<Ahead>> ahead_;            // workers prepared ahead, not taken yet
+    std::size_t ahead_jobs_ = 0;                           // their preparations still on the JobPool
     event::EventLoop::TimerId renew_timer_ = 0;
     // Until when, on this host's monotonic clock, the lease is surely ours:
     // the moment the claim or the last renewal that succeeded was asked for,

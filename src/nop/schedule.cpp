@@ -54,6 +54,33 @@ std::optional<std::size_t> TaskRun::State::next_ready() const
 // max_parallel nodes active. A node waiting to retry keeps its slot.
 void TaskRun::State::pump()
 {
+    start_ready();
+    anticipate();
+}
+
+// Production mode only: conformance mode runs one node at a time in the
+// portable order, with nothing prepared ahead. A node with a condition is
+// hinted too (it usually runs); one of a compensation is not.
+void TaskRun::State::anticipate()
+{
+    if (phase != Phase::running || options.mode == Mode::conformance)
+        return;
+    for (std::size_t t : by_id) {
+        NodeRun& n = nodes[t];
+        if (n.phase != NodePhase::pending || n.anticipated || n.node->agent.empty())
+            continue;
+        const bool soon = std::all_of(n.deps.begin(), n.deps.end(), [&](std::size_t d) {
+            return nodes[d].phase == NodePhase::running || settled_for_dependants(nodes[d].phase);
+        });
+        if (soon) {
+            n.anticipated = true;
+            host.anticipate(n.node->agent);
+        }
+    }
+}
+
+void TaskRun::State::start_ready()
+{
     while (phase == Phase::running) {
         if (std::all_of(nodes.begin(), nodes.end(), [](const NodeRun& n) { return settled_for_dependants(n.phase); })) {
             complete();

@@ -54,6 +54,7 @@ struct NodeRun {
     std::string result_json;
     std::uint64_t completed_seq = 0;
     bool in_flight = false;  // an attempt (forward or compensation) awaits its outcome
+    bool anticipated = false;  // TaskHost::anticipate was told of it
     std::uint32_t stale = 0; // stopped attempts whose attempt_finished() is still owed
     bool retry_due = false;  // the backoff elapsed; dispatch once stale == 0
     TaskHost::TimerId deadline_timer = 0;
@@ -108,6 +109,11 @@ struct TaskRun::State {
 
     // schedule.cpp: the forward run.
     void pump();
+    // pump()'s work: starts the nodes that may run now.
+    void start_ready();
+    // Hints the host (TaskHost::anticipate) at each pending node whose
+    // dependencies are all running or settled, once per node.
+    void anticipate();
     std::size_t active_count() const;
     std::optional<std::size_t> next_ready() const;
     void start_node(std::size_t i);

@@ -38,6 +38,10 @@ struct ExecutorMetrics {
     std::atomic<std::uint64_t> timeouts_idle{0};
     std::atomic<std::uint64_t> timeouts_max_runtime{0};
     std::atomic<std::uint64_t> oom_kills{0};
+    // Workers prepared ahead of their dispatch (TaskHost::anticipate), by fate.
+    std::atomic<std::uint64_t> workers_prepared_ahead_used{0};
+    std::atomic<std::uint64_t> workers_prepared_ahead_unused{0};
+    std::atomic<std::uint64_t> workers_prepared_ahead_failed{0};
     std::atomic<std::uint64_t> nodes_completed{0};
     std::atomic<std::uint64_t> nodes_failed{0};
     std::atomic<std::uint64_t> nodes_skipped{0};

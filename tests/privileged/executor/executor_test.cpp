@@ -119,7 +119,30 @@ TEST_CASE("TC-N3-DAG-01: a 3-node linear DAG of sandboxed workers completes with
     CHECK(canonical == std::vector<std::string>{"task:running", "fetch:attempt:1", "fetch:completed",
                                                 "double:attempt:1", "double:completed", "report:attempt:1",
                                                 "report:completed", "task:completed"});
+    // double's and report's workers were prepared while their predecessor ran.
+    const std::string metrics = http("GET", f.runner().url() + "/metrics").raw;
+    CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"used\"} 2\n") != std::string::npos);
+    CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"unused\"} 0\n") != std::string::npos);
     check_no_worker_left(f, f.runner().pid());
+}
+
+TEST_CASE("a worker prepared ahead for a node that never runs is released when the task ends")
+{
+    ExecutorFixture f;
+    f.announce(kFetch, inline_spawn_spec({"/bin/sh", "-c", "sleep 0.3; exit 3"}));
+    f.announce(kDouble, inline_spawn_spec({"/bin/true"}));
+    Json task = f.wait_terminal(f.submit(task_frame_of(
+        "ahead-unused", {dag_node("a", kFetch, "nwp://exec.test/a"), dag_node("b", kDouble, "nwp://exec.test/b", {"a"})},
+        {{"max_retries", 0}})));
+    INFO(task.dump(2));
+    CHECK(task["state"] == "FAILED");
+    CHECK(task["nodes"]["a"]["state"] == "FAILED");
+    // b's worker (rootfs, directory, user namespace slot) was prepared while
+    // a ran, and goes back without ever starting.
+    check_no_worker_left(f, f.runner().pid());
+    const std::string metrics = http("GET", f.runner().url() + "/metrics").raw;
+    CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"unused\"} 1\n") != std::string::npos);
+    CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"used\"} 0\n") != std::string::npos);
 }
 
 TEST_CASE("workers start from the spawn pool by default; spawn_pool = 0 spawns them directly")

@@ -43,6 +43,11 @@ public:
         note_call("dispatch");
         dispatched.push_back(attempt);
     }
+    void anticipate(const std::string& agent) override
+    {
+        note_call("anticipate");
+        anticipated.push_back(agent);
+    }
     void stop(const std::string& node_id) override { stops.push_back(node_id); }
     void preflight(const std::vector<std::pair<std::string, std::string>>& list) override
     {
@@ -133,6 +138,7 @@ public:
 
     std::vector<Attempt> dispatched;
     std::vector<std::string> stops;
+    std::vector<std::string> anticipated;  // agents, in hint order
     std::vector<std::pair<std::string, std::string>> probes;
     bool preflight_asked = false;
     std::map<TimerId, Timer> timers;

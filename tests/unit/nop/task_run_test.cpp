@@ -267,6 +267,43 @@ TEST_CASE("engine: the same diamond in conformance mode runs one node at a time"
     CHECK(host.dispatched[2].node_id == "right");
 }
 
+TEST_CASE("engine: the host hears of each node once, as soon as all its dependencies run or are done")
+{
+    FakeHost host;
+    const auto task = frame({node("fetch"), node("left", {"fetch"}), node("right", {"fetch"}),
+                             node("merge", {"left", "right"}), node("report", {"merge"})});
+    TaskRun run(task, host, RunOptions{.mode = Mode::production, .max_parallel = 8});
+    run.start();
+    REQUIRE(host.dispatched.size() == 1);
+    // fetch runs: left and right may start next; merge waits for both.
+    CHECK(host.anticipated == Strings{"urn:nps:agent:test:left", "urn:nps:agent:test:right"});
+    run.attempt_finished("fetch", success("{}"));
+    CHECK(host.anticipated.size() == 3);  // left and right run: merge next
+    CHECK(host.anticipated.back() == "urn:nps:agent:test:merge");
+    run.attempt_finished("left", success("{}"));
+    CHECK(host.anticipated.size() == 3);  // nothing new: right still runs
+    run.attempt_finished("right", success("{}"));
+    REQUIRE(host.anticipated.size() == 4);
+    CHECK(host.anticipated.back() == "urn:nps:agent:test:report");
+    run.attempt_finished("merge", success("{}"));
+    run.attempt_finished("report", success("{}"));
+    REQUIRE(host.end);
+    CHECK(host.end->state == "COMPLETED");
+    CHECK(host.anticipated.size() == 4);  // never twice
+}
+
+TEST_CASE("engine: conformance mode hints nothing ahead")
+{
+    FakeHost host;
+    const auto task = frame({node("fetch"), node("report", {"fetch"})});
+    TaskRun run(task, host, RunOptions{.mode = Mode::conformance});
+    run.start();
+    run.attempt_finished("fetch", success("{}"));
+    run.attempt_finished("report", success("{}"));
+    REQUIRE(host.end);
+    CHECK(host.anticipated.empty());
+}
+
 TEST_CASE("engine: max_parallel bounds production mode")
 {
     FakeHost host;
