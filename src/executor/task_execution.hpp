@@ -91,11 +91,17 @@ private:
     static constexpr std::size_t kMaxAhead = 2;
     static constexpr std::chrono::seconds kAheadFreshness{10};
 
+    // Worker directory names: unique in this process, and carrying its pid so
+    // a later start-up can tell a dead runner's leftovers from a live one's.
+    static std::string next_worker_name();
     // The slot of the attempt (node_id, serial) while it is the node's current one, else nullptr.
     Slot* slot_of(const std::string& node_id, std::uint64_t serial);
     void launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared);
     // Launches the attempt with `prepared`, or ends it with the preparation's error.
     void prepared_for(const std::string& node_id, std::uint64_t serial, Prepared prepared);
+    // The attempt's slot exists: launches it with `ahead`'s worker, at once
+    // when ready (in the next loop round), else when its preparation ends.
+    void launch_ahead(const nop::Attempt& attempt, std::uint64_t serial, std::shared_ptr<Ahead> ahead);
     // The unclaimed, fresh worker prepared ahead for `agent`, removed from ahead_.
     std::shared_ptr<Ahead> take_ahead(const std::string& agent);
     // Removes `ahead` if still untaken, releasing its worker off the loop.
