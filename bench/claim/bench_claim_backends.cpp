@@ -11,7 +11,6 @@
 // usage: bench-claim-backends --store postgresql://… [--tasks N] [--dir DIR]
 // The PostgreSQL store is a fresh schema of that server (dropped after);
 // SQLite is <dir>/runner.db (FULL), a new file per cell.
-#include <libpq-fe.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -27,6 +26,7 @@
 
 #include "nps/base/clock.hpp"
 #include "nps/base/digest.hpp"
+#include "nps/lazy/pq.hpp"
 #include "nps/store/store.hpp"
 
 namespace {
@@ -43,15 +43,15 @@ constexpr const char* kInbox = "urn:nps:agent:bench.example:claims";
 
 void psql(const std::string& server, const std::string& sql)
 {
-    PGconn* conn = PQconnectdb(server.c_str());
-    if (!conn || PQstatus(conn) != CONNECTION_OK)
-        die("cannot connect to " + server + ": " + (conn ? PQerrorMessage(conn) : "no libpq"));
-    PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
-    PGresult* r = PQexec(conn, sql.c_str());
-    const bool ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
-    std::string why = ok ? "" : PQerrorMessage(conn);
-    PQclear(r);
-    PQfinish(conn);
+    PGconn* conn = sym_PQconnectdb(server.c_str());
+    if (!conn || sym_PQstatus(conn) != CONNECTION_OK)
+        die("cannot connect to " + server + ": " + (conn ? sym_PQerrorMessage(conn) : "no libpq"));
+    sym_PQsetNoticeProcessor(conn, [](void*, const char*) {}, nullptr);
+    PGresult* r = sym_PQexec(conn, sql.c_str());
+    const bool ok = r && sym_PQresultStatus(r) == PGRES_COMMAND_OK;
+    std::string why = ok ? "" : sym_PQerrorMessage(conn);
+    sym_PQclear(r);
+    sym_PQfinish(conn);
     if (!ok)
         die(sql + ": " + why);
 }

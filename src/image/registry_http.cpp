@@ -3,14 +3,13 @@
 // of requests; connection reuse would not pay for the shared state).
 #include "registry_http.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <ctime>
 #include <memory>
 
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
+#include "nps/lazy/curl.hpp"
 #include "nps/net/curl_easy.hpp"
 #include "nps/net/http_server.hpp"  // is_loopback_host
 
@@ -44,7 +43,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     const std::size_t bytes = size * count;
     if (!t->status_known) {
         // The body of the final response (bodies of followed redirects are not delivered).
-        curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->answer->status);
+        sym_curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &t->answer->status);
         t->status_known = true;
         t->streaming = t->request->sink && t->answer->status >= 200 && t->answer->status < 300;
     }
@@ -126,7 +125,7 @@ HttpOutcome http_get(const HttpSession& session, const HttpGet& request)
 {
     if (auto init = net::curl::global_init(); !init)
         return failure(init.error().message, false);
-    net::curl::Easy handle(curl_easy_init());
+    net::curl::Easy handle(sym_curl_easy_init());
     if (!handle)
         return failure("curl_easy_init failed", false);
     CURL* curl = handle.get();
@@ -176,9 +175,9 @@ HttpOutcome http_get(const HttpSession& session, const HttpGet& request)
             return failure("out of memory building request headers", false);
     set(CURLOPT_HTTPHEADER, headers.get());
     if (set.error() != CURLE_OK)
-        return failure(std::string("Failed to set up the request: ") + curl_easy_strerror(set.error()), false);
+        return failure(std::string("Failed to set up the request: ") + sym_curl_easy_strerror(set.error()), false);
 
-    const CURLcode rc = curl_easy_perform(curl);
+    const CURLcode rc = sym_curl_easy_perform(curl);
     if (transfer.sink_error) {
         HttpOutcome out;
         out.error = std::move(*transfer.sink_error);
@@ -187,7 +186,7 @@ HttpOutcome http_get(const HttpSession& session, const HttpGet& request)
     if (transfer.overflow)
         return failure("the answer is larger than " + std::to_string(request.max_body_bytes) + " bytes", false);
     if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && transfer.cut)) {
-        const std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(rc);
+        const std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : sym_curl_easy_strerror(rc);
         HttpOutcome out = failure(detail, transient(rc));
         if (rc == CURLE_UNSUPPORTED_PROTOCOL)  // REDIR_PROTOCOLS refused a redirect
             out.error.message += " (a redirect to plain http is refused unless the registry is listed in "
@@ -198,9 +197,9 @@ HttpOutcome http_get(const HttpSession& session, const HttpGet& request)
             out.tls = HttpOutcome::Tls::certificate;
         return out;
     }
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
+    sym_curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
     char* effective = nullptr;
-    if (curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK && effective)
+    if (sym_curl_easy_getinfo(curl, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK && effective)
         answer.url = effective;
     HttpOutcome out;
     out.answer = std::move(answer);

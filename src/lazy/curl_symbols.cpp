@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The libcurl functions nps-runner calls, loaded on first use (see
-// lazy_library.hpp). A function missing here shows up as an undefined
-// symbol when linking nps-runner: add it here.
-#define CURL_DISABLE_TYPECHECK 1  // curl_easy_setopt must stay a function, not GCC's checking macro
-#include <curl/curl.h>
-
+// The sym_ functions of nps/lazy/curl.hpp: each resolves libcurl's function
+// of the same name on first use (lazy_library.hpp) and forwards to it.
 #include <cstdarg>
 
 #include "lazy_library.hpp"
+#include "nps/lazy/curl.hpp"
 
 namespace {
 
@@ -18,15 +15,13 @@ nps::lazy::LazyLibrary g_curl("libcurl.so.4");
 #define NPS_CURL(name) static auto* const real = nps::lazy::resolve<decltype(::name)>(g_curl, #name)
 
 #pragma GCC visibility push(hidden)
-extern "C" {
-
-CURLcode curl_global_init(long flags)
+CURLcode sym_curl_global_init(long flags)
 {
     NPS_CURL(curl_global_init);
     return real ? real(flags) : CURLE_FAILED_INIT;
 }
 
-CURL* curl_easy_init(void)
+CURL* sym_curl_easy_init(void)
 {
     NPS_CURL(curl_easy_init);
     return real ? real() : nullptr;
@@ -34,7 +29,7 @@ CURL* curl_easy_init(void)
 
 // The one argument after `option` has the type the option's number range
 // gives it (CURLOPTTYPE_*), as libcurl itself reads it.
-CURLcode curl_easy_setopt(CURL* curl, CURLoption option, ...)
+CURLcode sym_curl_easy_setopt(CURL* curl, CURLoption option, ...)
 {
     NPS_CURL(curl_easy_setopt);
     if (!real)
@@ -56,7 +51,7 @@ CURLcode curl_easy_setopt(CURL* curl, CURLoption option, ...)
 }
 
 // Every CURLINFO takes one pointer.
-CURLcode curl_easy_getinfo(CURL* curl, CURLINFO info, ...)
+CURLcode sym_curl_easy_getinfo(CURL* curl, CURLINFO info, ...)
 {
     NPS_CURL(curl_easy_getinfo);
     if (!real)
@@ -68,84 +63,84 @@ CURLcode curl_easy_getinfo(CURL* curl, CURLINFO info, ...)
     return real(curl, info, out);
 }
 
-CURLcode curl_easy_perform(CURL* curl)
+CURLcode sym_curl_easy_perform(CURL* curl)
 {
     NPS_CURL(curl_easy_perform);
     return real ? real(curl) : CURLE_FAILED_INIT;
 }
 
-void curl_easy_cleanup(CURL* curl)
+void sym_curl_easy_cleanup(CURL* curl)
 {
     NPS_CURL(curl_easy_cleanup);
     if (real)
         real(curl);
 }
 
-const char* curl_easy_strerror(CURLcode code)
+const char* sym_curl_easy_strerror(CURLcode code)
 {
     NPS_CURL(curl_easy_strerror);
     return real ? real(code) : "libcurl could not be loaded";
 }
 
-curl_slist* curl_slist_append(curl_slist* list, const char* text)
+curl_slist* sym_curl_slist_append(curl_slist* list, const char* text)
 {
     NPS_CURL(curl_slist_append);
     return real ? real(list, text) : nullptr;
 }
 
-void curl_slist_free_all(curl_slist* list)
+void sym_curl_slist_free_all(curl_slist* list)
 {
     NPS_CURL(curl_slist_free_all);
     if (real)
         real(list);
 }
 
-CURLU* curl_url(void)
+CURLU* sym_curl_url(void)
 {
     NPS_CURL(curl_url);
     return real ? real() : nullptr;
 }
 
-void curl_url_cleanup(CURLU* url)
+void sym_curl_url_cleanup(CURLU* url)
 {
     NPS_CURL(curl_url_cleanup);
     if (real)
         real(url);
 }
 
-CURLUcode curl_url_get(CURLU* url, CURLUPart what, char** part, unsigned int flags)
+CURLUcode sym_curl_url_get(CURLU* url, CURLUPart what, char** part, unsigned int flags)
 {
     NPS_CURL(curl_url_get);
     return real ? real(url, what, part, flags) : CURLUE_OUT_OF_MEMORY;
 }
 
-CURLUcode curl_url_set(CURLU* url, CURLUPart what, const char* part, unsigned int flags)
+CURLUcode sym_curl_url_set(CURLU* url, CURLUPart what, const char* part, unsigned int flags)
 {
     NPS_CURL(curl_url_set);
     return real ? real(url, what, part, flags) : CURLUE_OUT_OF_MEMORY;
 }
 
-void curl_free(void* p)
+void sym_curl_free(void* p)
 {
     NPS_CURL(curl_free);
     if (real)
         real(p);
 }
 
-CURLM* curl_multi_init(void)
+CURLM* sym_curl_multi_init(void)
 {
     NPS_CURL(curl_multi_init);
     return real ? real() : nullptr;
 }
 
-CURLMcode curl_multi_cleanup(CURLM* multi)
+CURLMcode sym_curl_multi_cleanup(CURLM* multi)
 {
     NPS_CURL(curl_multi_cleanup);
     return real ? real(multi) : CURLM_INTERNAL_ERROR;
 }
 
 // As curl_easy_setopt: the argument's type follows the option's number range.
-CURLMcode curl_multi_setopt(CURLM* multi, CURLMoption option, ...)
+CURLMcode sym_curl_multi_setopt(CURLM* multi, CURLMoption option, ...)
 {
     NPS_CURL(curl_multi_setopt);
     if (!real)
@@ -166,35 +161,34 @@ CURLMcode curl_multi_setopt(CURLM* multi, CURLMoption option, ...)
     return result;
 }
 
-CURLMcode curl_multi_add_handle(CURLM* multi, CURL* easy)
+CURLMcode sym_curl_multi_add_handle(CURLM* multi, CURL* easy)
 {
     NPS_CURL(curl_multi_add_handle);
     return real ? real(multi, easy) : CURLM_INTERNAL_ERROR;
 }
 
-CURLMcode curl_multi_remove_handle(CURLM* multi, CURL* easy)
+CURLMcode sym_curl_multi_remove_handle(CURLM* multi, CURL* easy)
 {
     NPS_CURL(curl_multi_remove_handle);
     return real ? real(multi, easy) : CURLM_INTERNAL_ERROR;
 }
 
-CURLMcode curl_multi_socket_action(CURLM* multi, curl_socket_t fd, int events, int* running)
+CURLMcode sym_curl_multi_socket_action(CURLM* multi, curl_socket_t fd, int events, int* running)
 {
     NPS_CURL(curl_multi_socket_action);
     return real ? real(multi, fd, events, running) : CURLM_INTERNAL_ERROR;
 }
 
-CURLMsg* curl_multi_info_read(CURLM* multi, int* left)
+CURLMsg* sym_curl_multi_info_read(CURLM* multi, int* left)
 {
     NPS_CURL(curl_multi_info_read);
     return real ? real(multi, left) : nullptr;
 }
 
-const char* curl_multi_strerror(CURLMcode code)
+const char* sym_curl_multi_strerror(CURLMcode code)
 {
     NPS_CURL(curl_multi_strerror);
     return real ? real(code) : "libcurl could not be loaded";
 }
 
-}  // extern "C"
 #pragma GCC visibility pop

@@ -4,10 +4,12 @@
 // Why: libcurl and libmicrohttpd (and their dependency trees: TLS, Kerberos,
 // LDAP, SSH, IDN, ...) are ~40 shared objects whose loading and symbol
 // relocation cost every nps-runner process ~5 ms of CPU at start, while only
-// the fetch, pull and serve paths use them. src/lazy/*_symbols.cpp define
-// the few functions of those libraries that we call, with the libraries'
-// own prototypes, and forward each call to the symbol resolved here. The
-// rest of the code calls the libraries as usual (docs/startup.md).
+// the fetch, pull and serve paths use them. So they are not linked: the few
+// functions we call are declared in nps/lazy/{curl,microhttpd,pq}.hpp as
+// sym_<name>, with the libraries' own prototypes, and src/lazy/*_symbols.cpp
+// define each to forward to the symbol resolved here. Call sites spell the
+// prefix, so they show the indirection (docs/startup.md); calling a library
+// function by its own name fails to link.
 //
 // A library or symbol that cannot be loaded is reported once on stderr and
 // makes the forwarding function return its library's failure value.

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The libmicrohttpd functions nps-runner calls, loaded on first use (see
-// lazy_library.hpp). A function missing here shows up as an undefined
-// symbol when linking nps-runner: add it here.
-#include <microhttpd.h>
-
+// The sym_ functions of nps/lazy/microhttpd.hpp: each resolves libmicrohttpd's function
+// of the same name on first use (lazy_library.hpp) and forwards to it.
 #include <cstdarg>
 
 #include "lazy_library.hpp"
+#include "nps/lazy/microhttpd.hpp"
 
 namespace {
 
@@ -17,10 +15,8 @@ nps::lazy::LazyLibrary g_microhttpd("libmicrohttpd.so.12");
 #define NPS_MHD(name) static auto* const real = nps::lazy::resolve<decltype(::name)>(g_microhttpd, #name)
 
 #pragma GCC visibility push(hidden)
-extern "C" {
-
 // The option list goes through the library's va_list variant.
-MHD_Daemon* MHD_start_daemon(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc, void* apc_cls,
+MHD_Daemon* sym_MHD_start_daemon(unsigned int flags, uint16_t port, MHD_AcceptPolicyCallback apc, void* apc_cls,
                              MHD_AccessHandlerCallback dh, void* dh_cls, ...)
 {
     NPS_MHD(MHD_start_daemon_va);
@@ -33,26 +29,26 @@ MHD_Daemon* MHD_start_daemon(unsigned int flags, uint16_t port, MHD_AcceptPolicy
     return daemon;
 }
 
-void MHD_stop_daemon(MHD_Daemon* daemon)
+void sym_MHD_stop_daemon(MHD_Daemon* daemon)
 {
     NPS_MHD(MHD_stop_daemon);
     if (real)
         real(daemon);
 }
 
-MHD_socket MHD_quiesce_daemon(MHD_Daemon* daemon)
+MHD_socket sym_MHD_quiesce_daemon(MHD_Daemon* daemon)
 {
     NPS_MHD(MHD_quiesce_daemon);
     return real ? real(daemon) : MHD_INVALID_SOCKET;
 }
 
-enum MHD_Result MHD_run(MHD_Daemon* daemon)
+enum MHD_Result sym_MHD_run(MHD_Daemon* daemon)
 {
     NPS_MHD(MHD_run);
     return real ? real(daemon) : MHD_NO;
 }
 
-enum MHD_Result MHD_get_timeout(MHD_Daemon* daemon, MHD_UNSIGNED_LONG_LONG* timeout)
+enum MHD_Result sym_MHD_get_timeout(MHD_Daemon* daemon, MHD_UNSIGNED_LONG_LONG* timeout)
 {
     NPS_MHD(MHD_get_timeout);
     return real ? real(daemon, timeout) : MHD_NO;
@@ -60,27 +56,27 @@ enum MHD_Result MHD_get_timeout(MHD_Daemon* daemon, MHD_UNSIGNED_LONG_LONG* time
 
 // No MHD_DaemonInfoType we ask for reads an argument after `info_type`
 // (0.9.75); none is passed on.
-const union MHD_DaemonInfo* MHD_get_daemon_info(MHD_Daemon* daemon, enum MHD_DaemonInfoType info_type, ...)
+const union MHD_DaemonInfo* sym_MHD_get_daemon_info(MHD_Daemon* daemon, enum MHD_DaemonInfoType info_type, ...)
 {
     NPS_MHD(MHD_get_daemon_info);
     return real ? real(daemon, info_type) : nullptr;
 }
 
-void MHD_suspend_connection(MHD_Connection* connection)
+void sym_MHD_suspend_connection(MHD_Connection* connection)
 {
     NPS_MHD(MHD_suspend_connection);
     if (real)
         real(connection);
 }
 
-void MHD_resume_connection(MHD_Connection* connection)
+void sym_MHD_resume_connection(MHD_Connection* connection)
 {
     NPS_MHD(MHD_resume_connection);
     if (real)
         real(connection);
 }
 
-enum MHD_Result MHD_is_feature_supported(enum MHD_FEATURE feature)
+enum MHD_Result sym_MHD_is_feature_supported(enum MHD_FEATURE feature)
 {
     NPS_MHD(MHD_is_feature_supported);
     return real ? real(feature) : MHD_NO;
@@ -88,27 +84,27 @@ enum MHD_Result MHD_is_feature_supported(enum MHD_FEATURE feature)
 
 // No MHD_ConnectionInfoType reads an argument after `info_type` (0.9.75);
 // none is passed on.
-const union MHD_ConnectionInfo* MHD_get_connection_info(MHD_Connection* connection,
+const union MHD_ConnectionInfo* sym_MHD_get_connection_info(MHD_Connection* connection,
                                                         enum MHD_ConnectionInfoType info_type, ...)
 {
     NPS_MHD(MHD_get_connection_info);
     return real ? real(connection, info_type) : nullptr;
 }
 
-const char* MHD_lookup_connection_value(MHD_Connection* connection, enum MHD_ValueKind kind, const char* key)
+const char* sym_MHD_lookup_connection_value(MHD_Connection* connection, enum MHD_ValueKind kind, const char* key)
 {
     NPS_MHD(MHD_lookup_connection_value);
     return real ? real(connection, kind, key) : nullptr;
 }
 
-int MHD_get_connection_values_n(MHD_Connection* connection, enum MHD_ValueKind kind,
+int sym_MHD_get_connection_values_n(MHD_Connection* connection, enum MHD_ValueKind kind,
                                 MHD_KeyValueIteratorN iterator, void* iterator_cls)
 {
     NPS_MHD(MHD_get_connection_values_n);
     return real ? real(connection, kind, iterator, iterator_cls) : -1;
 }
 
-MHD_Response* MHD_create_response_from_buffer_with_free_callback_cls(size_t size, void* buffer,
+MHD_Response* sym_MHD_create_response_from_buffer_with_free_callback_cls(size_t size, void* buffer,
                                                                      MHD_ContentReaderFreeCallback free_callback,
                                                                      void* free_cls)
 {
@@ -116,31 +112,30 @@ MHD_Response* MHD_create_response_from_buffer_with_free_callback_cls(size_t size
     return real ? real(size, buffer, free_callback, free_cls) : nullptr;
 }
 
-MHD_Response* MHD_create_response_from_callback(uint64_t size, size_t block_size, MHD_ContentReaderCallback crc,
+MHD_Response* sym_MHD_create_response_from_callback(uint64_t size, size_t block_size, MHD_ContentReaderCallback crc,
                                                 void* crc_cls, MHD_ContentReaderFreeCallback crfc)
 {
     NPS_MHD(MHD_create_response_from_callback);
     return real ? real(size, block_size, crc, crc_cls, crfc) : nullptr;
 }
 
-enum MHD_Result MHD_add_response_header(MHD_Response* response, const char* header, const char* content)
+enum MHD_Result sym_MHD_add_response_header(MHD_Response* response, const char* header, const char* content)
 {
     NPS_MHD(MHD_add_response_header);
     return real ? real(response, header, content) : MHD_NO;
 }
 
-enum MHD_Result MHD_queue_response(MHD_Connection* connection, unsigned int status_code, MHD_Response* response)
+enum MHD_Result sym_MHD_queue_response(MHD_Connection* connection, unsigned int status_code, MHD_Response* response)
 {
     NPS_MHD(MHD_queue_response);
     return real ? real(connection, status_code, response) : MHD_NO;
 }
 
-void MHD_destroy_response(MHD_Response* response)
+void sym_MHD_destroy_response(MHD_Response* response)
 {
     NPS_MHD(MHD_destroy_response);
     if (real)
         real(response);
 }
 
-}  // extern "C"
 #pragma GCC visibility pop

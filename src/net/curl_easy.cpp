@@ -14,7 +14,7 @@ std::once_flag g_once;
 CURLcode g_init_result = CURLE_OK;
 
 struct UrlDeleter {
-    void operator()(CURLU* url) const noexcept { curl_url_cleanup(url); }
+    void operator()(CURLU* url) const noexcept { sym_curl_url_cleanup(url); }
 };
 
 std::string_view trim(std::string_view text)
@@ -30,9 +30,9 @@ std::string_view trim(std::string_view text)
 
 Result<void> global_init()
 {
-    std::call_once(g_once, [] { g_init_result = curl_global_init(CURL_GLOBAL_DEFAULT); });
+    std::call_once(g_once, [] { g_init_result = sym_curl_global_init(CURL_GLOBAL_DEFAULT); });
     if (g_init_result != CURLE_OK)
-        return internal_error(std::string("Failed to initialize libcurl: ") + curl_easy_strerror(g_init_result));
+        return internal_error(std::string("Failed to initialize libcurl: ") + sym_curl_easy_strerror(g_init_result));
     return {};
 }
 
@@ -40,7 +40,7 @@ Result<Easy> new_easy(const std::string& what)
 {
     if (auto init = global_init(); !init)
         return internal_error(what + " failed: " + init.error().message);
-    Easy handle(curl_easy_init());
+    Easy handle(sym_curl_easy_init());
     if (!handle)
         return internal_error(what + " failed: curl_easy_init failed");
     return handle;
@@ -48,7 +48,7 @@ Result<Easy> new_easy(const std::string& what)
 
 bool append(Slist& list, const std::string& line)
 {
-    curl_slist* head = curl_slist_append(list.get(), line.c_str());
+    curl_slist* head = sym_curl_slist_append(list.get(), line.c_str());
     if (head == nullptr)
         return false;
     if (!list)  // appending to a non-empty list keeps its head
@@ -74,14 +74,14 @@ void collect_header(std::map<std::string, std::string>& headers, std::string_vie
 
 std::string url_host(const std::string& url)
 {
-    std::unique_ptr<CURLU, UrlDeleter> parsed(curl_url());
-    if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
+    std::unique_ptr<CURLU, UrlDeleter> parsed(sym_curl_url());
+    if (!parsed || sym_curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
         return {};
     char* host = nullptr;
-    if (curl_url_get(parsed.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK || host == nullptr)
+    if (sym_curl_url_get(parsed.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK || host == nullptr)
         return {};
     std::string out(host);
-    curl_free(host);
+    sym_curl_free(host);
     return out;
 }
 
@@ -104,7 +104,7 @@ std::string default_ca_path()
     if (!handle)
         return {};
     char* found = nullptr;
-    if (curl_easy_getinfo(handle->get(), CURLINFO_CAINFO, &found) != CURLE_OK || found == nullptr)
+    if (sym_curl_easy_getinfo(handle->get(), CURLINFO_CAINFO, &found) != CURLE_OK || found == nullptr)
         return {};
     return found;
 }

@@ -12,18 +12,18 @@ Result<std::unique_ptr<CurlMulti>> CurlMulti::create(event::EventLoop& loop)
 {
     NPS_TRY_VOID(curl::global_init());
     std::unique_ptr<CurlMulti> multi(new CurlMulti(loop));
-    multi->multi_ = curl_multi_init();
+    multi->multi_ = sym_curl_multi_init();
     if (multi->multi_ == nullptr)
         return internal_error("Failed to create a libcurl multi handle");
-    CURLMcode rc = curl_multi_setopt(multi->multi_, CURLMOPT_SOCKETFUNCTION, &CurlMulti::on_socket);
+    CURLMcode rc = sym_curl_multi_setopt(multi->multi_, CURLMOPT_SOCKETFUNCTION, &CurlMulti::on_socket);
     if (rc == CURLM_OK)
-        rc = curl_multi_setopt(multi->multi_, CURLMOPT_SOCKETDATA, static_cast<void*>(multi.get()));
+        rc = sym_curl_multi_setopt(multi->multi_, CURLMOPT_SOCKETDATA, static_cast<void*>(multi.get()));
     if (rc == CURLM_OK)
-        rc = curl_multi_setopt(multi->multi_, CURLMOPT_TIMERFUNCTION, &CurlMulti::on_timer);
+        rc = sym_curl_multi_setopt(multi->multi_, CURLMOPT_TIMERFUNCTION, &CurlMulti::on_timer);
     if (rc == CURLM_OK)
-        rc = curl_multi_setopt(multi->multi_, CURLMOPT_TIMERDATA, static_cast<void*>(multi.get()));
+        rc = sym_curl_multi_setopt(multi->multi_, CURLMOPT_TIMERDATA, static_cast<void*>(multi.get()));
     if (rc != CURLM_OK)
-        return internal_error(std::string("Failed to set up a libcurl multi handle: ") + curl_multi_strerror(rc));
+        return internal_error(std::string("Failed to set up a libcurl multi handle: ") + sym_curl_multi_strerror(rc));
     return multi;
 }
 
@@ -33,7 +33,7 @@ CurlMulti::~CurlMulti()
     closing_ = true;
     loop_.cancel_timer(std::exchange(timer_, 0));
     if (multi_ != nullptr)
-        curl_multi_cleanup(multi_);  // closes cached connections; may still call on_socket
+        sym_curl_multi_cleanup(multi_);  // closes cached connections; may still call on_socket
     for (const auto& [fd, events] : watched_)
         loop_.remove_fd(fd);
     watched_.clear();
@@ -46,11 +46,11 @@ Result<CurlMulti::TransferId> CurlMulti::start(CURL* easy, Done done)
     by_handle_.emplace(easy, id);
     // Calls on_timer at once (a timeout of 0): the transfer starts in the
     // loop's next round, never inside this call.
-    const CURLMcode rc = curl_multi_add_handle(multi_, easy);
+    const CURLMcode rc = sym_curl_multi_add_handle(multi_, easy);
     if (rc != CURLM_OK) {
         transfers_.erase(id);
         by_handle_.erase(easy);
-        return internal_error(std::string("Failed to start a transfer: ") + curl_multi_strerror(rc));
+        return internal_error(std::string("Failed to start a transfer: ") + sym_curl_multi_strerror(rc));
     }
     return id;
 }
@@ -62,7 +62,7 @@ void CurlMulti::abort(TransferId id)
         return;
     if (!it->second.finished) {
         by_handle_.erase(it->second.easy);
-        curl_multi_remove_handle(multi_, it->second.easy);  // may call on_socket (CURL_POLL_REMOVE)
+        sym_curl_multi_remove_handle(multi_, it->second.easy);  // may call on_socket (CURL_POLL_REMOVE)
     }
     transfers_.erase(id);
 }
@@ -133,9 +133,9 @@ int CurlMulti::on_timer(CURLM*, long timeout_ms, void* user)
 void CurlMulti::socket_action(curl_socket_t fd, int events)
 {
     int running = 0;
-    const CURLMcode rc = curl_multi_socket_action(multi_, fd, events, &running);
+    const CURLMcode rc = sym_curl_multi_socket_action(multi_, fd, events, &running);
     if (rc != CURLM_OK)
-        log::error(std::string("libcurl multi: ") + curl_multi_strerror(rc));
+        log::error(std::string("libcurl multi: ") + sym_curl_multi_strerror(rc));
     deliver_finished();
 }
 
@@ -145,7 +145,7 @@ void CurlMulti::deliver_finished()
     // callbacks: a callback may start or abort transfers.
     std::vector<TransferId> finished;
     int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(multi_, &left)) {
+    while (CURLMsg* message = sym_curl_multi_info_read(multi_, &left)) {
         if (message->msg != CURLMSG_DONE)
             continue;
         auto handle = by_handle_.find(message->easy_handle);
@@ -156,7 +156,7 @@ void CurlMulti::deliver_finished()
         Transfer& transfer = transfers_.at(id);
         transfer.finished = true;
         transfer.result = message->data.result;
-        curl_multi_remove_handle(multi_, transfer.easy);
+        sym_curl_multi_remove_handle(multi_, transfer.easy);
         finished.push_back(id);
     }
     for (const TransferId id : finished) {

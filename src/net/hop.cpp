@@ -14,6 +14,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/base/unique_fd.hpp"
+#include "nps/lazy/curl.hpp"
 #include "nps/proto/destination_policy.hpp"
 
 namespace nps::net::detail {
@@ -195,7 +196,7 @@ Result<std::unique_ptr<Hop>> Hop::prepare(HopOptions options)
     if (hop->headers_)
         set(CURLOPT_HTTPHEADER, hop->headers_.get());
     if (set.error() != CURLE_OK)
-        return internal_error(what + " failed: " + curl_easy_strerror(set.error()));
+        return internal_error(what + " failed: " + sym_curl_easy_strerror(set.error()));
     return hop;
 }
 
@@ -210,13 +211,13 @@ Result<HopResult> Hop::finish(CURLcode rc)
         return internal_error(what_ + " failed: refused to connect to '" + state.refused_address +
                               "', which was not admitted");
     if (rc != CURLE_OK) {
-        const std::string detail = error_buffer_[0] != '\0' ? std::string(error_buffer_) : curl_easy_strerror(rc);
+        const std::string detail = error_buffer_[0] != '\0' ? std::string(error_buffer_) : sym_curl_easy_strerror(rc);
         return internal_error(what_ + " failed: " + detail);
     }
     HopResult result;
-    curl_easy_getinfo(handle_.get(), CURLINFO_RESPONSE_CODE, &result.status);
+    sym_curl_easy_getinfo(handle_.get(), CURLINFO_RESPONSE_CODE, &result.status);
     char* redirect = nullptr;
-    if (curl_easy_getinfo(handle_.get(), CURLINFO_REDIRECT_URL, &redirect) == CURLE_OK && redirect != nullptr)
+    if (sym_curl_easy_getinfo(handle_.get(), CURLINFO_REDIRECT_URL, &redirect) == CURLE_OK && redirect != nullptr)
         result.redirect_url = std::string(redirect);
     result.headers = std::move(state.headers);
     result.body = std::move(state.body);
@@ -226,7 +227,7 @@ Result<HopResult> Hop::finish(CURLcode rc)
 Result<HopResult> perform_hop(HopOptions options)
 {
     auto hop = NPS_TRY(Hop::prepare(std::move(options)));
-    return hop->finish(curl_easy_perform(hop->handle()));
+    return hop->finish(sym_curl_easy_perform(hop->handle()));
 }
 
 std::string resolve_entry(const AdmittedDestination& admitted)

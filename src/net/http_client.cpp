@@ -2,14 +2,13 @@
 // http_request on the libcurl easy interface: one handle per request.
 #include "nps/net/http_client.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <string_view>
 
 #include "nps/base/ascii.hpp"
+#include "nps/lazy/curl.hpp"
 #include "nps/net/curl_easy.hpp"
 #include "nps/net/http_server.hpp"  // is_loopback_host
 
@@ -32,7 +31,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     const std::size_t bytes = size * count;
     if (sink->on_data != nullptr && *sink->on_data) {
         long status = 0;
-        curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+        sym_curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
         if (status >= 200 && status < 300) {
             if ((*sink->on_data)(std::string_view(data, bytes)))
                 return bytes;
@@ -141,17 +140,17 @@ Result<ClientResponse> http_request(const ClientRequest& request)
     set(CURLOPT_HTTPHEADER, headers.get());
 
     if (set.error() != CURLE_OK)
-        return internal_error(what + " failed: " + curl_easy_strerror(set.error()));
+        return internal_error(what + " failed: " + sym_curl_easy_strerror(set.error()));
 
-    const CURLcode rc = curl_easy_perform(curl);
+    const CURLcode rc = sym_curl_easy_perform(curl);
     if (sink.overflow)
         return internal_error(what + " failed: response body exceeds " + std::to_string(request.max_response_bytes) +
                               " bytes");
     if (rc != CURLE_OK && !sink.stopped) {
-        const std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : curl_easy_strerror(rc);
+        const std::string detail = error_buffer[0] != '\0' ? std::string(error_buffer) : sym_curl_easy_strerror(rc);
         return internal_error(what + " failed: " + detail);
     }
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+    sym_curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
     return response;
 }
 

@@ -6,7 +6,6 @@
 #include "nps/net/http_server.hpp"
 
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -31,6 +30,7 @@
 #include "nps/base/ascii.hpp"
 #include "nps/base/log.hpp"
 #include "nps/base/unique_fd.hpp"
+#include "nps/lazy/microhttpd.hpp"
 #include "nps/net/http_target.hpp"
 
 namespace nps::net {
@@ -234,7 +234,7 @@ std::string peer_key(const sockaddr* addr)
 
 ConnectionState* state_of(MHD_Connection* connection)
 {
-    const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const MHD_ConnectionInfo* info = sym_MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return info != nullptr ? static_cast<ConnectionState*>(info->socket_context) : nullptr;
 }
 
@@ -259,7 +259,7 @@ public:
                     context->pending->detach();
                 unwatch(*context);
                 context->suspended = false;
-                MHD_resume_connection(context->connection);
+                sym_MHD_resume_connection(context->connection);
             }
             suspended_.clear();
             for (detail::StreamReader* reader : std::vector<detail::StreamReader*>(parked_streams_.begin(),
@@ -277,13 +277,13 @@ public:
             // requests (MHD_stop_daemon joins the connection threads).
             for (auto& listener : listeners_)
                 if (listener->daemon != nullptr)
-                    listener->quiesced_fd = MHD_quiesce_daemon(listener->daemon);
+                    listener->quiesced_fd = sym_MHD_quiesce_daemon(listener->daemon);
         }
         if (unix_created_)
             detail::remove_unix_socket_file(*options_.unix_socket, unix_dev_, unix_ino_);
         for (auto& listener : listeners_) {
             if (listener->daemon != nullptr)
-                MHD_stop_daemon(listener->daemon);
+                sym_MHD_stop_daemon(listener->daemon);
             if (listener->quiesced_fd >= 0)
                 ::close(listener->quiesced_fd);
         }
@@ -309,21 +309,21 @@ public:
         enforce_head_deadline(Clock::now());
         for (auto& listener : listeners_) {
             const unsigned before = connections(*listener);
-            if (MHD_run(listener->daemon) != MHD_YES)
+            if (sym_MHD_run(listener->daemon) != MHD_YES)
                 log_line("MHD_run failed");
             // At its connection limit MHD takes the listening socket out of
             // its epoll set, and puts it back only at the start of a later
             // run: after a run that closed connections, run again, or a client
             // waiting in the backlog would wait for unrelated traffic.
             if (connections(*listener) < before)
-                MHD_run(listener->daemon);
+                sym_MHD_run(listener->daemon);
         }
         dispatching_ = false;
     }
 
     static unsigned connections(const Listener& listener)
     {
-        const MHD_DaemonInfo* info = MHD_get_daemon_info(listener.daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        const MHD_DaemonInfo* info = sym_MHD_get_daemon_info(listener.daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
         return info != nullptr ? info->num_connections : 0;
     }
 
@@ -338,7 +338,7 @@ public:
         }
         for (const auto& listener : listeners_) {
             MHD_UNSIGNED_LONG_LONG ms = 0;
-            if (MHD_get_timeout(listener->daemon, &ms) != MHD_YES)
+            if (sym_MHD_get_timeout(listener->daemon, &ms) != MHD_YES)
                 continue;
             const auto timeout = std::chrono::milliseconds(
                 static_cast<std::int64_t>(std::min<MHD_UNSIGNED_LONG_LONG>(ms, 24ULL * 3600 * 1000)));
@@ -356,7 +356,7 @@ public:
     {
         reader.parked = true;
         parked_streams_.insert(&reader);
-        MHD_suspend_connection(reader.connection);
+        sym_MHD_suspend_connection(reader.connection);
         if (reader.state != nullptr)
             watch_fd(*reader.state);
     }
@@ -367,7 +367,7 @@ public:
         if (!reader.parked)
             return;
         forget(reader);
-        MHD_resume_connection(reader.connection);
+        sym_MHD_resume_connection(reader.connection);
         if (!dispatching_ && !stopping_ && wakeup_)
             wakeup_();
     }
@@ -441,7 +441,7 @@ public:
             unwatch(context);
             context.suspended = false;
             suspended_.erase(&context);
-            MHD_resume_connection(context.connection);
+            sym_MHD_resume_connection(context.connection);
             if (!dispatching_ && !stopping_ && wakeup_)
                 wakeup_();
         }
@@ -465,7 +465,7 @@ private:
             flags |= static_cast<unsigned>(MHD_USE_THREAD_PER_CONNECTION) |
                      static_cast<unsigned>(MHD_USE_INTERNAL_POLLING_THREAD) |
                      static_cast<unsigned>(MHD_USE_ITC);  // needed by MHD_quiesce_daemon
-            if (MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
+            if (sym_MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
                 flags |= static_cast<unsigned>(MHD_USE_POLL);  // no FD_SETSIZE limit
         }
         if (ipv6)
@@ -486,7 +486,7 @@ private:
         // Thread-per-connection: handlers run SQLite and JSON code on the
         // connection threads; 1 MiB of (virtual, lazily committed) stack is
         // ample for that. Ignored without threads.
-        MHD_Daemon* daemon = MHD_start_daemon(
+        MHD_Daemon* daemon = sym_MHD_start_daemon(
             flags, 0, accept_policy, listener.get(), access, listener.get(),
             MHD_OPTION_EXTERNAL_LOGGER, logger, nullptr,  // must come first
             MHD_OPTION_LISTEN_SOCKET, socket_fd,
@@ -502,9 +502,9 @@ private:
             return internal_error("Failed to start the HTTP server on '" + name + "' (libmicrohttpd refused; see the log)");
         listener->daemon = daemon;
         if (mode_ == Mode::external_loop) {
-            const MHD_DaemonInfo* info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
+            const MHD_DaemonInfo* info = sym_MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
             if (info == nullptr || info->epoll_fd < 0) {
-                MHD_stop_daemon(daemon);
+                sym_MHD_stop_daemon(daemon);
                 return internal_error("Failed to start the HTTP server on '" + name +
                                       "': libmicrohttpd has no epoll fd (built without epoll?)");
             }
@@ -549,11 +549,11 @@ private:
             state->connection = connection;
             state->listener = listener;
             state->head_since = Clock::now();
-            if (const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
+            if (const MHD_ConnectionInfo* info = sym_MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
                 state->fd = info->connect_fd;
             if (loop) {
                 if (!listener->is_unix) {
-                    const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                    const MHD_ConnectionInfo* info = sym_MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
                     state->peer = peer_key(info != nullptr ? info->client_addr : nullptr);
                     if (!state->peer.empty())
                         ++listener->per_peer[state->peer];
@@ -709,7 +709,7 @@ private:
                 context->pending->detach();  // its Responders become no-ops
             context->suspended = false;
             suspended_.erase(context);
-            MHD_resume_connection(context->connection);
+            sym_MHD_resume_connection(context->connection);
         }
     }
 
@@ -722,7 +722,7 @@ private:
             bool conflicting = false;
             bool transfer_encoding = false;
         } seen;
-        MHD_get_connection_values_n(
+        sym_MHD_get_connection_values_n(
             connection, MHD_HEADER_KIND,
             [](void* cls, MHD_ValueKind, const char* key, size_t key_size, const char* value,
                size_t value_size) -> MHD_Result {
@@ -812,7 +812,7 @@ private:
 
     bool declared_too_large(MHD_Connection* connection) const
     {
-        const char* length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char* length = sym_MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (length == nullptr)
             return false;
         const std::string_view text(length);
@@ -823,7 +823,7 @@ private:
 
     static bool expects_continue(MHD_Connection* connection)
     {
-        const char* expect = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+        const char* expect = sym_MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
         return expect != nullptr && ascii_lower(expect) == "100-continue";
     }
 
@@ -833,13 +833,13 @@ private:
         HttpRequest request;
         request.method = method != nullptr ? method : "";
         request.path = url != nullptr ? url : "";
-        MHD_get_connection_values_n(connection, MHD_GET_ARGUMENT_KIND, &collect_argument, &request.query);
-        MHD_get_connection_values_n(connection, MHD_HEADER_KIND, &collect_header, &request.headers);
+        sym_MHD_get_connection_values_n(connection, MHD_GET_ARGUMENT_KIND, &collect_argument, &request.query);
+        sym_MHD_get_connection_values_n(connection, MHD_HEADER_KIND, &collect_header, &request.headers);
         request.body = std::move(context.body);
         request.body_too_large = context.body_too_large;
         request.from_unix_socket = listener.is_unix;
         if (!listener.is_unix) {
-            const MHD_ConnectionInfo* info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+            const MHD_ConnectionInfo* info = sym_MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
             request.from_loopback = info != nullptr && detail::is_loopback_sockaddr(info->client_addr);
         }
         return request;
@@ -883,7 +883,7 @@ private:
             } else {
                 context.suspended = true;
                 suspended_.insert(&context);
-                MHD_suspend_connection(connection);
+                sym_MHD_suspend_connection(connection);
                 watch(context);
                 return MHD_YES;
             }
@@ -901,7 +901,7 @@ private:
             if (state != nullptr)
                 state->stream = reader;
             detail::StreamReader::attach(*reader);
-            mhd_response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, kStreamChunkBytes,
+            mhd_response = sym_MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, kStreamChunkBytes,
                                                              &detail::StreamReader::read, reader,
                                                              &detail::StreamReader::release);
             if (mhd_response == nullptr) {
@@ -910,7 +910,7 @@ private:
             }
         } else {
             auto* body = new std::string(std::move(response.body));
-            mhd_response = MHD_create_response_from_buffer_with_free_callback_cls(body->size(), body->data(),
+            mhd_response = sym_MHD_create_response_from_buffer_with_free_callback_cls(body->size(), body->data(),
                                                                                   &free_string, body);
             if (mhd_response == nullptr) {
                 delete body;
@@ -918,12 +918,12 @@ private:
             }
         }
         if (!response.content_type.empty())
-            MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE, response.content_type.c_str());
+            sym_MHD_add_response_header(mhd_response, MHD_HTTP_HEADER_CONTENT_TYPE, response.content_type.c_str());
         for (const auto& [name, value] : response.headers)
-            if (MHD_add_response_header(mhd_response, name.c_str(), value.c_str()) != MHD_YES)
+            if (sym_MHD_add_response_header(mhd_response, name.c_str(), value.c_str()) != MHD_YES)
                 log_line("dropped invalid response header '" + name + "'");
-        const MHD_Result result = MHD_queue_response(connection, static_cast<unsigned int>(response.status), mhd_response);
-        MHD_destroy_response(mhd_response);
+        const MHD_Result result = sym_MHD_queue_response(connection, static_cast<unsigned int>(response.status), mhd_response);
+        sym_MHD_destroy_response(mhd_response);
         return result;
     }
 

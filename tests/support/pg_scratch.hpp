@@ -7,13 +7,14 @@
 // so a store opened with it sees only its own tables.
 #pragma once
 
-#include <libpq-fe.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+
+#include "nps/lazy/pq.hpp"
 
 namespace nps::test {
 
@@ -53,17 +54,17 @@ public:
     // Runs SQL (no parameters) on the server, in this schema; throws on failure.
     void exec(const std::string& sql) const
     {
-        PGconn* conn = PQconnectdb(server_url_.c_str());
-        if (!conn || PQstatus(conn) != CONNECTION_OK) {
-            std::string why = conn ? PQerrorMessage(conn) : "libpq unavailable";
-            PQfinish(conn);
+        PGconn* conn = sym_PQconnectdb(server_url_.c_str());
+        if (!conn || sym_PQstatus(conn) != CONNECTION_OK) {
+            std::string why = conn ? sym_PQerrorMessage(conn) : "libpq unavailable";
+            sym_PQfinish(conn);
             throw std::runtime_error("cannot connect to " + server_url_ + ": " + why);
         }
-        PGresult* r = PQexec(conn, ("SET search_path = " + name_ + "; " + sql).c_str());
-        const bool ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
-        std::string why = ok ? "" : PQerrorMessage(conn);
-        PQclear(r);
-        PQfinish(conn);
+        PGresult* r = sym_PQexec(conn, ("SET search_path = " + name_ + "; " + sql).c_str());
+        const bool ok = r && (sym_PQresultStatus(r) == PGRES_COMMAND_OK || sym_PQresultStatus(r) == PGRES_TUPLES_OK);
+        std::string why = ok ? "" : sym_PQerrorMessage(conn);
+        sym_PQclear(r);
+        sym_PQfinish(conn);
         if (!ok)
             throw std::runtime_error("'" + sql + "' failed: " + why);
     }

@@ -7,14 +7,13 @@
 // own policy (protocols, redirects, proxies, TLS, body handling).
 #pragma once
 
-#include <curl/curl.h>
-
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "nps/base/result.hpp"
+#include "nps/lazy/curl.hpp"
 
 namespace nps::net::curl {
 
@@ -22,10 +21,10 @@ namespace nps::net::curl {
 Result<void> global_init();
 
 struct EasyDeleter {
-    void operator()(CURL* handle) const noexcept { curl_easy_cleanup(handle); }
+    void operator()(CURL* handle) const noexcept { sym_curl_easy_cleanup(handle); }
 };
 struct SlistDeleter {
-    void operator()(curl_slist* list) const noexcept { curl_slist_free_all(list); }
+    void operator()(curl_slist* list) const noexcept { sym_curl_slist_free_all(list); }
 };
 using Easy = std::unique_ptr<CURL, EasyDeleter>;
 using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
@@ -44,7 +43,7 @@ public:
     template <class T>
     void operator()(CURLoption option, T value)
     {
-        const CURLcode rc = curl_easy_setopt(handle_, option, value);
+        const CURLcode rc = sym_curl_easy_setopt(handle_, option, value);
         if (rc != CURLE_OK && error_ == CURLE_OK)
             error_ = rc;
     }

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pg_connection.hpp"
 
-#include <libpq-fe.h>
-
 #include <charconv>
 #include <cstdlib>
 
+#include "nps/lazy/pq.hpp"
 #include "nps/store/store.hpp"
 
 namespace nps::store::pg {
@@ -174,7 +173,7 @@ Params& Params::integer_array(const std::vector<std::int64_t>& values)
 
 void Rows::Clear::operator()(pg_result* result) const noexcept
 {
-    PQclear(result);
+    sym_PQclear(result);
 }
 
 Rows::Rows(pg_result* result) noexcept : result_(result) {}
@@ -183,20 +182,20 @@ Rows::~Rows() = default;
 
 int Rows::size() const noexcept
 {
-    return result_ ? PQntuples(result_.get()) : 0;
+    return result_ ? sym_PQntuples(result_.get()) : 0;
 }
 
 bool Rows::is_null(int row, int column) const noexcept
 {
-    return !result_ || PQgetisnull(result_.get(), row, column) != 0;
+    return !result_ || sym_PQgetisnull(result_.get(), row, column) != 0;
 }
 
 std::string Rows::text(int row, int column) const
 {
     if (is_null(row, column))
         return {};
-    return std::string(PQgetvalue(result_.get(), row, column),
-                       static_cast<std::size_t>(PQgetlength(result_.get(), row, column)));
+    return std::string(sym_PQgetvalue(result_.get(), row, column),
+                       static_cast<std::size_t>(sym_PQgetlength(result_.get(), row, column)));
 }
 
 std::optional<std::string> Rows::optional_text(int row, int column) const
@@ -210,8 +209,8 @@ std::int64_t Rows::integer(int row, int column) const
 {
     if (is_null(row, column))
         return 0;
-    const char* begin = PQgetvalue(result_.get(), row, column);
-    const char* end = begin + PQgetlength(result_.get(), row, column);
+    const char* begin = sym_PQgetvalue(result_.get(), row, column);
+    const char* end = begin + sym_PQgetlength(result_.get(), row, column);
     std::int64_t value = 0;
     const auto [ptr, ec] = std::from_chars(begin, end, value);
     if (ec != std::errc() || ptr != end)
@@ -229,7 +228,7 @@ std::optional<std::int64_t> Rows::optional_integer(int row, int column) const
 
 bool Rows::boolean(int row, int column) const
 {
-    return !is_null(row, column) && PQgetvalue(result_.get(), row, column)[0] == 't';
+    return !is_null(row, column) && sym_PQgetvalue(result_.get(), row, column)[0] == 't';
 }
 
 std::string Rows::bytes(int row, int column) const
@@ -238,11 +237,11 @@ std::string Rows::bytes(int row, int column) const
         return {};
     std::size_t length = 0;
     unsigned char* raw =
-        PQunescapeBytea(reinterpret_cast<const unsigned char*>(PQgetvalue(result_.get(), row, column)), &length);
+        sym_PQunescapeBytea(reinterpret_cast<const unsigned char*>(sym_PQgetvalue(result_.get(), row, column)), &length);
     if (!raw)
         throw std::bad_alloc();
     std::string out(reinterpret_cast<const char*>(raw), length);
-    PQfreemem(raw);
+    sym_PQfreemem(raw);
     return out;
 }
 
@@ -250,7 +249,7 @@ std::int64_t Rows::affected() const
 {
     if (!result_)
         return 0;
-    const char* count = PQcmdTuples(result_.get());
+    const char* count = sym_PQcmdTuples(result_.get());
     return (count && *count) ? std::strtoll(count, nullptr, 10) : 0;
 }
 
@@ -258,16 +257,16 @@ std::int64_t Rows::affected() const
 
 void Connection::Finish::operator()(pg_conn* conn) const noexcept
 {
-    PQfinish(conn);
+    sym_PQfinish(conn);
 }
 
-Connection::Connection(const std::string& conninfo) : conn_(PQconnectdb(conninfo.c_str()))
+Connection::Connection(const std::string& conninfo) : conn_(sym_PQconnectdb(conninfo.c_str()))
 {
     if (!conn_)
         throw PgFailure(std::string(kConnectionLost), "cannot connect: libpq is not available (install libpq5)");
-    if (PQstatus(conn_.get()) != CONNECTION_OK) {
+    if (sym_PQstatus(conn_.get()) != CONNECTION_OK) {
         // libpq quotes a URI it cannot parse whole, password and all.
-        std::string why = trimmed(PQerrorMessage(conn_.get()));
+        std::string why = trimmed(sym_PQerrorMessage(conn_.get()));
         const std::string shown = redact_store_url(conninfo);
         for (auto at = why.find(conninfo); !conninfo.empty() && at != std::string::npos;
              at = why.find(conninfo, at + shown.size()))
@@ -276,19 +275,19 @@ Connection::Connection(const std::string& conninfo) : conn_(PQconnectdb(conninfo
     }
     // Our own messages name the operation; the server's notices (e.g. "relation
     // already exists, skipping") would only clutter stderr.
-    PQsetNoticeProcessor(conn_.get(), [](void*, const char*) {}, nullptr);
+    sym_PQsetNoticeProcessor(conn_.get(), [](void*, const char*) {}, nullptr);
 }
 
 Connection::~Connection() = default;
 
 bool Connection::ok() const noexcept
 {
-    return conn_ && PQstatus(conn_.get()) == CONNECTION_OK;
+    return conn_ && sym_PQstatus(conn_.get()) == CONNECTION_OK;
 }
 
 bool Connection::idle() const noexcept
 {
-    return conn_ && PQtransactionStatus(conn_.get()) == PQTRANS_IDLE;
+    return conn_ && sym_PQtransactionStatus(conn_.get()) == PQTRANS_IDLE;
 }
 
 void Connection::fail(pg_result* result, const char* what)
@@ -296,21 +295,21 @@ void Connection::fail(pg_result* result, const char* what)
     std::string sqlstate;
     std::string message;
     if (result) {
-        const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+        const char* state = sym_PQresultErrorField(result, PG_DIAG_SQLSTATE);
         sqlstate = state ? state : "";
-        message = trimmed(PQresultErrorMessage(result));
-        PQclear(result);
+        message = trimmed(sym_PQresultErrorMessage(result));
+        sym_PQclear(result);
     }
     if (message.empty())
-        message = trimmed(PQerrorMessage(conn_.get()));
-    if (sqlstate.empty() || PQstatus(conn_.get()) != CONNECTION_OK)
+        message = trimmed(sym_PQerrorMessage(conn_.get()));
+    if (sqlstate.empty() || sym_PQstatus(conn_.get()) != CONNECTION_OK)
         sqlstate = std::string(kConnectionLost);
     throw PgFailure(std::move(sqlstate), std::string(what) + ": " + message);
 }
 
 Rows Connection::checked(pg_result* result, const char* what)
 {
-    const ExecStatusType status = result ? PQresultStatus(result) : PGRES_FATAL_ERROR;
+    const ExecStatusType status = result ? sym_PQresultStatus(result) : PGRES_FATAL_ERROR;
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
         fail(result, what);
     return Rows(result);
@@ -318,7 +317,7 @@ Rows Connection::checked(pg_result* result, const char* what)
 
 Rows Connection::exec(const char* sql)
 {
-    return checked(PQexec(conn_.get(), sql), "statement failed");
+    return checked(sym_PQexec(conn_.get(), sql), "statement failed");
 }
 
 Rows Connection::query(const char* sql, const Params& params)
@@ -326,10 +325,10 @@ Rows Connection::query(const char* sql, const Params& params)
     auto it = prepared_.find(sql);
     if (it == prepared_.end()) {
         std::string name = "nps_" + std::to_string(prepared_.size() + 1);
-        checked(PQprepare(conn_.get(), name.c_str(), sql, 0, nullptr), "prepare failed");
+        checked(sym_PQprepare(conn_.get(), name.c_str(), sql, 0, nullptr), "prepare failed");
         it = prepared_.emplace(sql, std::move(name)).first;
     }
-    return checked(PQexecPrepared(conn_.get(), it->second.c_str(), params.size(), params.values(), params.lengths(),
+    return checked(sym_PQexecPrepared(conn_.get(), it->second.c_str(), params.size(), params.values(), params.lengths(),
                                   params.formats(), 0),
                    "query failed");
 }
@@ -367,6 +366,5 @@ std::string with_connect_timeout(std::string url)
     url += url.find('?') == std::string::npos ? '?' : '&';
     return url + "connect_timeout=" + std::to_string(kConnectTimeoutSeconds);
 }
-
 
 }  // namespace nps::store::pg

@@ -7,7 +7,6 @@
 // without blocking and PQnotifies hands the notifications out. The same
 // connection sends NOTIFY (one round trip, on the loop, at most once per
 // kMinNotifyInterval).
-#include <libpq-fe.h>
 #include <sys/epoll.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 
 #include "nps/base/log.hpp"
 #include "nps/event/lifetime.hpp"
+#include "nps/lazy/pq.hpp"
 #include "nps/store/deposit_signal.hpp"
 #include "pg_connection.hpp"
 
@@ -60,7 +60,7 @@ private:
         try {
             conn_ = std::make_unique<pg::Connection>(url_);
             conn_->exec(kListen);
-            fd_ = PQsocket(conn_->handle());
+            fd_ = sym_PQsocket(conn_->handle());
             auto watched = loop_.add_fd(fd_, EPOLLIN, [this](std::uint32_t) { readable(); });
             if (!watched)
                 throw pg::PgFailure(std::string(pg::kConnectionLost), watched.error().describe());
@@ -100,8 +100,8 @@ private:
     {
         if (!conn_)
             return;
-        if (PQconsumeInput(conn_->handle()) == 0) {
-            lost(PQerrorMessage(conn_->handle()));
+        if (sym_PQconsumeInput(conn_->handle()) == 0) {
+            lost(sym_PQerrorMessage(conn_->handle()));
             return;
         }
         drain();
@@ -110,8 +110,8 @@ private:
     void drain()
     {
         bool any = false;
-        while (PGnotify* n = PQnotifies(conn_->handle())) {
-            PQfreemem(n);
+        while (PGnotify* n = sym_PQnotifies(conn_->handle())) {
+            sym_PQfreemem(n);
             ++received_;
             any = true;
         }

@@ -5,12 +5,12 @@
 // that commits clears the mark. A failed reconnection makes the following
 // calls fail at once, without a connection attempt, until a short delay has
 // passed. Only meaningful on PostgreSQL (doctest suite "postgresql").
-#include <libpq-fe.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
 
+#include "nps/lazy/pq.hpp"
 #include "nps/store/write_health.hpp"
 #include "store_fixture.hpp"
 
@@ -62,13 +62,13 @@ public:
 private:
     void run(const std::string& sql) const
     {
-        PGconn* conn = PQconnectdb(server_url_.c_str());
-        const bool connected = conn && PQstatus(conn) == CONNECTION_OK;
-        PGresult* r = connected ? PQexec(conn, sql.c_str()) : nullptr;
-        const bool ok = r && (PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK);
-        const std::string why = ok ? "" : (conn ? PQerrorMessage(conn) : "libpq unavailable");
-        PQclear(r);
-        PQfinish(conn);
+        PGconn* conn = sym_PQconnectdb(server_url_.c_str());
+        const bool connected = conn && sym_PQstatus(conn) == CONNECTION_OK;
+        PGresult* r = connected ? sym_PQexec(conn, sql.c_str()) : nullptr;
+        const bool ok = r && (sym_PQresultStatus(r) == PGRES_COMMAND_OK || sym_PQresultStatus(r) == PGRES_TUPLES_OK);
+        const std::string why = ok ? "" : (conn ? sym_PQerrorMessage(conn) : "libpq unavailable");
+        sym_PQclear(r);
+        sym_PQfinish(conn);
         if (!ok)
             throw std::runtime_error("'" + sql + "' failed: " + why);
     }
