@@ -384,8 +384,18 @@ void Executor::claim_round()
     while (executions_.size() < max_tasks_ && idle_inboxes < config.inboxes.size()) {
         const std::string& nid = config.inboxes[next_inbox_ % config.inboxes.size()];
         next_inbox_ = (next_inbox_ + 1) % config.inboxes.size();
-        auto lease = parts_.store.claim(
-            {.nid = nid, .runner_nid = config.runner_nid, .lease_seconds = config.executor.lease_seconds});
+        // Our own executions are normally under our live lease, which no
+        // head claim takes; one whose lease was lost (lapsed, released) is
+        // still winding down and must not be claimed back into a second
+        // execution beside it: another runner may take it meanwhile.
+        std::vector<std::int64_t> running;
+        running.reserve(executions_.size());
+        for (const auto& [id, execution] : executions_)
+            running.push_back(execution->message_id());
+        auto lease = parts_.store.claim({.nid = nid,
+                                         .runner_nid = config.runner_nid,
+                                         .lease_seconds = config.executor.lease_seconds,
+                                         .passing_over = std::move(running)});
         if (!lease) {
             log::warning("executor: claim from " + nid + ": " + lease.error().describe());
             ++idle_inboxes;
@@ -415,6 +425,12 @@ void Executor::execute(store::Lease lease)
         return;
     }
     const std::string task_id = lease.task_id;
+    if (executions_.contains(task_id)) {
+        // Not claimable while ours runs (claim_round passes over it): a
+        // store that ignored that would have us run the task twice here.
+        log::error("task " + task_id + ": claimed again while its earlier execution still runs; left to its lease");
+        return;
+    }
     ++(lease.outcome == store::ClaimOutcome::reclaimed ? metrics_.claims_reclaimed : metrics_.claims_granted);
     log::info("task " + task_id + ": " + store::to_string(lease.outcome) + " (claim " + std::to_string(lease.claims) +
               "), " + std::to_string(task->dag.nodes.size()) + " node(s)");

@@ -55,6 +55,7 @@ public:
     void shut_down();
 
     const std::string& task_id() const { return lease_.task_id; }
+    std::int64_t message_id() const { return lease_.message.message_id; }
     // One JSON object per attempt of this task that has a worker, queued or
     // running (GET /v1/workers, docs/api.md), appended to `into`.
     void describe_workers(nlohmann::json& into, std::int64_t now_ms) const;

@@ -33,7 +33,8 @@ namespace {
 
 #define NPS_STORE_CLAIMABLE_HEAD                                                                   \
     "SELECT message_id FROM tasks WHERE nid = ?1 AND queue = 'queued' AND lease_expiry <= ?4 "     \
-    "AND expires_at > ?4 ORDER BY priority DESC, message_id"
+    "AND expires_at > ?4 AND message_id NOT IN (SELECT value FROM json_each(?6)) "                 \
+    "ORDER BY priority DESC, message_id"
 
 constexpr const char* kClaimHeadSql =
     NPS_STORE_CLAIM_SET "WHERE message_id = (" NPS_STORE_CLAIMABLE_HEAD " LIMIT 1)" NPS_STORE_CLAIM_RETURNING;
@@ -104,7 +105,8 @@ std::vector<Lease> SqliteStore::finish_claims(const std::string& runner_nid, std
 }
 
 std::vector<Lease> SqliteStore::claim_head_locked(const std::string& nid, const std::string& runner_nid,
-                                                  std::uint32_t lease_seconds, std::uint32_t max_count)
+                                                  std::uint32_t lease_seconds, std::uint32_t max_count,
+                                                  const std::vector<std::int64_t>& passing_over)
 {
     const std::int64_t now = now_ms();
     const std::int64_t expiry = now + static_cast<std::int64_t>(clamp_lease_seconds(lease_seconds)) * 1000;
@@ -117,6 +119,14 @@ std::vector<Lease> SqliteStore::claim_head_locked(const std::string& nid, const 
         st->bind(4, static_cast<std::int64_t>(now));
         if (max_count != 1)
             st->bind(5, max_count);
+        std::string skipped;  // a JSON array for json_each(); unbound (NULL): none
+        if (!passing_over.empty()) {
+            for (const std::int64_t id : passing_over)
+                skipped += (skipped.empty() ? "[" : ",") + std::to_string(id);
+            st->bind(6, skipped + "]");
+        } else {
+            st->bind(6);
+        }
         claimed = read_claimed(*st);
     }
     if (claimed.empty())
@@ -134,7 +144,8 @@ Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
         [&]() -> Result<std::optional<Lease>> {
             WriteTransaction txn(*this);
             if (!request.task_id) {
-                auto leases = claim_head_locked(request.nid, request.runner_nid, request.lease_seconds, 1);
+                auto leases = claim_head_locked(request.nid, request.runner_nid, request.lease_seconds, 1,
+                                                request.passing_over);
                 if (leases.empty())
                     return std::optional<Lease>{};  // nothing to commit
                 txn.commit();
@@ -214,7 +225,7 @@ Result<std::vector<Lease>> SqliteStore::claim_batch(const std::string& nid, cons
         [&] { return "Failed to claim up to " + std::to_string(count) + " tasks from inbox '" + nid + "'"; },
         [&]() -> Result<std::vector<Lease>> {
             WriteTransaction txn(*this);
-            auto leases = claim_head_locked(nid, runner_nid, lease_seconds, count);
+            auto leases = claim_head_locked(nid, runner_nid, lease_seconds, count, {});
             if (!leases.empty())
                 txn.commit();
             return leases;

@@ -52,7 +52,7 @@ Result<int> migrate(SQLite::Database& db, const std::string& path);
 // These two statements are the whole hot path: the claim takes the lease and
 // sets the task RUNNING, the completion records the outcome fenced by the
 // live lease; the schema's triggers append the events.
-const char* claim_head_sql();   // ?1 nid, ?2 runner, ?3 expiry, ?4 now
+const char* claim_head_sql();   // ?1 nid, ?2 runner, ?3 expiry, ?4 now, ?6 JSON array of message ids to pass over
 const char* claim_batch_sql();  // the same, ?5 max count
 const char* complete_sql();     // ?1 task ids (JSON), ?2 runner, ?3 now, ?4 state, ?5–?7 error/aggregate
 
@@ -247,7 +247,8 @@ private:
     void add_event(std::int64_t message_id, std::int64_t at_ms, const char* name, const std::string& detail);
     // Inside a write transaction: the head claims (see claims.cpp).
     std::vector<Lease> claim_head_locked(const std::string& nid, const std::string& runner_nid,
-                                         std::uint32_t lease_seconds, std::uint32_t max_count);
+                                         std::uint32_t lease_seconds, std::uint32_t max_count,
+                                         const std::vector<std::int64_t>& passing_over);
     // The leases for the rows a claim UPDATE returned, in claim order.
     static std::vector<Lease> finish_claims(const std::string& runner_nid, std::int64_t expiry,
                                             std::vector<ClaimedRow>& claimed);

@@ -80,6 +80,10 @@ struct ClaimRequest {
     std::uint32_t lease_seconds = 0;       // clamped to [10, 600] by the store
     std::optional<std::string> task_id{};    // claim this task instead of the head
     std::optional<std::string> dedup_key{};  // when given, must equal the task's
+    // A head claim passes over these messages: tasks the caller still winds
+    // down after losing their lease, which it must not take back before the
+    // old execution has ended (another runner may take them meanwhile).
+    std::vector<std::int64_t> passing_over{};
 };
 
 struct Lease {

@@ -50,12 +50,12 @@ namespace {
     "claims = t.claims + 1, expires_at = 9223372036854775807, state = 'RUNNING', updated_at = $4 "
 
 // $1 nid, $2 runner, $3 lease length in ms, $4 now (NULL: the database's),
-// $5 max count. Returns the claim columns, then the lease expiry.
+// $5 max count, $6 message ids to pass over. Returns the claim columns, then the lease expiry.
 constexpr const char* kClaimHeadSql =
     "WITH n AS MATERIALIZED (SELECT coalesce($4::bigint, nps_now_ms()) AS now), "
     "c AS (SELECT message_id FROM tasks WHERE nid = $1 AND queue = 'queued' "
     "AND lease_expiry <= (SELECT now FROM n) AND expires_at > (SELECT now FROM n) "
-    "ORDER BY priority DESC, message_id LIMIT $5 FOR UPDATE SKIP LOCKED) "
+    "AND message_id <> ALL ($6::bigint[]) ORDER BY priority DESC, message_id LIMIT $5 FOR UPDATE SKIP LOCKED) "
     "UPDATE tasks t SET prev_owner = t.lease_owner, lease_owner = $2, lease_expiry = (SELECT now FROM n) + $3, "
     "claims = t.claims + 1, expires_at = 9223372036854775807, state = 'RUNNING', updated_at = (SELECT now FROM n) "
     "WHERE t.message_id = ANY (ARRAY(SELECT message_id FROM c))" NPS_PG_CLAIM_RETURNING ", t.lease_expiry";
@@ -139,14 +139,16 @@ std::int64_t lease_expiry_at(std::int64_t now, std::uint32_t lease_seconds)
 
 // Up to max_count head claims of nid's inbox, in one statement of their own.
 std::vector<Lease> claim_head(PostgresStore& store, const std::string& nid, const std::string& runner_nid,
-                              std::uint32_t lease_seconds, std::uint32_t max_count)
+                              std::uint32_t lease_seconds, std::uint32_t max_count,
+                              const std::vector<std::int64_t>& passing_over)
 {
     Params p;
     p.text(nid)
         .text(runner_nid)
         .integer(static_cast<std::int64_t>(clamp_lease_seconds(lease_seconds)) * 1000)
         .optional_integer(store.database_clock() ? std::nullopt : std::optional(store.clock().now_ms()))
-        .integer(max_count);
+        .integer(max_count)
+        .integer_array(passing_over);
     const Rows rows = store.conn().query(kClaimHeadSql, p);
     mark_write_succeeded();
     if (rows.empty())
@@ -167,7 +169,8 @@ Result<std::optional<Lease>> PostgresStore::claim(const ClaimRequest& request)
         },
         [&]() -> Result<std::optional<Lease>> {
             if (!request.task_id) {
-                auto leases = claim_head(*this, request.nid, request.runner_nid, request.lease_seconds, 1);
+                auto leases = claim_head(*this, request.nid, request.runner_nid, request.lease_seconds, 1,
+                                         request.passing_over);
                 if (leases.empty())
                     return std::optional<Lease>{};
                 return std::optional<Lease>(std::move(leases.front()));
@@ -235,7 +238,7 @@ Result<std::vector<Lease>> PostgresStore::claim_batch(const std::string& nid, co
     return guarded<std::vector<Lease>>(
         [&] { return "Failed to claim up to " + std::to_string(count) + " tasks from inbox '" + nid + "'"; },
         [&]() -> Result<std::vector<Lease>> {
-            return claim_head(*this, nid, runner_nid, lease_seconds, count);
+            return claim_head(*this, nid, runner_nid, lease_seconds, count, {});
         });
 }
 

@@ -496,6 +496,41 @@ TEST_CASE("a runner stopped past its lease writes nothing more once resumed: its
     CHECK(http("POST", b.url() + "/v1/tasks/" + task_id + "/cancel").status == 200);
 }
 
+TEST_CASE("a runner whose lease on a running task was released claims it back only once that execution has ended")
+{
+    // The lease goes (released here; lapsed would do the same) while the
+    // worker runs, and a deposit wakes the claim loop at once: the task is
+    // claimable, but ours still winds down until the next renewal finds the
+    // lease lost. Claimed back meanwhile, it would run twice side by side.
+    ExecutorFixture f("lease_seconds = 12\n");
+    f.announce(kSleeper, inline_spawn_spec({"/bin/worker", "sleep", "60"}));
+    f.announce(kFetch, inline_spawn_spec({"/bin/worker", "emit", R"({"value":2})"}));
+    std::string task_id = f.submit(task_frame_of("released-01", {dag_node("s", kSleeper, "nwp://exec.test/s")}));
+    Json running = f.wait_until(task_id, [&](const Json& t) {
+        return !worker_processes_of(f.runner().pid()).empty() && t.contains("lease") && t["lease"].is_object();
+    });
+    const pid_t pid = f.runner().pid();
+    const std::string owner = running["lease"]["runner_nid"];
+    auto released = http("DELETE", f.runner().url() + "/v1/leases/" + task_id + "?runner_nid=" + owner);
+    REQUIRE_MESSAGE(released.status == 204, released.raw);
+    Json other = f.wait_terminal(f.submit(task_frame_of("released-02", {dag_node("a", kFetch, "nwp://exec.test/a")})));
+    CHECK(other["state"] == "COMPLETED");
+    Json task = http("GET", f.runner().url() + "/v1/tasks/" + task_id).body;
+    INFO(task.dump(2));
+    CHECK(task["claims"] == 1);
+
+    // The renewal finds the lease lost, the worker dies, the execution ends;
+    // then the task is claimed again and its node runs anew.
+    task = f.wait_until(
+        task_id, [](const Json& t) { return t["claims"].get<int>() == 2 && t["state"] == "RUNNING"; },
+        std::chrono::seconds(30));
+    INFO(f.runner().log());
+    CHECK(f.runner().pid() == pid);
+    CHECK(::kill(pid, 0) == 0);
+    CHECK(f.runner().log().find("task released-01: abandoned, its lease is lost") != std::string::npos);
+    CHECK(http("POST", f.runner().url() + "/v1/tasks/" + task_id + "/cancel").status == 200);
+}
+
 TEST_CASE("task show --log escapes a worker's terminal sequences, --raw prints them")
 {
     ExecutorFixture f;

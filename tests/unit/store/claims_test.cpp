@@ -295,6 +295,35 @@ TEST_CASE_FIXTURE(StoreFixture, "an expired lease is reclaimed from the head by 
     CHECK(claim_head(kRunnerB, 10).outcome == ClaimOutcome::granted);
 }
 
+TEST_CASE_FIXTURE(StoreFixture, "a head claim passes over the messages it is asked to")
+{
+    const auto first = deposit("task-1");
+    const auto second = deposit("task-2");
+    deposit("task-3");
+    // task-1's lease lapsed while its runner still winds it down: that
+    // runner passes over it, another does not.
+    claim_head(kRunnerA, 10);
+    clock.advance_ms(10'000);
+    auto next = store->claim(
+        {.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 30, .passing_over = {first.message_id}});
+    REQUIRE(next);
+    REQUIRE(next->has_value());
+    CHECK((*next)->task_id == "task-2");
+    auto third = store->claim({.nid = kNid,
+                              .runner_nid = kRunnerA,
+                              .lease_seconds = 30,
+                              .passing_over = {first.message_id, second.message_id, 1'000'000}});
+    REQUIRE(third);
+    REQUIRE(third->has_value());
+    CHECK((*third)->task_id == "task-3");
+    auto nothing = store->claim(
+        {.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 30, .passing_over = {first.message_id}});
+    REQUIRE(nothing);
+    CHECK_FALSE(nothing->has_value());
+    CHECK(claim_head(kRunnerB, 10).task_id == "task-1");
+    CHECK(store->task("task-1")->claims == 2);
+}
+
 TEST_CASE_FIXTURE(StoreFixture, "a second Store on the same file sees the lease at once")
 {
     deposit("task-1");
