@@ -53,25 +53,6 @@ Api::~Api()
         loop_.cancel_timer(parked.deadline);
 }
 
-namespace {
-
-std::vector<std::string> split_path(const std::string& path)
-{
-    std::vector<std::string> segments;
-    std::size_t start = 1;
-    while (start <= path.size()) {
-        std::size_t end = path.find('/', start);
-        if (end == std::string::npos)
-            end = path.size();
-        segments.push_back(path.substr(start, end - start));
-        start = end + 1;
-    }
-    if (!segments.empty() && segments.back().empty())
-        segments.pop_back();  // tolerate one trailing slash
-    return segments;
-}
-
-}  // namespace
 
 bool Api::authorized(const net::HttpRequest& request) const
 {
@@ -188,12 +169,6 @@ void Api::handle(const net::HttpRequest& request, net::Responder responder)
     }
 }
 
-void Api::dispatch(const net::HttpRequest& request, const Reply& reply)
-{
-    if (!route_deferred(request, reply))
-        reply(route(request));
-}
-
 void Api::finish(const std::string& what, Result<net::HttpResponse> result,
                  const std::optional<AnswerFraming>& framing, const net::Responder& responder)
 {
@@ -225,114 +200,6 @@ void Api::finish(const std::string& what, Result<net::HttpResponse> result,
     // have logged events: live feeds look now.
     if (status < 300 && what.rfind("GET ", 0) != 0)
         feeds_->changed();
-}
-
-namespace {
-
-bool is_deposit_path(const std::vector<std::string>& s)
-{
-    return (s.size() == 1 && s[0] == "task") || (s.size() == 3 && s[0] == "v1" && s[1] == "inbox") ||
-           (s.size() == 4 && s[0] == "v1" && s[1] == "inbox" && s[3] == "task");
-}
-
-}  // namespace
-
-bool Api::route_deferred(const net::HttpRequest& r, const Reply& reply)
-{
-    const auto s = split_path(r.path);
-    if (s.size() == 3 && s[0] == "v1" && s[1] == "inbox" && r.method == "GET") {
-        peek(r, s[2], reply);
-        return true;
-    }
-    if (r.method == "POST" && is_deposit_path(s)) {
-        // POST /v1/inbox/{nid}, /v1/inbox/{nid}/task, or /task (the SDKs' inbox)
-        if (s.size() == 1) {
-            auto nid = sdk_inbox();
-            if (!nid)
-                reply(std::move(nid).error());
-            else
-                deposit(r, *nid, reply);
-        } else {
-            deposit(r, s[2], reply);
-        }
-        return true;
-    }
-    if (s.size() == 3 && s[0] == "v1" && s[1] == "spawnspecs" && s[2] == "resolve" && r.method == "POST") {
-        resolve_spawn_spec(r, reply);
-        return true;
-    }
-    return false;
-}
-
-Result<net::HttpResponse> Api::route(const net::HttpRequest& r)
-{
-    const auto s = split_path(r.path);
-    const std::string& m = r.method;
-    const auto n = s.size();
-
-    if (n == 1 && s[0] == "healthz")
-        return m == "GET" ? healthz() : method_not_allowed("GET");
-    if (n == 1 && s[0] == "health")
-        return m == "GET" ? health() : method_not_allowed("GET");
-    if (n == 1 && s[0] == "readyz")
-        return m == "GET" ? readyz() : method_not_allowed("GET");
-    if (n == 1 && s[0] == "metrics")
-        return m == "GET" ? render_metrics() : method_not_allowed("GET");
-    if (n == 1 && s[0] == ".nwm")
-        return m == "GET" ? manifest(r) : method_not_allowed("GET");
-    if (n >= 1 && s[0] == "task")
-        return sdk_task_route(r, NPS_TRY(sdk_inbox()), {s.begin() + 1, s.end()});
-    if (n < 2 || s[0] != "v1")
-        return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
-
-    const std::string& area = s[1];
-    if (area == "workers" && n == 2)
-        return m == "GET" ? list_workers() : method_not_allowed("GET");
-    if (area == "overview" && n == 2)
-        return m == "GET" ? overview() : method_not_allowed("GET");
-    if (area == "images" && n == 2)
-        return m == "GET" ? list_images() : method_not_allowed("GET");
-    if (area == "capabilities" && n == 2)
-        return m == "GET" ? capabilities() : method_not_allowed("GET");
-    if (area == "inbox" && n == 3)  // POST: a deposit (route_deferred)
-        return method_not_allowed("GET, POST");
-    if (area == "inbox" && n >= 4 && s[3] == "task")
-        return sdk_task_route(r, s[2], {s.begin() + 4, s.end()});
-    if (area == "inbox" && n == 4 && s[3] == "depth")
-        return m == "GET" ? depth(s[2]) : method_not_allowed("GET");
-    if (area == "inbox" && n == 4 && s[3] == "claims")
-        return m == "POST" ? claim(r, s[2]) : method_not_allowed("POST");
-    if (area == "inbox" && n == 4)
-        return m == "DELETE" ? ack(s[2], s[3]) : method_not_allowed("DELETE");
-    if (area == "leases" && n == 4 && s[3] == "renew")
-        return m == "POST" ? renew(r, s[2]) : method_not_allowed("POST");
-    if (area == "leases" && n == 4 && s[3] == "complete")
-        return m == "POST" ? complete(r, s[2]) : method_not_allowed("POST");
-    if (area == "leases" && n == 3)
-        return m == "DELETE" ? release(r, s[2]) : method_not_allowed("DELETE");
-    if (area == "tasks" && n == 2)
-        return m == "GET" ? list_tasks(r) : m == "DELETE" ? prune_tasks(r) : method_not_allowed("GET, DELETE");
-    if (area == "tasks" && n == 3)
-        return m == "GET" ? get_task(s[2]) : m == "DELETE" ? remove_task(s[2]) : method_not_allowed("GET, DELETE");
-    if (area == "events" && n == 2)
-        return m == "GET" ? all_events(r) : method_not_allowed("GET");
-    if (area == "tasks" && n == 4 && s[3] == "events")
-        return m == "GET" ? task_events(r, s[2]) : method_not_allowed("GET");
-    if (area == "tasks" && n == 4 && s[3] == "cancel")
-        return m == "POST" ? cancel_task(s[2]) : method_not_allowed("POST");
-    if (area == "tasks" && n == 5 && s[3] == "nodes")
-        return m == "PATCH" ? report_node(r, s[2], s[4]) : method_not_allowed("PATCH");
-    if (area == "tasks" && n == 6 && s[3] == "nodes" && s[5] == "log")
-        return m == "GET" ? node_log(r, s[2], s[4]) : method_not_allowed("GET");
-    if (area == "ndp" && n == 3 && s[2] == "announces")
-        return m == "GET" ? list_announces() : method_not_allowed("GET");
-    if (area == "ndp" && n == 4 && s[2] == "announces")
-        return m == "PUT" ? put_announce(r, s[3]) : m == "DELETE" ? remove_announce(s[3]) : method_not_allowed("PUT, DELETE");
-    if (area == "ndp" && n == 3 && s[2] == "resolve")
-        return m == "GET" ? resolve(r) : method_not_allowed("GET");
-    if (area == "spawnspecs" && n == 3 && s[2] == "resolve")
-        return method_not_allowed("POST");  // POST: route_deferred
-    return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + r.path + "'");
 }
 
 Result<net::HttpResponse> Api::healthz()

@@ -13,47 +13,16 @@ namespace nps::api {
 
 namespace {
 
-struct RouteEntry {
+// The dashboard's routes (routed before the table, routes_ui.cpp), listed
+// after the table's.
+struct UiRoute {
     const char* name;
     const char* method;
     const char* path;
 };
-
-// Every route of route() and route_deferred(); the sdk-routes test asks each one.
-constexpr RouteEntry kRoutes[] = {
-    {"manifest", "GET", "/.nwm"},
-    {"capabilities", "GET", "/v1/capabilities"},
-    {"health", "GET", "/health"},
-    {"healthz", "GET", "/healthz"},
-    {"readyz", "GET", "/readyz"},
-    {"metrics", "GET", "/metrics"},
-    {"inbox_deposit", "POST", "/v1/inbox/{nid}"},
-    {"inbox_long_poll", "GET", "/v1/inbox/{nid}"},
-    {"inbox_ack", "DELETE", "/v1/inbox/{nid}/{message_id}"},
-    {"inbox_depth", "GET", "/v1/inbox/{nid}/depth"},
-    {"claim", "POST", "/v1/inbox/{nid}/claims"},
-    {"lease_renew", "POST", "/v1/leases/{task_id}/renew"},
-    {"lease_release", "DELETE", "/v1/leases/{task_id}"},
-    {"lease_complete", "POST", "/v1/leases/{task_id}/complete"},
-    {"task_list", "GET", "/v1/tasks"},
-    {"overview", "GET", "/v1/overview"},
-    {"images", "GET", "/v1/images"},
+constexpr UiRoute kUiRoutes[] = {
     {"dashboard", "GET", "/ui/"},
     {"dashboard_login_code", "POST", "/v1/ui/login-codes"},
-    {"task_get", "GET", "/v1/tasks/{task_id}"},
-    {"task_cancel", "POST", "/v1/tasks/{task_id}/cancel"},
-    {"node_report", "PATCH", "/v1/tasks/{task_id}/nodes/{node_id}"},
-    {"node_log", "GET", "/v1/tasks/{task_id}/nodes/{node_id}/log"},
-    {"ndp_announces", "GET", "/v1/ndp/announces"},
-    {"ndp_announce", "PUT", "/v1/ndp/announces/{nid}"},
-    {"ndp_resolve", "GET", "/v1/ndp/resolve"},
-    {"spawnspec_resolve", "POST", "/v1/spawnspecs/resolve"},
-    {"sdk_task_submit", "POST", "/task"},
-    {"sdk_task_status", "GET", "/task/{task_id}"},
-    {"sdk_task_cancel", "POST", "/task/{task_id}/cancel"},
-    {"sdk_inbox_task_submit", "POST", "/v1/inbox/{nid}/task"},
-    {"sdk_inbox_task_status", "GET", "/v1/inbox/{nid}/task/{task_id}"},
-    {"sdk_inbox_task_cancel", "POST", "/v1/inbox/{nid}/task/{task_id}/cancel"},
 };
 
 // The NPS-Node-L3 cases (CR-0007 §8) and the tests of this repository that
@@ -75,10 +44,13 @@ constexpr ConformanceCase kConformance[] = {
     {"TC-N3-Saga-01", "tc-n3-suite, executor"},
 };
 
-Json routes_json()
+// Every route (the sdk-routes test asks each one): the table's, the dashboard's.
+Json routes_json(std::span<const Route> table)
 {
     Json routes = Json::array();
-    for (const auto& r : kRoutes)
+    for (const auto& r : table)
+        routes.push_back({{"name", r.name}, {"method", r.method}, {"path", r.pattern}});
+    for (const auto& r : kUiRoutes)
         routes.push_back({{"name", r.name}, {"method", r.method}, {"path", r.path}});
     return routes;
 }
@@ -92,9 +64,10 @@ Json limit_or_null(std::int64_t value)
 
 Result<net::HttpResponse> Api::manifest(const net::HttpRequest& request)
 {
+    const Json routes = routes_json(route_table());
     Json endpoints = Json::object();
-    for (const auto& r : kRoutes)
-        endpoints[r.name] = r.path;
+    for (const auto& r : routes)
+        endpoints[r["name"].get<std::string>()] = r["path"];
     const Json body = {
         {"nwp", "0.21"},
         {"node_id", config_.runner_nid},
@@ -107,7 +80,7 @@ Result<net::HttpResponse> Api::manifest(const net::HttpRequest& request)
         {"auth",
          {{"required", config_.require_token || config_.token.has_value()}, {"schemes", {"bearer", "basic"}}}},
         {"endpoints", endpoints},
-        {"routes", routes_json()},
+        {"routes", routes},
     };
     const std::string text = body.dump();
     const std::string version = "\"" + sha256_hex(text).substr(0, 16) + "\"";
@@ -145,7 +118,7 @@ Result<net::HttpResponse> Api::capabilities()
           {"framed_answers", {{"success", "CapsFrame 0x04"}, {"error", "ErrorFrame 0xFE"}}},
           {"binary_vector_v1", false}}},
         {"spawn_spec_refs", {"spawnspec:<base64url JSON>", "https://", "nwp://"}},
-        {"routes", routes_json()},
+        {"routes", routes_json(route_table())},
         {"limits",
          {{"dag_nodes", limits::kMaxDagNodes},
           {"delegation_chain", limits::kMaxDelegationChain},

@@ -36,36 +36,39 @@ Result<std::string> Api::sdk_inbox() const
                           "/v1/inbox/{nid}/task");
 }
 
-Result<net::HttpResponse> Api::sdk_task_route(const net::HttpRequest& request, const std::string& nid,
-                                              const std::vector<std::string>& segments)
+Result<store::TaskRecord> Api::sdk_task(const std::optional<std::string>& base_nid, const std::string& task_id)
 {
+    std::string nid;
+    if (base_nid)
+        nid = *base_nid;
+    else
+        nid = NPS_TRY(sdk_inbox());
     NPS_TRY_VOID(check_inbox_nid(nid));
-    const std::string& m = request.method;
-    if (segments.empty())
-        return method_not_allowed("POST");  // POST: a deposit (Api::route_deferred)
-    if (segments.size() > 2 || (segments.size() == 2 && segments[1] != "cancel"))
-        return error_response("NWP-HTTP-NOT-FOUND", "No route for '" + request.path + "'");
-
-    const std::string& task_id = segments[0];
     auto store = NPS_TRY(stores_.acquire());
     auto task = NPS_TRY(store->task(task_id));
     if (task.nid != nid)  // another inbox's task is not under this base
         return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist in inbox '" + nid + "'");
+    return task;
+}
 
-    if (segments.size() == 2) {
-        if (m != "POST")
-            return method_not_allowed("POST");
-        auto cancelled = NPS_TRY(store->cancel(task_id));
-        if (hooks_.cancelled)
-            hooks_.cancelled(task_id);
-        return json_response(200, {{"task_id", cancelled.task_id}, {"state", sdk_state(cancelled.state)}});
-    }
-    if (m != "GET")
-        return method_not_allowed("GET");
+Result<net::HttpResponse> Api::sdk_task_cancel(const std::optional<std::string>& base_nid, const std::string& task_id)
+{
+    NPS_TRY(sdk_task(base_nid, task_id));
+    auto store = NPS_TRY(stores_.acquire());
+    auto cancelled = NPS_TRY(store->cancel(task_id));
+    if (hooks_.cancelled)
+        hooks_.cancelled(task_id);
+    return json_response(200, {{"task_id", cancelled.task_id}, {"state", sdk_state(cancelled.state)}});
+}
+
+Result<net::HttpResponse> Api::sdk_task_status(const std::optional<std::string>& base_nid, const std::string& task_id)
+{
+    const auto task = NPS_TRY(sdk_task(base_nid, task_id));
     if (task.results_expired(clock_.now_ms()))
         return protocol_error("NOP-TASK-RESULT-EXPIRED", "The results of task '" + task_id +
                                                              "' expired (its result_ttl_seconds); its state is " +
                                                              task.state);
+    auto store = NPS_TRY(stores_.acquire());
     Json node_results = Json::object();
     for (const auto& r : NPS_TRY(store->node_results(task_id)))
         if (r.dedup_key == task.dedup_key)

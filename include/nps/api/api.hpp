@@ -39,11 +39,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "nps/api/frame_body.hpp"
 #include "nps/api/metrics.hpp"
+#include "nps/api/route_table.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/config/config.hpp"
 #include "nps/event/event_loop.hpp"
@@ -117,8 +119,8 @@ public:
     void recorded();
 
 private:
-    // Answers one request: an error becomes the error body; counted, logged.
-    using Reply = std::function<void(Result<net::HttpResponse>)>;
+    // A Reply (route_table.hpp) answers one request: an error becomes the
+    // error body; counted, logged.
 
     struct ParkedPeek {
         std::string nid;
@@ -129,11 +131,10 @@ private:
 
     void finish(const std::string& what, Result<net::HttpResponse> result,
                 const std::optional<AnswerFraming>& framing, const net::Responder& responder);
-    // Routes the request whose body read_request_body() has made JSON.
+    // Routes the request whose body read_request_body() has made JSON,
+    // through route_table() (routes.cpp).
     void dispatch(const net::HttpRequest& request, const Reply& reply);
-    // The routes that may answer later; false when `r` is not one of them.
-    bool route_deferred(const net::HttpRequest& r, const Reply& reply);
-    Result<net::HttpResponse> route(const net::HttpRequest& request);
+    static std::span<const Route> route_table();
     // By the socket, the token, or an open TCP API (not a dashboard session).
     bool authorized(const net::HttpRequest& request) const;
     // A dashboard session's state-changing request without its anti-CSRF
@@ -177,10 +178,12 @@ private:
     Result<net::HttpResponse> remove_task(const std::string& task_id);
     Result<net::HttpResponse> list_workers();
     Result<net::HttpResponse> prune_tasks(const net::HttpRequest& request);
-    // The official SDKs' NopClient routes under a base (routes_sdk.cpp):
-    // `segments` follow the base; nid is the base's inbox.
-    Result<net::HttpResponse> sdk_task_route(const net::HttpRequest& request, const std::string& nid,
-                                             const std::vector<std::string>& segments);
+    // The official SDKs' NopClient routes (routes_sdk.cpp) under a base:
+    // /v1/inbox/{base_nid}, or (nullopt) the root, whose inbox is sdk_inbox().
+    Result<net::HttpResponse> sdk_task_status(const std::optional<std::string>& base_nid, const std::string& task_id);
+    Result<net::HttpResponse> sdk_task_cancel(const std::optional<std::string>& base_nid, const std::string& task_id);
+    // The task, when it is in the base's inbox.
+    Result<store::TaskRecord> sdk_task(const std::optional<std::string>& base_nid, const std::string& task_id);
     // The inbox of POST /task: api.task_inbox, else the first of runner.inboxes.
     Result<std::string> sdk_inbox() const;
     Result<net::HttpResponse> put_announce(const net::HttpRequest& request, const std::string& nid);
