@@ -15,7 +15,6 @@
 #include <optional>
 
 #include "nps/api/api.hpp"
-#include "nps/api/loop_server.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/base/log.hpp"
 #include "nps/base/unique_fd.hpp"
@@ -29,6 +28,7 @@
 #include "nps/image/image_store.hpp"
 #include "nps/image/summary_json.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/net/loop_server.hpp"
 #include "nps/report/deliverer.hpp"
 #include "nps/store/deposit_signal.hpp"
 #include "nps/store/startup_check.hpp"
@@ -285,7 +285,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
     http_options.unix_socket_group = group;
     if (!http_options.tcp_listen && !http_options.unix_socket)
         return internal_error("Nothing to listen on: both api.listen and api.socket are empty");
-    auto server = NPS_TRY(api::LoopServer::attach(
+    auto server = NPS_TRY(net::LoopServer::attach(
         *loop, NPS_TRY(net::LoopHttpServer::start(http_options, [&api](const net::HttpRequest& r, net::Responder respond) {
             api.handle(r, std::move(respond));
         }))));

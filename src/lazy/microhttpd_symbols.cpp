@@ -36,12 +36,6 @@ void sym_MHD_stop_daemon(MHD_Daemon* daemon)
         real(daemon);
 }
 
-MHD_socket sym_MHD_quiesce_daemon(MHD_Daemon* daemon)
-{
-    NPS_MHD(MHD_quiesce_daemon);
-    return real ? real(daemon) : MHD_INVALID_SOCKET;
-}
-
 enum MHD_Result sym_MHD_run(MHD_Daemon* daemon)
 {
     NPS_MHD(MHD_run);
@@ -74,12 +68,6 @@ void sym_MHD_resume_connection(MHD_Connection* connection)
     NPS_MHD(MHD_resume_connection);
     if (real)
         real(connection);
-}
-
-enum MHD_Result sym_MHD_is_feature_supported(enum MHD_FEATURE feature)
-{
-    NPS_MHD(MHD_is_feature_supported);
-    return real ? real(feature) : MHD_NO;
 }
 
 // No MHD_ConnectionInfoType reads an argument after `info_type` (0.9.75);

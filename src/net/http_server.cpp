@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// HttpServer and LoopHttpServer on libmicrohttpd: one MHD daemon per listener
-// (TCP and/or unix socket), all sharing one handler; either a thread per
-// connection, or no thread at all (MHD's external epoll mode, driven by the
-// owner's loop, connections suspended while their answer is pending).
+// LoopHttpServer on libmicrohttpd: one MHD daemon per listener (TCP and/or
+// unix socket), all sharing one handler, with no thread at all: MHD's
+// external epoll mode, driven by the owner's loop, connections suspended
+// while their answer is pending. (HttpServer runs this same server on a loop
+// of its own: threaded_http_server.cpp.)
 #include "nps/net/http_server.hpp"
 
 #include <fcntl.h>
@@ -37,7 +38,6 @@ namespace nps::net {
 
 namespace {
 
-constexpr std::size_t kThreadStackBytes = 1 << 20;
 // MHD_run rounds the loop-mode destructor gives pending work before stopping.
 constexpr int kStopRounds = 8;
 
@@ -103,8 +103,7 @@ struct StreamReader;
 // What the Responders of one request share. `context` is the live request
 // (null once it is answered for good: connection closed, server stopped);
 // it points back here while a Responder exists. Single-threaded: the server's
-// thread (in thread-per-connection mode, the connection's thread, and only
-// during the handler call).
+// thread.
 struct PendingRequest {
     MhdServer* server = nullptr;
     RequestContext* context = nullptr;
@@ -148,8 +147,7 @@ namespace {
 struct Listener;
 
 // Per-connection state, MHD's socket context (MHD_OPTION_NOTIFY_CONNECTION).
-// Used on the server's thread (thread-per-connection: the connection's
-// thread, and only bad_target).
+// Used on the server's thread.
 struct ConnectionState {
     MHD_Connection* connection = nullptr;
     Listener* listener = nullptr;
@@ -200,15 +198,12 @@ void free_string(void* cls)
     delete static_cast<std::string*>(cls);
 }
 
-enum class Mode { thread_per_connection, external_loop };
-
 struct Listener {
     MhdServer* server = nullptr;
     bool is_unix = false;
     MHD_Daemon* daemon = nullptr;
-    int quiesced_fd = -1;
-    int epoll_fd = -1;  // external_loop: MHD's epoll fd
-    // external_loop: every open connection, and the count per counted peer.
+    int epoll_fd = -1;  // MHD's epoll fd
+    // Every open connection, and the count per counted peer.
     std::unordered_set<ConnectionState*> connections;
     std::unordered_map<std::string, unsigned> per_peer;
 };
@@ -238,55 +233,42 @@ ConnectionState* state_of(MHD_Connection* connection)
     return info != nullptr ? static_cast<ConnectionState*>(info->socket_context) : nullptr;
 }
 
-// Both kinds of server: one class, the mode decides how MHD runs.
-class MhdServer final : public HttpServer, public LoopHttpServer {
+class MhdServer final : public LoopHttpServer {
 public:
-    MhdServer(Mode mode, const HttpServerOptions& options, AsyncHttpHandler handler)
-        : mode_(mode), options_(options), handler_(std::move(handler))
+    MhdServer(const HttpServerOptions& options, AsyncHttpHandler handler)
+        : options_(options), handler_(std::move(handler))
     {
     }
 
     ~MhdServer() override
     {
-        if (mode_ == Mode::external_loop) {
-            // No new request reaches the handler from here on. (Loop mode
-            // only: in thread-per-connection mode in-flight requests finish.)
-            stopping_ = true;
-            // MHD must not be stopped with suspended connections: resume each
-            // unanswered (the access handler then closes it) and let MHD run.
-            for (RequestContext* context : std::vector<RequestContext*>(suspended_.begin(), suspended_.end())) {
-                if (context->pending != nullptr)
-                    context->pending->detach();
-                unwatch(*context);
-                context->suspended = false;
-                sym_MHD_resume_connection(context->connection);
-            }
-            suspended_.clear();
-            for (detail::StreamReader* reader : std::vector<detail::StreamReader*>(parked_streams_.begin(),
-                                                                                   parked_streams_.end()))
-                reader->abandon();
-            // Also lets answers given just before (begin_shutdown) go out:
-            // a few rounds while MHD has work ready.
-            for (int round = 0; round < kStopRounds; ++round) {
-                dispatch();
-                if (next_timeout() != std::chrono::milliseconds(0))
-                    break;
-            }
-        } else {
-            // Stop accepting on every listener first, then wait for in-flight
-            // requests (MHD_stop_daemon joins the connection threads).
-            for (auto& listener : listeners_)
-                if (listener->daemon != nullptr)
-                    listener->quiesced_fd = sym_MHD_quiesce_daemon(listener->daemon);
+        // No new request reaches the handler from here on.
+        stopping_ = true;
+        // MHD must not be stopped with suspended connections: resume each
+        // unanswered (the access handler then closes it) and let MHD run.
+        for (RequestContext* context : std::vector<RequestContext*>(suspended_.begin(), suspended_.end())) {
+            if (context->pending != nullptr)
+                context->pending->detach();
+            unwatch(*context);
+            context->suspended = false;
+            sym_MHD_resume_connection(context->connection);
+        }
+        suspended_.clear();
+        for (detail::StreamReader* reader : std::vector<detail::StreamReader*>(parked_streams_.begin(),
+                                                                               parked_streams_.end()))
+            reader->abandon();
+        // Also lets answers given just before (begin_shutdown) go out:
+        // a few rounds while MHD has work ready.
+        for (int round = 0; round < kStopRounds; ++round) {
+            dispatch();
+            if (next_timeout() != std::chrono::milliseconds(0))
+                break;
         }
         if (unix_created_)
             detail::remove_unix_socket_file(*options_.unix_socket, unix_dev_, unix_ino_);
-        for (auto& listener : listeners_) {
+        for (auto& listener : listeners_)
             if (listener->daemon != nullptr)
                 sym_MHD_stop_daemon(listener->daemon);
-            if (listener->quiesced_fd >= 0)
-                ::close(listener->quiesced_fd);
-        }
     }
 
     std::uint16_t tcp_port() const override { return tcp_port_; }
@@ -393,11 +375,9 @@ public:
     {
         if (!options_.tcp_listen && !options_.unix_socket)
             return internal_error("Failed to start HTTP server: no TCP address and no unix socket given");
-        if (mode_ == Mode::external_loop) {
-            hangup_watch_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
-            if (!hangup_watch_)
-                return system_error_errno("Failed to create the epoll fd watching parked HTTP connections");
-        }
+        hangup_watch_ = UniqueFd(::epoll_create1(EPOLL_CLOEXEC));
+        if (!hangup_watch_)
+            return system_error_errno("Failed to create the epoll fd watching parked HTTP connections");
 
         // Bind everything before starting any thread, so a bind error leaves nothing running.
         std::optional<detail::TcpListener> tcp;
@@ -428,11 +408,6 @@ public:
             log_line("handler returned invalid HTTP status " + std::to_string(response.status));
             response = internal_error_response();
         }
-        if (response.stream && mode_ != Mode::external_loop) {
-            log_line("a streamed answer needs the LoopHttpServer");
-            response.stream->cancel();
-            response = internal_error_response();
-        }
         context.answer = std::move(response);
         if (context.suspended) {
             // MHD calls the access handler again, which queues the answer,
@@ -454,20 +429,12 @@ private:
         listener->server = this;
         listener->is_unix = is_unix;
 
-        unsigned flags = static_cast<unsigned>(MHD_USE_ERROR_LOG);
-        if (mode_ == Mode::external_loop) {
-            // No internal thread: the owner runs MHD (MHD_run) when its epoll fd is ready.
-            flags |= static_cast<unsigned>(MHD_USE_EPOLL) | static_cast<unsigned>(MHD_ALLOW_SUSPEND_RESUME);
-            const int fl = ::fcntl(fd.get(), F_GETFL);
-            if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) != 0)
-                return system_error_errno("Failed to make the listening socket of '" + name + "' non-blocking");
-        } else {
-            flags |= static_cast<unsigned>(MHD_USE_THREAD_PER_CONNECTION) |
-                     static_cast<unsigned>(MHD_USE_INTERNAL_POLLING_THREAD) |
-                     static_cast<unsigned>(MHD_USE_ITC);  // needed by MHD_quiesce_daemon
-            if (sym_MHD_is_feature_supported(MHD_FEATURE_POLL) == MHD_YES)
-                flags |= static_cast<unsigned>(MHD_USE_POLL);  // no FD_SETSIZE limit
-        }
+        // No internal thread: the owner runs MHD (MHD_run) when its epoll fd is ready.
+        unsigned flags = static_cast<unsigned>(MHD_USE_ERROR_LOG) | static_cast<unsigned>(MHD_USE_EPOLL) |
+                         static_cast<unsigned>(MHD_ALLOW_SUSPEND_RESUME);
+        const int fl = ::fcntl(fd.get(), F_GETFL);
+        if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) != 0)
+            return system_error_errno("Failed to make the listening socket of '" + name + "' non-blocking");
         if (ipv6)
             flags |= static_cast<unsigned>(MHD_USE_IPv6);
 
@@ -477,15 +444,11 @@ private:
         const MHD_NotifyConnectionCallback notify = &MhdServer::on_connection;
         using Unescape = size_t (*)(void*, MHD_Connection*, char*);
         const Unescape unescape = &MhdServer::on_unescape;
-        // Loop mode: our accept policy (eviction, per-peer cap) decides
-        // below max_connections; MHD's own cap is the hard stop above it.
-        const bool loop = mode_ == Mode::external_loop;
-        const MHD_AcceptPolicyCallback accept_policy = loop ? &MhdServer::on_accept : nullptr;
-        const unsigned mhd_limit = options_.max_connections + (loop ? limits::kHttpConnectionEvictionSlack : 0);
+        // Our accept policy (eviction, per-peer cap) decides below
+        // max_connections; MHD's own cap is the hard stop above it.
+        const MHD_AcceptPolicyCallback accept_policy = &MhdServer::on_accept;
+        const unsigned mhd_limit = options_.max_connections + limits::kHttpConnectionEvictionSlack;
         const MHD_socket socket_fd = fd.release();  // MHD owns it from here, also on failure
-        // Thread-per-connection: handlers run SQLite and JSON code on the
-        // connection threads; 1 MiB of (virtual, lazily committed) stack is
-        // ample for that. Ignored without threads.
         MHD_Daemon* daemon = sym_MHD_start_daemon(
             flags, 0, accept_policy, listener.get(), access, listener.get(),
             MHD_OPTION_EXTERNAL_LOGGER, logger, nullptr,  // must come first
@@ -493,7 +456,6 @@ private:
             MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned int>(mhd_limit),
             MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned int>(options_.connection_timeout_seconds),
             MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(limits::kHttpConnectionMemoryBytes),
-            MHD_OPTION_THREAD_STACK_SIZE, static_cast<size_t>(kThreadStackBytes),
             MHD_OPTION_NOTIFY_COMPLETED, completed, listener.get(),
             MHD_OPTION_NOTIFY_CONNECTION, notify, listener.get(),
             MHD_OPTION_UNESCAPE_CALLBACK, unescape, listener.get(),
@@ -501,15 +463,13 @@ private:
         if (daemon == nullptr)
             return internal_error("Failed to start the HTTP server on '" + name + "' (libmicrohttpd refused; see the log)");
         listener->daemon = daemon;
-        if (mode_ == Mode::external_loop) {
-            const MHD_DaemonInfo* info = sym_MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
-            if (info == nullptr || info->epoll_fd < 0) {
-                sym_MHD_stop_daemon(daemon);
-                return internal_error("Failed to start the HTTP server on '" + name +
-                                      "': libmicrohttpd has no epoll fd (built without epoll?)");
-            }
-            listener->epoll_fd = info->epoll_fd;
+        const MHD_DaemonInfo* info = sym_MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        if (info == nullptr || info->epoll_fd < 0) {
+            sym_MHD_stop_daemon(daemon);
+            return internal_error("Failed to start the HTTP server on '" + name +
+                                  "': libmicrohttpd has no epoll fd (built without epoll?)");
         }
+        listener->epoll_fd = info->epoll_fd;
         listeners_.push_back(std::move(listener));
         return {};
     }
@@ -543,7 +503,6 @@ private:
                               MHD_ConnectionNotificationCode code)
     {
         auto* listener = static_cast<Listener*>(cls);
-        const bool loop = listener->server->mode_ == Mode::external_loop;
         if (code == MHD_CONNECTION_NOTIFY_STARTED) {
             auto* state = new ConnectionState;
             state->connection = connection;
@@ -551,15 +510,13 @@ private:
             state->head_since = Clock::now();
             if (const MHD_ConnectionInfo* info = sym_MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD))
                 state->fd = info->connect_fd;
-            if (loop) {
-                if (!listener->is_unix) {
-                    const MHD_ConnectionInfo* info = sym_MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-                    state->peer = peer_key(info != nullptr ? info->client_addr : nullptr);
-                    if (!state->peer.empty())
-                        ++listener->per_peer[state->peer];
-                }
-                listener->connections.insert(state);
+            if (!listener->is_unix) {
+                const MHD_ConnectionInfo* info = sym_MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                state->peer = peer_key(info != nullptr ? info->client_addr : nullptr);
+                if (!state->peer.empty())
+                    ++listener->per_peer[state->peer];
             }
+            listener->connections.insert(state);
             *socket_context = state;
             return;
         }
@@ -567,24 +524,22 @@ private:
         *socket_context = nullptr;
         if (state == nullptr)
             return;
-        if (loop) {
-            if (!state->peer.empty()) {
-                auto it = listener->per_peer.find(state->peer);
-                if (it != listener->per_peer.end() && --it->second == 0)
-                    listener->per_peer.erase(it);
-            }
-            listener->connections.erase(state);
-            if (state->suspended != nullptr)  // (on_completed unwatches first; never leave a stale pointer)
-                ::epoll_ctl(listener->server->hangup_watch_.get(), EPOLL_CTL_DEL, state->fd, nullptr);
-            if (state->stream != nullptr) {
-                listener->server->forget(*state->stream);
-                state->stream->state = nullptr;
-            }
+        if (!state->peer.empty()) {
+            auto it = listener->per_peer.find(state->peer);
+            if (it != listener->per_peer.end() && --it->second == 0)
+                listener->per_peer.erase(it);
+        }
+        listener->connections.erase(state);
+        if (state->suspended != nullptr)  // (on_completed unwatches first; never leave a stale pointer)
+            ::epoll_ctl(listener->server->hangup_watch_.get(), EPOLL_CTL_DEL, state->fd, nullptr);
+        if (state->stream != nullptr) {
+            listener->server->forget(*state->stream);
+            state->stream->state = nullptr;
         }
         delete state;
     }
 
-    // MHD's accept policy (loop mode): the per-peer cap, and at the
+    // MHD's accept policy: the per-peer cap, and at the
     // listener's cap room made by evicting the oldest connection without a
     // complete head.
     static MHD_Result on_accept(void* cls, const sockaddr* addr, socklen_t /*addrlen*/)
@@ -876,17 +831,11 @@ private:
             call_handler(listener, connection, url, method, context);
         }
         if (!context.answer) {
-            if (mode_ != Mode::external_loop) {
-                // Cannot happen (the synchronous handler always answers); never hang a thread on it.
-                log_line("handler did not answer " + std::string(method) + " " + url);
-                context.answer = internal_error_response();
-            } else {
-                context.suspended = true;
-                suspended_.insert(&context);
-                sym_MHD_suspend_connection(connection);
-                watch(context);
-                return MHD_YES;
-            }
+            context.suspended = true;
+            suspended_.insert(&context);
+            sym_MHD_suspend_connection(connection);
+            watch(context);
+            return MHD_YES;
         }
         HttpResponse response = std::move(*context.answer);
         context.answer.reset();
@@ -927,16 +876,15 @@ private:
         return result;
     }
 
-    Mode mode_;
     HttpServerOptions options_;
     AsyncHttpHandler handler_;
     std::vector<std::unique_ptr<Listener>> listeners_;
-    std::unordered_set<RequestContext*> suspended_;  // external_loop: waiting for a Responder
+    std::unordered_set<RequestContext*> suspended_;  // waiting for a Responder
     std::unordered_set<detail::StreamReader*> parked_streams_;  // streamed answers waiting for data
-    std::function<void()> wakeup_;                    // external_loop: dispatch() is due
-    UniqueFd hangup_watch_;                           // external_loop: epoll over suspended connections
+    std::function<void()> wakeup_;                    // dispatch() is due
+    UniqueFd hangup_watch_;                           // epoll over suspended connections
     bool dispatching_ = false;
-    bool stopping_ = false;  // external_loop: the destructor runs
+    bool stopping_ = false;  // the destructor runs
     std::uint16_t tcp_port_ = 0;
     bool unix_created_ = false;
     dev_t unix_dev_ = 0;
@@ -1033,25 +981,12 @@ bool Responder::pending() const
     return pending_ != nullptr && !pending_->answered && pending_->context != nullptr;
 }
 
-Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& options, HttpHandler handler)
-{
-    if (!handler)
-        return internal_error("Failed to start HTTP server: no handler");
-    auto server = std::make_unique<MhdServer>(
-        Mode::thread_per_connection, options,
-        [handler = std::move(handler)](const HttpRequest& request, Responder responder) {
-            responder.respond(handler(request));
-        });
-    NPS_TRY_VOID(server->start());
-    return std::unique_ptr<HttpServer>(std::move(server));
-}
-
 Result<std::unique_ptr<LoopHttpServer>> LoopHttpServer::start(const HttpServerOptions& options,
                                                               AsyncHttpHandler handler)
 {
     if (!handler)
         return internal_error("Failed to start HTTP server: no handler");
-    auto server = std::make_unique<MhdServer>(Mode::external_loop, options, std::move(handler));
+    auto server = std::make_unique<MhdServer>(options, std::move(handler));
     NPS_TRY_VOID(server->start());
     return std::unique_ptr<LoopHttpServer>(std::move(server));
 }

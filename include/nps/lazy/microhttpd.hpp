@@ -13,13 +13,11 @@
 
 decltype(::MHD_start_daemon) sym_MHD_start_daemon;
 decltype(::MHD_stop_daemon) sym_MHD_stop_daemon;
-decltype(::MHD_quiesce_daemon) sym_MHD_quiesce_daemon;
 decltype(::MHD_run) sym_MHD_run;
 decltype(::MHD_get_timeout) sym_MHD_get_timeout;
 decltype(::MHD_get_daemon_info) sym_MHD_get_daemon_info;
 decltype(::MHD_suspend_connection) sym_MHD_suspend_connection;
 decltype(::MHD_resume_connection) sym_MHD_resume_connection;
-decltype(::MHD_is_feature_supported) sym_MHD_is_feature_supported;
 decltype(::MHD_get_connection_info) sym_MHD_get_connection_info;
 decltype(::MHD_lookup_connection_value) sym_MHD_lookup_connection_value;
 decltype(::MHD_get_connection_values_n) sym_MHD_get_connection_values_n;

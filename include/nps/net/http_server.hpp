@@ -2,7 +2,7 @@
 // A small HTTP/1.1 server on libmicrohttpd, listening on a TCP address and/or
 // a unix socket, handing each complete request to one handler.
 //
-// Two ways to run it:
+// One server, two ways to own it:
 //
 //  - LoopHttpServer (what the daemon uses): no thread of its own. MHD runs
 //    in its "external epoll" mode: each listener has an epoll fd (fds()) that
@@ -17,10 +17,11 @@
 //    callback then asks for a dispatch().
 //    A slow client cannot stall others: MHD reads and writes partially.
 //
-//  - HttpServer (tests and tools that want a server without a loop): one
-//    thread per connection (capped by max_connections), so a synchronous
-//    handler may block without stalling other requests; such a handler must
-//    be thread-safe.
+//  - HttpServer (tests and tools that want a server without a loop): that
+//    same LoopHttpServer on an event loop and thread of its own, each
+//    request's synchronous handler on a thread of its own, so a handler may
+//    block without stalling other requests; it must be thread-safe. Every
+//    limit below applies alike.
 //
 // Bodies above max_body_bytes are not buffered: the handler sees
 // body_too_large=true and an empty body and should answer 413. The rest of
@@ -28,7 +29,7 @@
 // that a request announcing an oversize Content-Length with
 // "Expect: 100-continue" is answered at once, before any body is sent.
 //
-// Connection limits (LoopHttpServer; docs/api.md "Limits and timeouts"):
+// Connection limits (docs/api.md "Limits and timeouts"):
 //  - a request head (request line and headers) must be complete within
 //    head_timeout_seconds of the accept, or of the end of the previous
 //    response on a kept-alive connection; else the connection is closed (a
@@ -42,7 +43,7 @@
 //    A client that half-closes (shutdown(SHUT_WR)) after its request counts
 //    as gone.
 //
-// Request framing and target (both modes), answered 400 with an
+// Request framing and target, answered 400 with an
 // NPS-CLIENT-BAD-FRAME error body and "Connection: close", the handler never
 // called: a path or query parameter that after percent-decoding holds a
 // control character (NUL included) or invalid UTF-8 (http_target.hpp); more
@@ -50,7 +51,7 @@
 // with Transfer-Encoding (RFC 9112 §6.3). A request head beyond MHD's
 // per-connection memory gets MHD's own 431/414.
 //
-// Streamed answers (LoopHttpServer): an HttpResponse with `stream` set goes
+// Streamed answers: an HttpResponse with `stream` set goes
 // out chunked as its producer writes (response_stream.hpp); while it has
 // nothing to send its connection is parked and watched for hang-ups like a
 // pending request, and it counts towards max_connections.
@@ -124,8 +125,8 @@ public:
     // before, connection closed, server stopped, or an empty Responder).
     bool respond(HttpResponse response) const;
     void operator()(HttpResponse response) const { respond(std::move(response)); }
-    // Not yet answered and the connection still open (LoopHttpServer notices
-    // a client leaving while its connection is suspended; HttpServer does not).
+    // Not yet answered and the connection still open (a client leaving
+    // while its connection is suspended is noticed).
     bool pending() const;
 
 private:
@@ -144,7 +145,7 @@ struct HttpServerOptions {
     std::size_t max_body_bytes = limits::kMaxBodyBytes;
     unsigned max_connections = limits::kMaxHttpConnections;  // per listener (TCP and unix socket each)
     unsigned connection_timeout_seconds = limits::kHttpConnectionTimeoutSeconds;  // idle
-    // LoopHttpServer only (see "Connection limits" above):
+    // See "Connection limits" above:
     unsigned head_timeout_seconds = limits::kHttpRequestHeadTimeoutSeconds;
     unsigned max_connections_per_peer = limits::kMaxHttpConnectionsPerPeer;  // non-loopback TCP peers
 };
@@ -154,8 +155,9 @@ public:
     // Binds and starts serving. Errors name the address: "Failed to bind
     // '127.0.0.1:17437': Address already in use".
     static Result<std::unique_ptr<HttpServer>> start(const HttpServerOptions& options, HttpHandler handler);
-    // Stops accepting, waits for in-flight requests (a long-poll handler must
-    // therefore be woken by the caller first), removes the socket file it created.
+    // Waits for in-flight handlers (a long-poll handler must therefore be
+    // woken by the caller first; requests arriving meanwhile get 503), sends
+    // their answers, closes every connection, removes the socket file it created.
     virtual ~HttpServer() = default;
 
     // The bound TCP port (useful with port 0), or 0 without a TCP listener.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// LoopHttpServer on a real event::EventLoop (through api::LoopServer),
+// LoopHttpServer on a real event::EventLoop (through net::LoopServer),
 // the loop running on one test thread: real HTTP over loopback TCP and a unix
 // socket, answers given at once or later through a Responder.
 #include <doctest/doctest.h>
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "net_test_support.hpp"
-#include "nps/api/loop_server.hpp"
+#include "nps/net/loop_server.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/event/event_loop.hpp"
 #include "raw_http_client.hpp"
@@ -48,7 +48,7 @@ public:
         if (!server)
             throw std::runtime_error(server.error().describe());
         port_ = (*server)->tcp_port();
-        auto bound = nps::api::LoopServer::attach(*loop_, std::move(*server));
+        auto bound = nps::net::LoopServer::attach(*loop_, std::move(*server));
         REQUIRE(bound);
         bound_ = std::move(*bound);
         thread_ = std::thread([this] { (void)loop_->run(); });
@@ -117,7 +117,7 @@ private:
     }
 
     std::unique_ptr<nps::event::EventLoop> loop_;
-    std::unique_ptr<nps::api::LoopServer> bound_;
+    std::unique_ptr<nps::net::LoopServer> bound_;
     nps::UniqueFd wake_;
     std::mutex mutex_;
     std::deque<std::function<void()>> posted_;

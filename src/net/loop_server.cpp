@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "nps/api/loop_server.hpp"
+#include "nps/net/loop_server.hpp"
 
 #include <sys/epoll.h>
 
-namespace nps::api {
+namespace nps::net {
 
 Result<std::unique_ptr<LoopServer>> LoopServer::attach(event::EventLoop& loop,
-                                                       std::unique_ptr<net::LoopHttpServer> server)
+                                                       std::unique_ptr<LoopHttpServer> server)
 {
     if (!server)
         return internal_error("Failed to attach the HTTP server to the loop: no server");
@@ -21,7 +21,7 @@ Result<std::unique_ptr<LoopServer>> LoopServer::attach(event::EventLoop& loop,
     return bound;
 }
 
-LoopServer::LoopServer(event::EventLoop& loop, std::unique_ptr<net::LoopHttpServer> server)
+LoopServer::LoopServer(event::EventLoop& loop, std::unique_ptr<LoopHttpServer> server)
     : loop_(loop), server_(std::move(server))
 {
 }
@@ -61,4 +61,4 @@ void LoopServer::rearm()
         });
 }
 
-}  // namespace nps::api
+}  // namespace nps::net

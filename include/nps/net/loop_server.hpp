@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// LoopServer: runs a net::LoopHttpServer on a event::EventLoop. Each of
+// LoopServer: runs a LoopHttpServer on an event::EventLoop. Each of
 // the server's epoll fds is watched for EPOLLIN; after every dispatch() one
 // loop timer is re-armed from the server's next_timeout(), so MHD's pending
 // work and connection timeouts run without any periodic tick; an answer
@@ -16,28 +16,28 @@
 #include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
 
-namespace nps::api {
+namespace nps::net {
 
 class LoopServer {
 public:
     static Result<std::unique_ptr<LoopServer>> attach(event::EventLoop& loop,
-                                                      std::unique_ptr<net::LoopHttpServer> server);
+                                                      std::unique_ptr<LoopHttpServer> server);
     ~LoopServer();
     LoopServer(const LoopServer&) = delete;
     LoopServer& operator=(const LoopServer&) = delete;
 
-    net::LoopHttpServer& server() { return *server_; }
+    LoopHttpServer& server() { return *server_; }
 
 private:
-    LoopServer(event::EventLoop& loop, std::unique_ptr<net::LoopHttpServer> server);
+    LoopServer(event::EventLoop& loop, std::unique_ptr<LoopHttpServer> server);
     void dispatch();
     void dispatch_soon();  // a Responder answered: MHD has work now
     void rearm();
 
     event::EventLoop& loop_;
-    std::unique_ptr<net::LoopHttpServer> server_;
+    std::unique_ptr<LoopHttpServer> server_;
     std::vector<int> fds_;  // registered on the loop
     event::EventLoop::TimerId timer_ = 0;
 };
 
-}  // namespace nps::api
+}  // namespace nps::net
