@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,133 +12,18 @@
 #include <toml++/toml.h>
 
 #include "nps/base/limits.hpp"
-#include "nps/image/reference.hpp"
 #include "nps/proto/destination_policy.hpp"
 #include "nps/proto/ed25519.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/proto/url.hpp"
-#include "nps/spawn/quantity.hpp"
+#include "sections.hpp"
 
 namespace nps::config {
 
+using detail::has_control;
+using detail::TableReader;
+
 namespace {
-
-// Bounds of [workers] keys added for issue 14 (docs/configuration.md "Limits").
-constexpr std::int64_t kMaxWorkerPids = 4'194'304;              // the kernel's PID_MAX_LIMIT
-constexpr std::int64_t kMaxRuntimeSecondsCeiling = 2'147'483'647;  // a SpawnSpec's own maximum
-constexpr std::uint64_t kMaxWorkerLogsTotalBytes = std::uint64_t{1} << 50;
-
-// A bound as a person writes it: 0.000278, 876000.
-std::string format_number(double value)
-{
-    std::ostringstream out;
-    out << value;
-    return out.str();
-}
-
-// Reads one table, rejecting keys it does not know.
-class TableReader {
-public:
-    TableReader(const toml::table* table, std::string name, const std::string& origin)
-        : table_(table), name_(std::move(name)), origin_(origin) {}
-
-    const std::string& name() const { return name_; }
-
-    Result<void> check_keys(std::set<std::string> known) const
-    {
-        if (!table_)
-            return {};
-        for (const auto& [key, _] : *table_)
-            if (!known.count(std::string(key.str())))
-                return fail(std::string(key.str()), "unknown key");
-        return {};
-    }
-
-    Result<std::optional<std::string>> string(const std::string& key) const
-    {
-        const toml::node* node = find(key);
-        if (!node)
-            return std::optional<std::string>{};
-        if (auto v = node->value<std::string>())
-            return std::optional<std::string>{*v};
-        return fail(key, "expected a string");
-    }
-
-    Result<std::optional<std::int64_t>> integer(const std::string& key, std::int64_t min,
-                                                std::int64_t max) const
-    {
-        const toml::node* node = find(key);
-        if (!node)
-            return std::optional<std::int64_t>{};
-        auto v = node->value_exact<std::int64_t>();
-        if (!v)
-            return fail(key, "expected an integer");
-        if (*v < min || *v > max)
-            return fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max));
-        return std::optional<std::int64_t>{*v};
-    }
-
-    // An integer or a float, within [min, max].
-    Result<std::optional<double>> number(const std::string& key, double min, double max) const
-    {
-        const toml::node* node = find(key);
-        if (!node)
-            return std::optional<double>{};
-        std::optional<double> v;
-        if (auto i = node->value_exact<std::int64_t>())
-            v = static_cast<double>(*i);
-        else if (auto d = node->value_exact<double>())
-            v = *d;
-        if (!v)
-            return fail(key, "expected a number");
-        if (!(*v >= min && *v <= max))
-            return fail(key, "must be between " + format_number(min) + " and " + format_number(max));
-        return v;
-    }
-
-    Result<std::optional<bool>> boolean(const std::string& key) const
-    {
-        const toml::node* node = find(key);
-        if (!node)
-            return std::optional<bool>{};
-        if (auto v = node->value_exact<bool>())
-            return std::optional<bool>{*v};
-        return fail(key, "expected true or false");
-    }
-
-    Result<std::optional<std::vector<std::string>>> strings(const std::string& key) const
-    {
-        const toml::node* node = find(key);
-        if (!node)
-            return std::optional<std::vector<std::string>>{};
-        const toml::array* array = node->as_array();
-        if (!array)
-            return fail(key, "expected an array of strings");
-        std::vector<std::string> out;
-        for (const auto& element : *array) {
-            auto v = element.value<std::string>();
-            if (!v)
-                return fail(key, "expected an array of strings");
-            out.push_back(*v);
-        }
-        return std::optional<std::vector<std::string>>{std::move(out)};
-    }
-
-    Error fail(const std::string& key, const std::string& what) const
-    {
-        return internal_error("Invalid configuration in '" + origin_ + "': " + name_ + "." + key + ": " + what);
-    }
-
-private:
-    const toml::node* find(const std::string& key) const
-    {
-        return table_ ? table_->get(key) : nullptr;
-    }
-
-    const toml::table* table_;
-    std::string name_;
-    const std::string& origin_;
-};
 
 // The first line of a token file; `key` names the setting in messages.
 Result<std::string> read_token_file(const std::string& path, const std::string& key, std::size_t min_chars)
@@ -300,269 +184,6 @@ const char* to_string(UserNamespaceMode mode)
 }
 
 namespace {
-
-Result<std::optional<bool>> boolean(const toml::table* table, const std::string& key, const TableReader& t)
-{
-    const toml::node* node = table ? table->get(key) : nullptr;
-    if (!node)
-        return std::optional<bool>{};
-    if (auto v = node->value_exact<bool>())
-        return std::optional<bool>{*v};
-    return t.fail(key, "expected true or false");
-}
-
-Result<void> apply_sandbox(const toml::table* table, const TableReader& t, Config& c)
-{
-    NPS_TRY_VOID(t.check_keys({"allow_host_network", "allow_unenforced_limits", "seccomp_allow", "user_namespace",
-                                "userns_first_host_id", "userns_id_count"}));
-    if (const toml::node* node = table ? table->get("user_namespace") : nullptr) {
-        if (auto v = node->value_exact<bool>())
-            c.user_namespace = *v ? UserNamespaceMode::on : UserNamespaceMode::off;
-        else if (auto text = node->value_exact<std::string>(); text && *text == "auto")
-            c.user_namespace = UserNamespaceMode::automatic;
-        else if (text && (*text == "on" || *text == "off"))
-            c.user_namespace = *text == "on" ? UserNamespaceMode::on : UserNamespaceMode::off;
-        else
-            return t.fail("user_namespace", "must be \"auto\", \"on\" or \"off\" (or true / false)");
-    }
-    if (auto v = NPS_TRY(t.integer("userns_first_host_id", 1, 4'000'000'000)))
-        c.userns_first_host_id = *v;
-    if (auto v = NPS_TRY(t.integer("userns_id_count", 1, 1'000'000'000)))
-        c.userns_id_count = *v;
-    if (auto v = NPS_TRY(boolean(table, "allow_host_network", t)))
-        c.allow_host_network = *v;
-    if (auto v = NPS_TRY(boolean(table, "allow_unenforced_limits", t)))
-        c.allow_unenforced_limits = *v;
-    if (auto v = NPS_TRY(t.strings("seccomp_allow"))) {
-        for (const auto& name : *v) {
-            bool ok = !name.empty() && name.size() <= 64 &&
-                      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
-            if (!ok)
-                return t.fail("seccomp_allow", "'" + name + "' is not a system call name");
-        }
-        c.seccomp_allow = *v;
-    }
-    return {};
-}
-
-bool has_control(const std::string& s)
-{
-    for (char ch : s)
-        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
-            return true;
-    return false;
-}
-
-Result<void> apply_registry_auth(const toml::node* node, const std::string& origin, Config& c)
-{
-    if (!node)
-        return {};
-    const toml::table* auth = node->as_table();
-    if (!auth)
-        return internal_error("Invalid configuration in '" + origin + "': images.auth must be a table of registries "
-                              "([images.auth.\"host:port\"])");
-    for (const auto& [key, value] : *auth) {
-        const std::string registry(key.str());
-        const std::string name = "images.auth.\"" + registry + "\"";
-        if (!image::is_valid_registry_host(registry))
-            return internal_error("Invalid configuration in '" + origin + "': " + name +
-                                  ": the key must be a registry HOST[:PORT] as written in image references");
-        if (!value.is_table())
-            return internal_error("Invalid configuration in '" + origin + "': " + name + " must be a table");
-        const TableReader t(value.as_table(), name, origin);
-        NPS_TRY_VOID(t.check_keys({"username", "password", "password_file"}));
-        RegistryAuth entry;
-        auto username = NPS_TRY(t.string("username"));
-        if (!username || username->empty() || username->find(':') != std::string::npos || has_control(*username))
-            return t.fail("username", "is required: a non-empty name without ':'");
-        entry.username = *username;
-        auto password = NPS_TRY(t.string("password"));
-        auto password_file = NPS_TRY(t.string("password_file"));
-        if (password.has_value() == password_file.has_value())
-            return t.fail("password", "set exactly one of password and password_file");
-        if (password && has_control(*password))
-            return t.fail("password", "must not contain control characters");
-        if (password_file && password_file->empty())
-            return t.fail("password_file", "must name a file");
-        entry.password = password.value_or("");
-        entry.password_file = password_file.value_or("");
-        for (const auto& [known, _] : c.images_auth)
-            if (image::same_registry(known, registry))
-                return t.fail("username", "the registry '" + registry + "' is configured twice");
-        c.images_auth.emplace(registry, std::move(entry));
-    }
-    return {};
-}
-
-Result<void> apply_images(const toml::table* table, const TableReader& t, const std::string& origin, Config& c)
-{
-    NPS_TRY_VOID(t.check_keys({"gc_max_bytes", "gc_max_disk_percent", "default_registry", "insecure_registries",
-                                "ca_file", "auth"}));
-    if (auto v = NPS_TRY(t.string("gc_max_bytes"))) {
-        auto bytes = spawn::parse_memory_bytes(*v);
-        if (!bytes)
-            return t.fail("gc_max_bytes", "'" + *v + "' is not a size like \"20Gi\" (\"0\" for no limit)");
-        c.images_gc_max_bytes = static_cast<std::uint64_t>(*bytes);
-    }
-    if (auto v = NPS_TRY(t.integer("gc_max_disk_percent", 1, 100)))
-        c.images_gc_max_disk_percent = static_cast<unsigned>(*v);
-    if (auto v = NPS_TRY(t.string("default_registry"))) {
-        if (!image::is_valid_registry_host(*v))
-            return t.fail("default_registry", "'" + *v + "' is not a registry HOST[:PORT]");
-        c.images_default_registry = *v;
-    }
-    if (auto v = NPS_TRY(t.strings("insecure_registries"))) {
-        for (const auto& host : *v)
-            if (!image::is_valid_registry_host(host))
-                return t.fail("insecure_registries", "'" + host + "' is not a registry HOST[:PORT]");
-        c.images_insecure_registries = *v;
-    }
-    if (auto v = NPS_TRY(t.string("ca_file"))) {
-        if (v->empty())
-            return t.fail("ca_file", "must name a file");
-        c.images_ca_file = *v;
-    }
-    return apply_registry_auth(table ? table->get("auth") : nullptr, origin, c);
-}
-
-// A byte size: an integer, or a quantity string like "1Mi".
-Result<std::optional<std::uint64_t>> byte_size(const toml::table* table, const std::string& key,
-                                               const TableReader& t, std::uint64_t min, std::uint64_t max)
-{
-    const toml::node* node = table ? table->get(key) : nullptr;
-    if (!node)
-        return std::optional<std::uint64_t>{};
-    std::int64_t value = 0;
-    if (auto v = node->value_exact<std::int64_t>()) {
-        value = *v;
-    } else if (auto text = node->value_exact<std::string>()) {
-        auto bytes = spawn::parse_memory_bytes(*text);
-        if (!bytes)
-            return t.fail(key, "'" + *text + "' is not a size like \"1Mi\"");
-        value = *bytes;
-    } else {
-        return t.fail(key, "expected a size (an integer, or a string like \"1Mi\")");
-    }
-    if (value < 0 || static_cast<std::uint64_t>(value) < min || static_cast<std::uint64_t>(value) > max)
-        return t.fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + " bytes");
-    return std::optional<std::uint64_t>{static_cast<std::uint64_t>(value)};
-}
-
-// A CPU quantity: an integer (cores) or a string like "500m"; 0: none.
-Result<std::optional<std::int64_t>> cpu_quantity(const toml::table* table, const std::string& key,
-                                                 const TableReader& t)
-{
-    const toml::node* node = table ? table->get(key) : nullptr;
-    if (!node)
-        return std::optional<std::int64_t>{};
-    std::int64_t millicores = 0;
-    if (auto v = node->value_exact<std::int64_t>()) {
-        if (*v < 0 || *v > limits::kMaxCpuMillicores / 1000)
-            return t.fail(key, "must be between 0 and " + std::to_string(limits::kMaxCpuMillicores / 1000) + " CPUs");
-        millicores = *v * 1000;
-    } else if (auto text = node->value_exact<std::string>()) {
-        auto parsed = spawn::parse_cpu_millicores(*text);
-        if (!parsed)
-            return t.fail(key, "'" + *text + "' is not a CPU quantity like \"500m\" or \"2\"");
-        millicores = *parsed;
-    } else {
-        return t.fail(key, "expected a CPU quantity (an integer, or a string like \"500m\")");
-    }
-    if (millicores != 0 && (millicores < limits::kMinCpuMillicores || millicores > limits::kMaxCpuMillicores))
-        return t.fail(key, "must be 0 (no limit) or between " + spawn::format_cpu_quantity(limits::kMinCpuMillicores) +
-                               " and " + spawn::format_cpu_quantity(limits::kMaxCpuMillicores));
-    return std::optional<std::int64_t>{millicores};
-}
-
-// [workers] limits: the defaults a SpawnSpec without limits gets, the
-// ceilings it may ask up to, each ceiling at least its default.
-Result<void> apply_worker_limits(const toml::table* table, const TableReader& t, WorkerPolicy& w)
-{
-    for (auto [key, target] : {std::pair{"default_memory", &w.default_memory_bytes},
-                               std::pair{"max_memory", &w.max_memory_bytes}}) {
-        if (auto v = NPS_TRY(byte_size(table, key, t, 0, static_cast<std::uint64_t>(INT64_MAX)))) {
-            if (*v != 0 && *v < static_cast<std::uint64_t>(limits::kMinMemoryBytes))
-                return t.fail(key, "must be 0 (no limit) or at least 1Mi");
-            *target = static_cast<std::int64_t>(*v);
-        }
-    }
-    if (auto v = NPS_TRY(cpu_quantity(table, "default_cpu", t)))
-        w.default_cpu_millicores = *v;
-    if (auto v = NPS_TRY(cpu_quantity(table, "max_cpu", t)))
-        w.max_cpu_millicores = *v;
-    if (auto v = NPS_TRY(t.integer("default_pids", 0, kMaxWorkerPids)))
-        w.default_pids = *v;
-    if (auto v = NPS_TRY(t.integer("max_pids", 0, kMaxWorkerPids)))
-        w.max_pids = *v;
-    if (auto v = NPS_TRY(t.integer("max_runtime_seconds_ceiling", 0, kMaxRuntimeSecondsCeiling)))
-        w.max_runtime_seconds_ceiling = static_cast<std::uint32_t>(*v);
-
-    // A default of 0 is "no limit", which no ceiling admits.
-    using Show = std::string (*)(std::int64_t);
-    struct Pair {
-        const char* default_key;
-        std::int64_t default_value;
-        const char* max_key;
-        std::int64_t max_value;
-        Show show;
-    };
-    const Show plain = [](std::int64_t v) { return std::to_string(v); };
-    const Pair pairs[] = {
-        {"default_memory", w.default_memory_bytes, "max_memory", w.max_memory_bytes, spawn::format_memory_quantity},
-        {"default_cpu", w.default_cpu_millicores, "max_cpu", w.max_cpu_millicores, spawn::format_cpu_quantity},
-        {"default_pids", w.default_pids, "max_pids", w.max_pids, plain},
-        {"default_max_runtime_seconds", w.default_max_runtime_seconds, "max_runtime_seconds_ceiling",
-         w.max_runtime_seconds_ceiling, plain},
-    };
-    for (const Pair& p : pairs) {
-        if (p.max_value == 0 || (p.default_value != 0 && p.default_value <= p.max_value))
-            continue;
-        const std::string shown = p.default_value == 0 ? "0 (no limit)" : p.show(p.default_value);
-        return t.fail(p.max_key, p.show(p.max_value) + " is below workers." + p.default_key + " = " + shown +
-                                     ": a ceiling must be at least its default (set workers." + p.max_key +
-                                     " = 0 for no ceiling)");
-    }
-    // default_idle_timeout_seconds ≤ default_max_runtime_seconds (checked
-    // before) ≤ the runtime ceiling, so the idle default is within it too.
-    return {};
-}
-
-Result<void> apply_workers(const toml::table* table, const TableReader& t, Config& c)
-{
-    NPS_TRY_VOID(t.check_keys({"max_concurrent", "default_idle_timeout_seconds", "default_max_runtime_seconds",
-                                "stop_grace_seconds", "log_max_bytes", "log_keep", "log_retention_hours",
-                                "spawn_pool", "logs_max_bytes", "default_memory", "default_cpu", "default_pids",
-                                "max_memory", "max_cpu", "max_pids", "max_runtime_seconds_ceiling", "default_disk", "max_disk"}));
-    WorkerPolicy& w = c.workers;
-    if (auto v = NPS_TRY(t.integer("max_concurrent", 1, static_cast<std::int64_t>(limits::kMaxConcurrentWorkers))))
-        w.max_concurrent = static_cast<std::size_t>(*v);
-    if (auto v = NPS_TRY(t.integer("default_idle_timeout_seconds", 0, limits::kMaxRunSeconds)))
-        w.default_idle_timeout_seconds = static_cast<std::uint32_t>(*v);
-    if (auto v = NPS_TRY(t.integer("default_max_runtime_seconds", 0, limits::kMaxRunSeconds)))
-        w.default_max_runtime_seconds = static_cast<std::uint32_t>(*v);
-    if (auto v = NPS_TRY(t.integer("stop_grace_seconds", 0, limits::kMaxStopGraceSeconds)))
-        w.stop_grace_seconds = static_cast<std::uint32_t>(*v);
-    if (auto v = NPS_TRY(byte_size(table, "log_max_bytes", t, limits::kMinWorkerLogBytes, limits::kMaxWorkerLogBytes)))
-        w.log_max_bytes = *v;
-    if (auto v = NPS_TRY(t.integer("log_keep", 0, limits::kMaxWorkerLogKeep)))
-        w.log_keep = static_cast<std::uint32_t>(*v);
-    if (auto v = NPS_TRY(t.integer("log_retention_hours", 0, limits::kMaxWorkerLogRetentionHours)))
-        w.log_retention_hours = static_cast<std::uint32_t>(*v);
-    if (auto v = NPS_TRY(t.integer("spawn_pool", 0, static_cast<std::int64_t>(limits::kSpawnPoolMaxSize))))
-        w.spawn_pool = static_cast<std::size_t>(*v);
-    if (auto v = NPS_TRY(byte_size(table, "max_disk", t, limits::kMinWorkerDiskBytes, limits::kMaxWorkerDiskBytes)))
-        w.max_disk = *v;
-    if (auto v = NPS_TRY(byte_size(table, "default_disk", t, limits::kMinWorkerDiskBytes, limits::kMaxWorkerDiskBytes)))
-        w.default_disk = *v;
-    if (w.default_disk > w.max_disk)
-        return t.fail("default_disk", "must not exceed max_disk (" + std::to_string(w.max_disk) + " bytes)");
-    if (auto v = NPS_TRY(byte_size(table, "logs_max_bytes", t, 0, kMaxWorkerLogsTotalBytes)))
-        w.logs_max_bytes = *v;
-    if (w.default_idle_timeout_seconds > 0 && w.default_max_runtime_seconds > 0 &&
-        w.default_idle_timeout_seconds > w.default_max_runtime_seconds)
-        return t.fail("default_idle_timeout_seconds", "must not exceed default_max_runtime_seconds");
-    return apply_worker_limits(table, t, w);
-}
 
 // An operator-configured service: http or https, a host, no user-info
 // (credentials do not belong in a config URL), no query or fragment.
@@ -804,9 +425,9 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& ori
     NPS_TRY_VOID(apply_api(table("api"), config));
     NPS_TRY_VOID(apply_inbox(table("inbox"), config));
     NPS_TRY_VOID(apply_store(table("store"), config));
-    NPS_TRY_VOID(apply_sandbox(root["sandbox"].as_table(), table("sandbox"), config));
-    NPS_TRY_VOID(apply_images(root["images"].as_table(), table("images"), origin, config));
-    NPS_TRY_VOID(apply_workers(root["workers"].as_table(), table("workers"), config));
+    NPS_TRY_VOID(detail::apply_sandbox(table("sandbox"), config));
+    NPS_TRY_VOID(detail::apply_images(table("images"), config));
+    NPS_TRY_VOID(detail::apply_workers(table("workers"), config));
     NPS_TRY_VOID(apply_spawn(table("spawn"), config));
     NPS_TRY_VOID(apply_report(table("report"), config));
     NPS_TRY_VOID(apply_ndp(root["ndp"].as_table(), table("ndp"), origin, config));
