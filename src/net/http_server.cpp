@@ -7,14 +7,11 @@
 #include "nps/net/http_server.hpp"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -28,7 +25,7 @@
 #include <vector>
 
 #include "listen_socket.hpp"
-#include "nps/base/ascii.hpp"
+#include "mhd_request.hpp"
 #include "nps/base/log.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/lazy/microhttpd.hpp"
@@ -41,14 +38,6 @@ namespace {
 // MHD_run rounds the loop-mode destructor gives pending work before stopping.
 constexpr int kStopRounds = 8;
 
-constexpr const char* kInternalErrorBody =
-    R"({"status":"NPS-SERVER-INTERNAL","error":"NPS-SERVER-INTERNAL","message":"internal error"})";
-constexpr const char* kBadTargetBody =
-    R"({"status":"NPS-CLIENT-BAD-FRAME","error":"NPS-CLIENT-BAD-FRAME",)"
-    R"("message":"request target holds a control character or invalid UTF-8 after percent-decoding"})";
-constexpr const char* kBadFramingBody =
-    R"({"status":"NPS-CLIENT-BAD-FRAME","error":"NPS-CLIENT-BAD-FRAME",)"
-    R"("message":"conflicting Content-Length values, or Content-Length with Transfer-Encoding"})";
 // What a streamed answer hands MHD per read at most.
 constexpr std::size_t kStreamChunkBytes = 16 * 1024;
 // Hang-ups taken from the watch epoll per dispatch (the rest: next time).
@@ -74,25 +63,6 @@ void log_line(const std::string& text)
 class MhdServer;
 struct RequestContext;
 struct ConnectionState;
-
-HttpResponse internal_error_response()
-{
-    HttpResponse response;
-    response.status = 500;
-    response.body = kInternalErrorBody;
-    return response;
-}
-
-// A request rejected before the handler: 400, and the connection closed
-// (what follows on it cannot be trusted to be framed as the client meant).
-HttpResponse bad_request_response(const char* body)
-{
-    HttpResponse response;
-    response.status = 400;
-    response.body = body;
-    response.headers.emplace_back("Connection", "close");
-    return response;
-}
 
 }  // namespace
 
@@ -173,26 +143,6 @@ struct RequestContext {
     detail::PendingRequest* pending = nullptr;    // while a Responder exists
 };
 
-MHD_Result collect_header(void* cls, MHD_ValueKind /*kind*/, const char* key, size_t key_size,
-                          const char* value, size_t value_size)
-{
-    auto& headers = *static_cast<std::map<std::string, std::string>*>(cls);
-    std::string name = ascii_lower(std::string_view(key, key_size));
-    std::string text = value != nullptr ? std::string(value, value_size) : std::string();
-    auto [it, inserted] = headers.try_emplace(std::move(name), text);
-    if (!inserted)  // a repeated header is a comma-joined list (RFC 9110 §5.3)
-        it->second += ", " + text;
-    return MHD_YES;
-}
-
-MHD_Result collect_argument(void* cls, MHD_ValueKind /*kind*/, const char* key, size_t key_size,
-                            const char* value, size_t value_size)
-{
-    auto& query = *static_cast<std::map<std::string, std::string>*>(cls);
-    query[std::string(key, key_size)] = value != nullptr ? std::string(value, value_size) : std::string();
-    return MHD_YES;
-}
-
 void free_string(void* cls)
 {
     delete static_cast<std::string*>(cls);
@@ -207,25 +157,6 @@ struct Listener {
     std::unordered_set<ConnectionState*> connections;
     std::unordered_map<std::string, unsigned> per_peer;
 };
-
-// The peer's address bytes, or empty for a loopback peer (not counted).
-std::string peer_key(const sockaddr* addr)
-{
-    if (addr == nullptr || detail::is_loopback_sockaddr(addr))
-        return {};
-    // Copied out: a sockaddr may be less aligned than the family's struct.
-    if (addr->sa_family == AF_INET) {
-        sockaddr_in in;
-        std::memcpy(&in, addr, sizeof in);
-        return std::string(reinterpret_cast<const char*>(&in.sin_addr), sizeof in.sin_addr);
-    }
-    if (addr->sa_family == AF_INET6) {
-        sockaddr_in6 in6;
-        std::memcpy(&in6, addr, sizeof in6);
-        return std::string(reinterpret_cast<const char*>(&in6.sin6_addr), sizeof in6.sin6_addr);
-    }
-    return {};
-}
 
 ConnectionState* state_of(MHD_Connection* connection)
 {
@@ -406,7 +337,7 @@ public:
     {
         if (response.status < 200 || response.status > 999) {
             log_line("handler returned invalid HTTP status " + std::to_string(response.status));
-            response = internal_error_response();
+            response = detail::internal_error_response();
         }
         context.answer = std::move(response);
         if (context.suspended) {
@@ -512,7 +443,7 @@ private:
                 state->fd = info->connect_fd;
             if (!listener->is_unix) {
                 const MHD_ConnectionInfo* info = sym_MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-                state->peer = peer_key(info != nullptr ? info->client_addr : nullptr);
+                state->peer = detail::peer_key(info != nullptr ? info->client_addr : nullptr);
                 if (!state->peer.empty())
                     ++listener->per_peer[state->peer];
             }
@@ -549,7 +480,7 @@ private:
         if (server.stopping_)
             return MHD_NO;
         if (!listener->is_unix) {
-            const std::string peer = peer_key(addr);
+            const std::string peer = detail::peer_key(addr);
             if (!peer.empty()) {
                 auto it = listener->per_peer.find(peer);
                 if (it != listener->per_peer.end() && it->second >= server.options_.max_connections_per_peer)
@@ -668,47 +599,6 @@ private:
         }
     }
 
-    // RFC 9112 §6.3: a request whose body length is ambiguous is rejected.
-    // Repeated Content-Length values that are all equal count as one.
-    static bool ambiguous_framing(MHD_Connection* connection)
-    {
-        struct Seen {
-            std::optional<std::string> length;
-            bool conflicting = false;
-            bool transfer_encoding = false;
-        } seen;
-        sym_MHD_get_connection_values_n(
-            connection, MHD_HEADER_KIND,
-            [](void* cls, MHD_ValueKind, const char* key, size_t key_size, const char* value,
-               size_t value_size) -> MHD_Result {
-                auto& s = *static_cast<Seen*>(cls);
-                const std::string name = ascii_lower(std::string_view(key, key_size));
-                if (name == "transfer-encoding") {
-                    s.transfer_encoding = true;
-                } else if (name == "content-length") {
-                    std::string_view list(value != nullptr ? value : "", value != nullptr ? value_size : 0);
-                    while (true) {
-                        const auto comma = list.find(',');
-                        std::string_view item = list.substr(0, comma);
-                        while (!item.empty() && (item.front() == ' ' || item.front() == '\t'))
-                            item.remove_prefix(1);
-                        while (!item.empty() && (item.back() == ' ' || item.back() == '\t'))
-                            item.remove_suffix(1);
-                        if (!s.length)
-                            s.length = std::string(item);
-                        else if (*s.length != item)
-                            s.conflicting = true;
-                        if (comma == std::string_view::npos)
-                            break;
-                        list.remove_prefix(comma + 1);
-                    }
-                }
-                return MHD_YES;
-            },
-            &seen);
-        return seen.conflicting || (seen.length && seen.transfer_encoding);
-    }
-
     static MHD_Result on_access(void* cls, MHD_Connection* connection, const char* url, const char* method,
                                 const char* /*version*/, const char* upload_data, size_t* upload_data_size,
                                 void** con_cls)
@@ -728,15 +618,16 @@ private:
                 if (context->state != nullptr)
                     context->state->in_request = true;
                 const bool bad_target = context->state != nullptr && context->state->bad_target;
-                if (bad_target || ambiguous_framing(connection)) {
+                if (bad_target || detail::ambiguous_framing(connection)) {
                     // Answered before any body is read; MHD closes the connection after it.
                     if (context->state != nullptr)
                         context->state->bad_target = false;
                     context->handled = true;
-                    context->answer = bad_request_response(bad_target ? kBadTargetBody : kBadFramingBody);
+                    context->answer = bad_target ? detail::bad_target_response() : detail::bad_framing_response();
                     return server.respond(*listener, connection, url, method, *context);
                 }
-                if (server.declared_too_large(connection) && expects_continue(connection)) {
+                const auto declared = detail::declared_content_length(connection);
+                if (declared && *declared > server.options_.max_body_bytes && detail::expects_continue(connection)) {
                     // The client waits for "100 Continue": answer now and it never sends the body.
                     context->body_too_large = true;
                     return server.respond(*listener, connection, url, method, *context);
@@ -765,31 +656,14 @@ private:
         return MHD_NO;  // closes the connection
     }
 
-    bool declared_too_large(MHD_Connection* connection) const
-    {
-        const char* length = sym_MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (length == nullptr)
-            return false;
-        const std::string_view text(length);
-        unsigned long long value = 0;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        return ec == std::errc() && end == text.data() + text.size() && value > options_.max_body_bytes;
-    }
-
-    static bool expects_continue(MHD_Connection* connection)
-    {
-        const char* expect = sym_MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
-        return expect != nullptr && ascii_lower(expect) == "100-continue";
-    }
-
     HttpRequest build_request(const Listener& listener, MHD_Connection* connection, const char* url,
                               const char* method, RequestContext& context) const
     {
         HttpRequest request;
         request.method = method != nullptr ? method : "";
         request.path = url != nullptr ? url : "";
-        sym_MHD_get_connection_values_n(connection, MHD_GET_ARGUMENT_KIND, &collect_argument, &request.query);
-        sym_MHD_get_connection_values_n(connection, MHD_HEADER_KIND, &collect_header, &request.headers);
+        request.query = detail::request_query(connection);
+        request.headers = detail::request_headers(connection);
         request.body = std::move(context.body);
         request.body_too_large = context.body_too_large;
         request.from_unix_socket = listener.is_unix;
@@ -813,10 +687,10 @@ private:
             handler_(request, Responder(pending));
         } catch (const std::exception& e) {
             log_line("handler failed on " + what + ": " + e.what());
-            pending->respond(internal_error_response());
+            pending->respond(detail::internal_error_response());
         } catch (...) {
             log_line("handler failed on " + what + ": unknown exception");
-            pending->respond(internal_error_response());
+            pending->respond(detail::internal_error_response());
         }
         // The last Responder gone unanswered answers 500 (~PendingRequest).
         pending.reset();
@@ -905,7 +779,7 @@ PendingRequest::~PendingRequest()
 {
     if (context != nullptr && !answered) {
         log_line("no answer to " + what + " (every Responder dropped)");
-        respond(internal_error_response());
+        respond(detail::internal_error_response());
     }
     detach();
 }
