@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pg_connection.hpp"
 
+#include <poll.h>
+
 #include <charconv>
 #include <cstdlib>
 
@@ -283,6 +285,26 @@ Connection::~Connection() = default;
 bool Connection::ok() const noexcept
 {
     return conn_ && sym_PQstatus(conn_.get()) == CONNECTION_OK;
+}
+
+bool Connection::alive() noexcept
+{
+    if (!ok())
+        return false;
+    if (!idle())
+        return true;  // mid-transaction: the transaction's next statement tells
+    // Whatever arrived while idle is read; EOF makes libpq mark the
+    // connection bad. A few rounds: a notice and the EOF may come apart.
+    for (int round = 0; round < 4; ++round) {
+        pollfd watched{.fd = sym_PQsocket(conn_.get()), .events = POLLIN, .revents = 0};
+        if (watched.fd < 0)
+            return false;
+        if (::poll(&watched, 1, 0) <= 0)
+            return true;  // nothing to read (or poll failed: the statement will tell)
+        if (sym_PQconsumeInput(conn_.get()) == 0 || !ok())
+            return false;
+    }
+    return ok();
 }
 
 bool Connection::idle() const noexcept

@@ -129,6 +129,12 @@ public:
 
     // False once libpq reports the connection bad.
     bool ok() const noexcept;
+    // ok(), and between transactions also what the socket says: a server
+    // that restarted or ended the session while it sat idle has closed it
+    // (readable: EOF, perhaps after a FATAL notice), which libpq learns only
+    // by reading. So a connection idle through an outage is found dead here,
+    // before an operation would fail on it, at the cost of one poll(2).
+    bool alive() noexcept;
     // True when no transaction is open or failed on this connection.
     bool idle() const noexcept;
     // The server's message of the last failure, for errors.

@@ -70,7 +70,7 @@ void PostgresStore::connect()
 
 Connection& PostgresStore::conn()
 {
-    if (conn_ && conn_->ok())
+    if (conn_ && conn_->alive())
         return *conn_;
     conn_.reset();
     const auto now = std::chrono::steady_clock::now();

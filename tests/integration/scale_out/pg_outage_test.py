@@ -348,6 +348,8 @@ def main():
             task = api.wait_state(task_id, ("COMPLETED", "FAILED", "CANCELLED"), 60)
             check_equal(checks, task and task["state"], "COMPLETED", f"{task_id}, deposited after the outage, "
                                                                      "completed")
+            if task and task["state"] != "COMPLETED":
+                print(f"{task_id}: {json.dumps(task, indent=1)}")
 
         checks(daemon.poll() is None, "the daemon is still running after the outage")
         check_equal(checks, api.metric("process_start_time_seconds"), process_start,
