@@ -12,6 +12,7 @@
 #include "nps/base/digest.hpp"
 #include "nps/base/log.hpp"
 #include "nps/config/area_options.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/store/write_health.hpp"
 
@@ -94,22 +95,23 @@ std::optional<net::HttpResponse> Api::csrf_refusal(const net::HttpRequest& reque
     if (request.method == "GET" || request.method == "HEAD")
         return std::nullopt;
     if (!ui::Sessions::csrf_matches(session, request.header("x-csrf-token")))
-        return error_response("NWP-HTTP-CSRF-INVALID",
+        return error_response(proto::code::kNwpHttpCsrfInvalid,
                               "A dashboard request that changes state must carry the session's X-CSRF-Token");
     // A browser names the page's origin; it must be this host's.
     const std::string& origin = request.header("origin");
     if (!origin.empty() && origin != "http://" + request.header("host"))
-        return error_response("NWP-HTTP-CSRF-INVALID", "Origin '" + origin + "' is not this dashboard's");
+        return error_response(proto::code::kNwpHttpCsrfInvalid, "Origin '" + origin + "' is not this dashboard's");
     return std::nullopt;
 }
 
 Result<void> Api::check_inbox_nid(const std::string& nid) const
 {
     if (!proto::is_valid_nid(nid))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "'" + nid + "' is not a NID (urn:nps:…)");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "'" + nid + "' is not a NID (urn:nps:…)");
     if (!config_.allowed_nids.empty() &&
         std::find(config_.allowed_nids.begin(), config_.allowed_nids.end(), nid) == config_.allowed_nids.end())
-        return protocol_error("NWP-INBOX-NOT-FOUND", "No inbox for '" + nid + "' on this runner (api.allowed_nids)");
+        return protocol_error(proto::code::kNwpInboxNotFound,
+                              "No inbox for '" + nid + "' on this runner (api.allowed_nids)");
     return {};
 }
 
@@ -126,7 +128,7 @@ void Api::handle(const net::HttpRequest& request, net::Responder responder)
     Reply reply = framed_reply(answer_framing(request, std::nullopt));
     try {
         if (request.body_too_large)
-            return reply(error_response("NWP-HTTP-BODY-TOO-LARGE", "Request body exceeds the size limit"));
+            return reply(error_response(proto::code::kNwpHttpBodyTooLarge, "Request body exceeds the size limit"));
         // The dashboard's login: its one-time code is the credential.
         if (request.path == "/ui/login")
             return reply(ui_login(request));
@@ -135,7 +137,7 @@ void Api::handle(const net::HttpRequest& request, net::Responder responder)
         if (!trusted && !session) {
             if (is_ui_path(request.path))
                 return reply(ui_refused(request));
-            return reply(error_response("NWP-HTTP-UNAUTHENTICATED",
+            return reply(error_response(proto::code::kNwpHttpUnauthenticated,
                                         "Missing or wrong bearer token: send 'Authorization: Bearer TOKEN' "
                                         "(api.token, or the token serve generated in <state_dir>/api.token)"));
         }
@@ -153,7 +155,7 @@ void Api::handle(const net::HttpRequest& request, net::Responder responder)
         else if (!body->frame)
             dispatch(request, reply);
         else if (body->frame->frame_type != proto::ncp::kTaskFrame)
-            reply(protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED",
+            reply(protocol_error(proto::code::kNwpHttpFrameBodyMalformed,
                                  "This route takes a TaskFrame (0x40), not frame type " +
                                      proto::ncp::frame_byte_text(body->frame->frame_type)));
         else {
@@ -165,7 +167,7 @@ void Api::handle(const net::HttpRequest& request, net::Responder responder)
         }
     } catch (const std::exception& e) {
         // No-op if the route answered before throwing.
-        reply(error_response("NPS-SERVER-INTERNAL", std::string("Internal error: ") + e.what()));
+        reply(error_response(proto::code::kNpsServerInternal, std::string("Internal error: ") + e.what()));
     }
 }
 

@@ -14,7 +14,7 @@ namespace {
 
 Error param_error(const char* field, const std::string& what)
 {
-    return protocol_error("NWP-HTTP-PARAM-INVALID", std::string("Field '") + field + "' " + what);
+    return protocol_error(proto::code::kNwpHttpParamInvalid, std::string("Field '") + field + "' " + what);
 }
 
 }  // namespace
@@ -48,13 +48,13 @@ std::size_t json_nesting_depth(std::string_view text)
 Result<Json> parse_json_object(std::string_view text)
 {
     if (json_nesting_depth(text) > limits::kMaxJsonDepth)
-        return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED",
+        return protocol_error(proto::code::kNwpHttpFrameBodyMalformed,
                               "Request body nests deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels");
     Json parsed = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
     if (parsed.is_discarded())
-        return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "Request body is not valid JSON");
+        return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "Request body is not valid JSON");
     if (!parsed.is_object())
-        return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "Request body must be a JSON object");
+        return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "Request body must be a JSON object");
     return parsed;
 }
 
@@ -122,10 +122,12 @@ Result<std::int64_t> bounded_integer(const std::string& text, const char* name, 
     std::int64_t value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size())
-        return protocol_error("NWP-HTTP-PARAM-INVALID", std::string(name) + " '" + text + "' is not an integer");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              std::string(name) + " '" + text + "' is not an integer");
     if (value < min || value > max)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", std::string(name) + " must be between " +
-                                                            std::to_string(min) + " and " + std::to_string(max));
+        return protocol_error(proto::code::kNwpHttpParamInvalid, std::string(name) + " must be between " +
+                                                                     std::to_string(min) + " and " +
+                                                                     std::to_string(max));
     return value;
 }
 
@@ -159,7 +161,8 @@ net::HttpResponse error_response(const Error& error)
 
 net::HttpResponse method_not_allowed(const std::string& allowed)
 {
-    auto response = error_response("NWP-HTTP-METHOD-NOT-ALLOWED", "Method not allowed here; allowed: " + allowed);
+    auto response =
+        error_response(proto::code::kNwpHttpMethodNotAllowed, "Method not allowed here; allowed: " + allowed);
     response.headers.emplace_back("Allow", allowed);
     return response;
 }

@@ -14,6 +14,7 @@
 
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::api {
 
@@ -84,11 +85,11 @@ LiveFeeds::~LiveFeeds()
 Result<void> LiveFeeds::admit() const
 {
     if (ending_)
-        return protocol_error("NPS-SERVER-UNAVAILABLE", "The daemon is shutting down");
+        return protocol_error(proto::code::kNpsServerUnavailable, "The daemon is shutting down");
     if (open_feeds() >= limits::kMaxLiveFeeds)
-        return protocol_error("NPS-SERVER-UNAVAILABLE", "Too many live feeds open (" +
-                                                            std::to_string(limits::kMaxLiveFeeds) +
-                                                            "); close one or poll instead");
+        return protocol_error(proto::code::kNpsServerUnavailable, "Too many live feeds open (" +
+                                                                      std::to_string(limits::kMaxLiveFeeds) +
+                                                                      "); close one or poll instead");
     return {};
 }
 
@@ -241,7 +242,7 @@ bool LiveFeeds::poll_events(EventFeed& feed, bool& more)
     if (feed.task_id) {
         // A quiet task's feed also notices the task being removed.
         auto task = (*store)->task(*feed.task_id);
-        if (!task && task.error().code == "NOP-TASK-NOT-FOUND") {
+        if (!task && task.error().code == proto::code::kNopTaskNotFound) {
             feed.stream->write(sse_end(*feed.task_id, "REMOVED"));
             feed.stream->end();
             return false;
@@ -265,7 +266,7 @@ bool LiveFeeds::poll_log(LogFeed& feed)
                 if (ends_task(event.name) || ends_node(event.name, r.node_id))
                     feed.node_or_task_ended = true;
             }
-        } else if (batch.error().code == "NOP-TASK-NOT-FOUND") {
+        } else if (batch.error().code == proto::code::kNopTaskNotFound) {
             feed.node_or_task_ended = true;
         }
     }

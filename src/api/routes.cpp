@@ -8,6 +8,7 @@
 // (routes_ui.cpp).
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::api {
 
@@ -118,7 +119,7 @@ void Api::dispatch(const net::HttpRequest& request, const Reply& reply)
     case RouteMatch::Kind::not_found:
         break;
     }
-    reply(error_response("NWP-HTTP-NOT-FOUND", "No route for '" + request.path + "'"));
+    reply(error_response(proto::code::kNwpHttpNotFound, "No route for '" + request.path + "'"));
 }
 
 }  // namespace nps::api

@@ -17,6 +17,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/completion_message.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::api {
@@ -79,7 +80,7 @@ void Api::deposit(const net::HttpRequest& request, const std::string& nid, const
             try {
                 reply(deposit_answer(nid, dedup_key, std::move(result)));
             } catch (const std::exception& e) {  // as handle() does for the routes it calls
-                reply(error_response("NPS-SERVER-INTERNAL", std::string("Internal error: ") + e.what()));
+                reply(error_response(proto::code::kNpsServerInternal, std::string("Internal error: ") + e.what()));
             }
         });
     };
@@ -91,12 +92,12 @@ Result<std::optional<store::DepositRequest>> Api::checked_deposit(const net::Htt
 {
     NPS_TRY_VOID(check_inbox_nid(nid));
     if (request.body.size() > config_.max_message_bytes)
-        return protocol_error("NWP-HTTP-BODY-TOO-LARGE", "TaskFrame of " + std::to_string(request.body.size()) +
-                                                             " bytes exceeds inbox.max_message_bytes (" +
-                                                             std::to_string(config_.max_message_bytes) + ")");
+        return protocol_error(proto::code::kNwpHttpBodyTooLarge, "TaskFrame of " + std::to_string(request.body.size()) +
+                                                                     " bytes exceeds inbox.max_message_bytes (" +
+                                                                     std::to_string(config_.max_message_bytes) + ")");
     const std::string& content_type = request.header("content-type");
     if (!acceptable_content_type(content_type))
-        return protocol_error("NWP-HTTP-CONTENT-TYPE-UNSUPPORTED",
+        return protocol_error(proto::code::kNwpHttpContentTypeUnsupported,
                               "Content-Type '" + content_type + "' is not a JSON TaskFrame type");
     auto decoded = proto::decode_task_frame(request.body);
     if (!decoded && proto::looks_like_completion_message(request.body))
@@ -110,9 +111,10 @@ Result<std::optional<store::DepositRequest>> Api::checked_deposit(const net::Htt
     auto delay = NPS_TRY(bounded_integer(request.header("x-nps-inbox-delay-seconds"), "X-Nps-Inbox-Delay-Seconds", 0,
                                          0, limits::kMaxInboxTtlSeconds));
     if (delay >= ttl)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "X-Nps-Inbox-Delay-Seconds " + std::to_string(delay) +
-                                                            " must be below the message's TTL (" + std::to_string(ttl) +
-                                                            " s): it would expire before anyone could claim it");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "X-Nps-Inbox-Delay-Seconds " + std::to_string(delay) +
+                                  " must be below the message's TTL (" + std::to_string(ttl) +
+                                  " s): it would expire before anyone could claim it");
 
     store::DepositRequest deposit = task_deposit(nid, frame, request.body, config_);
     if (!content_type.empty())
@@ -152,8 +154,9 @@ Result<net::HttpResponse> Api::deposit_completion_message(const net::HttpRequest
     const proto::CompletionMessage message = NPS_TRY(proto::decode_completion_message(request.body));
     const std::string& key = request.header("idempotency-key");
     if (key.size() > limits::kMaxIdempotencyKeyBytes)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Idempotency-Key longer than " +
-                                                            std::to_string(limits::kMaxIdempotencyKeyBytes) + " bytes");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "Idempotency-Key longer than " +
+                                                                     std::to_string(limits::kMaxIdempotencyKeyBytes) +
+                                                                     " bytes");
     auto ttl = NPS_TRY(bounded_integer(request.header("x-nps-inbox-ttl-seconds"), "X-Nps-Inbox-Ttl-Seconds",
                                        config_.default_ttl_seconds, 1, limits::kMaxInboxTtlSeconds));
     auto store = NPS_TRY(stores_.acquire());
@@ -281,7 +284,8 @@ Result<net::HttpResponse> Api::ack(const std::string& nid, const std::string& me
     std::int64_t id = 0;
     auto [end, ec] = std::from_chars(message_id.data(), message_id.data() + message_id.size(), id);
     if (ec != std::errc() || end != message_id.data() + message_id.size() || id <= 0)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "message_id '" + message_id + "' is not a positive integer");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "message_id '" + message_id + "' is not a positive integer");
     NPS_TRY_VOID(NPS_TRY(stores_.acquire())->ack(nid, id));
     return empty_response(204);
 }

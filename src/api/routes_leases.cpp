@@ -5,6 +5,7 @@
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::api {
@@ -21,7 +22,7 @@ Result<std::string> runner_nid_field(const Json& body)
 {
     auto nid = NPS_TRY(required_string(body, "runner_nid", limits::kMaxNidChars));
     if (!proto::is_valid_nid(nid))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Field 'runner_nid' is not a NID (urn:nps:…)");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "Field 'runner_nid' is not a NID (urn:nps:…)");
     return nid;
 }
 
@@ -59,7 +60,7 @@ Result<net::HttpResponse> Api::claim(const net::HttpRequest& request, const std:
                                  .lease_seconds = lease_req.lease_seconds,
                                  .task_id = task_id,
                                  .dedup_key = dedup_key});
-    if (!claimed && claimed.error().code == "NOP-CLAIM-CONFLICT")
+    if (!claimed && claimed.error().code == proto::code::kNopClaimConflict)
         ++metrics_.claims_conflict;
     auto lease = NPS_TRY(std::move(claimed));
     if (!lease) {
@@ -97,7 +98,7 @@ Result<net::HttpResponse> Api::renew(const net::HttpRequest& request, const std:
     auto renewed = store->renew(task_id, lease_req.runner_nid, lease_req.lease_seconds);
     if (renewed)
         ++metrics_.renewals;
-    else if (renewed.error().code == "NOP-CLAIM-CONFLICT")
+    else if (renewed.error().code == proto::code::kNopClaimConflict)
         ++metrics_.renewals_conflict;
     auto expiry = NPS_TRY(std::move(renewed));
     return json_response(200, {{"task_id", task_id},
@@ -109,7 +110,8 @@ Result<net::HttpResponse> Api::release(const net::HttpRequest& request, const st
 {
     auto it = request.query.find("runner_nid");
     if (it == request.query.end() || !proto::is_valid_nid(it->second))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Query parameter 'runner_nid' must be the lease owner's NID");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "Query parameter 'runner_nid' must be the lease owner's NID");
     auto store = NPS_TRY(stores_.acquire());
     NPS_TRY_VOID(store->release(task_id, it->second));
     // The message is visible again: parked long-polls look again.
@@ -126,11 +128,11 @@ Result<net::HttpResponse> Api::complete(const net::HttpRequest& request, const s
     auto runner = NPS_TRY(runner_nid_field(body));
     store::TaskOutcome outcome{.state = NPS_TRY(required_string(body, "state", 16))};
     if (outcome.state != store::kTaskCompleted && outcome.state != store::kTaskFailed)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Field 'state' must be COMPLETED or FAILED");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "Field 'state' must be COMPLETED or FAILED");
     outcome.error_code = NPS_TRY(optional_string(body, "error_code", 64));
     outcome.error_message = NPS_TRY(optional_string(body, "error_message", 4096));
     if (outcome.state == store::kTaskFailed && !outcome.error_code)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "A FAILED task needs 'error_code'");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "A FAILED task needs 'error_code'");
     if (auto it = body.find("aggregate"); it != body.end() && !it->is_null())
         outcome.aggregate_json = it->dump();
     auto store = NPS_TRY(stores_.acquire());

@@ -9,6 +9,7 @@
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/supervisor/worker_log.hpp"
 
@@ -25,7 +26,8 @@ Result<bool> wants_follow(const net::HttpRequest& request, bool event_stream)
             return true;
         if (it->second == "0" || it->second == "false" || it->second.empty())
             return false;
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "follow must be 1, true, 0 or false, not '" + it->second + "'");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "follow must be 1, true, 0 or false, not '" + it->second + "'");
     }
     return event_stream && request.header("accept") == "text/event-stream";
 }
@@ -94,12 +96,13 @@ Result<net::HttpResponse> Api::node_log(const net::HttpRequest& request, const s
                                         const std::string& node_id)
 {
     if (!proto::is_valid_identifier(node_id))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "node id '" + node_id + "' is not a valid identifier");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "node id '" + node_id + "' is not a valid identifier");
     std::string stream = "stderr";
     if (auto it = request.query.find("stream"); it != request.query.end())
         stream = it->second;
     if (stream != "stderr" && stream != "stdout")
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "stream must be 'stderr' or 'stdout', not '" + stream + "'");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "stream must be 'stderr' or 'stdout', not '" + stream + "'");
     std::int64_t bytes = limits::kDefaultNodeLogTailBytes;
     if (auto it = request.query.find("bytes"); it != request.query.end())
         bytes = NPS_TRY(bounded_integer(it->second, "bytes", bytes, 1,
@@ -127,7 +130,7 @@ Result<net::HttpResponse> Api::node_log(const net::HttpRequest& request, const s
     const auto running = hooks_.running_log ? hooks_.running_log(task_id, node_id) : std::nullopt;
     const std::optional<std::string> log_dir = running ? running : finished_dir;
     if (!log_dir)
-        return protocol_error("NOP-TASK-NOT-FOUND",
+        return protocol_error(proto::code::kNopTaskNotFound,
                               "Node '" + node_id + "' of task '" + task_id + "' has not run a worker on this runner" +
                                   (store::is_terminal_task_state(task.state) ? "" : " yet (follow=1 waits for one)"));
     auto text = NPS_TRY(supervisor::read_log_tail(*log_dir + "/" + stream + ".log", static_cast<std::size_t>(bytes)));

@@ -7,6 +7,7 @@
 #include "nps/base/log.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/announce.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/ndp_registry.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/spawn/spec_ref.hpp"
@@ -31,9 +32,9 @@ Json announce_json(const store::Announce& a)
 Result<net::HttpResponse> Api::put_announce(const net::HttpRequest& request, const std::string& nid)
 {
     // Any defect in an announce is NDP-ANNOUNCE-INVALID, with the reader's message.
-    auto invalid = [](const Error& e) { return protocol_error("NDP-ANNOUNCE-INVALID", e.message); };
+    auto invalid = [](const Error& e) { return protocol_error(proto::code::kNdpAnnounceInvalid, e.message); };
     if (!proto::is_valid_nid(nid))
-        return protocol_error("NDP-ANNOUNCE-INVALID", "'" + nid + "' is not a NID (urn:nps:…)");
+        return protocol_error(proto::code::kNdpAnnounceInvalid, "'" + nid + "' is not a NID (urn:nps:…)");
     auto body = NPS_TRY(parse_json_object(request.body));
     auto body_nid = optional_string(body, "nid", limits::kMaxNidChars);
     auto mode = optional_string(body, "activation_mode", 16);
@@ -44,13 +45,14 @@ Result<net::HttpResponse> Api::put_announce(const net::HttpRequest& request, con
         if (e)
             return invalid(*e);
     if (*body_nid && **body_nid != nid)
-        return protocol_error("NDP-ANNOUNCE-INVALID", "Field 'nid' ('" + **body_nid + "') differs from the path NID");
+        return protocol_error(proto::code::kNdpAnnounceInvalid,
+                              "Field 'nid' ('" + **body_nid + "') differs from the path NID");
     std::string activation = mode->value_or("ephemeral");  // NDP §3.1: absent means ephemeral
     if (activation != "ephemeral" && activation != "resident" && activation != "hybrid")
-        return protocol_error("NDP-ANNOUNCE-INVALID",
+        return protocol_error(proto::code::kNdpAnnounceInvalid,
                               "activation_mode '" + activation + "' is not ephemeral, resident or hybrid");
     if (!*ref && activation != "resident")
-        return protocol_error("NDP-ANNOUNCE-INVALID",
+        return protocol_error(proto::code::kNdpAnnounceInvalid,
                               "Field 'spawn_spec_ref' is required for an " + activation + " agent");
     if (*ref)
         if (auto syntax = spawn::check_spawn_spec_ref_syntax(**ref); !syntax)
@@ -73,9 +75,9 @@ Result<net::HttpResponse> Api::put_announce(const net::HttpRequest& request, con
     // Rule 5: an announce whose own time plus ttl has passed is stale on arrival.
     const std::int64_t now = clock_.now_ms();
     if (ttl->value_or(1) != 0 && facts->fresh_until_ms && *facts->fresh_until_ms <= now)
-        return protocol_error("NDP-ANNOUNCE-STALE", "The announce of '" + nid + "' was fresh only until " +
-                                                        format_rfc3339_ms(*facts->fresh_until_ms) +
-                                                        " (its timestamp plus ttl)");
+        return protocol_error(proto::code::kNdpAnnounceStale, "The announce of '" + nid + "' was fresh only until " +
+                                                                  format_rfc3339_ms(*facts->fresh_until_ms) +
+                                                                  " (its timestamp plus ttl)");
 
     // Rule 3, in the store's transaction: once a NID announced a graph_seq,
     // a lower one is refused, an exact retransmission dropped, and other
@@ -128,7 +130,7 @@ Result<net::HttpResponse> Api::resolve(const net::HttpRequest& request)
 {
     auto it = request.query.find("nid");
     if (it == request.query.end() || !proto::is_valid_nid(it->second))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Query parameter 'nid' must be a NID (urn:nps:…)");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "Query parameter 'nid' must be a NID (urn:nps:…)");
     auto store = NPS_TRY(stores_.acquire());
     auto announce = NPS_TRY(store->resolve_announce(it->second));
     return json_response(200, announce_json(announce));

@@ -12,6 +12,7 @@
 #include "nps/base/ascii.hpp"
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::api {
 
@@ -31,7 +32,7 @@ Result<std::string> Api::sdk_inbox() const
         return config_.task_inbox;
     if (!config_.inboxes.empty())
         return config_.inboxes.front();
-    return protocol_error("NWP-INBOX-NOT-FOUND",
+    return protocol_error(proto::code::kNwpInboxNotFound,
                           "POST /task needs an inbox: set api.task_inbox or runner.inboxes, or use "
                           "/v1/inbox/{nid}/task");
 }
@@ -47,7 +48,8 @@ Result<store::TaskRecord> Api::sdk_task(const std::optional<std::string>& base_n
     auto store = NPS_TRY(stores_.acquire());
     auto task = NPS_TRY(store->task(task_id));
     if (task.nid != nid)  // another inbox's task is not under this base
-        return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist in inbox '" + nid + "'");
+        return protocol_error(proto::code::kNopTaskNotFound,
+                              "Task '" + task_id + "' does not exist in inbox '" + nid + "'");
     return task;
 }
 
@@ -65,9 +67,9 @@ Result<net::HttpResponse> Api::sdk_task_status(const std::optional<std::string>&
 {
     const auto task = NPS_TRY(sdk_task(base_nid, task_id));
     if (task.results_expired(clock_.now_ms()))
-        return protocol_error("NOP-TASK-RESULT-EXPIRED", "The results of task '" + task_id +
-                                                             "' expired (its result_ttl_seconds); its state is " +
-                                                             task.state);
+        return protocol_error(proto::code::kNopTaskResultExpired,
+                              "The results of task '" + task_id + "' expired (its result_ttl_seconds); its state is " +
+                                  task.state);
     auto store = NPS_TRY(stores_.acquire());
     Json node_results = Json::object();
     for (const auto& r : NPS_TRY(store->node_results(task_id)))

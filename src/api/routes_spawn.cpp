@@ -12,6 +12,7 @@
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/config/area_options.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/spawn/spawn_ceilings.hpp"
 
 namespace nps::api {
@@ -56,7 +57,7 @@ Result<SpawnQuery> spawn_query(const net::HttpRequest& request)
     auto body = NPS_TRY(parse_json_object(request.body));
     for (const auto& [key, _] : body.items())
         if (key != "agent" && key != "spawn_spec_ref")
-            return protocol_error("NWP-HTTP-PARAM-INVALID",
+            return protocol_error(proto::code::kNwpHttpParamInvalid,
                                   "Unknown field '" + key + "' (expected 'agent' or 'spawn_spec_ref')");
     // A ref longer than the announce limit is the resolver's to refuse
     // (NOP-SPAWN-SPEC-INVALID); the body cap bounds it here.
@@ -64,7 +65,8 @@ Result<SpawnQuery> spawn_query(const net::HttpRequest& request)
     query.agent = NPS_TRY(optional_string(body, "agent", limits::kMaxNidChars));
     query.ref = NPS_TRY(optional_string(body, "spawn_spec_ref", limits::kMaxBodyBytes));
     if (query.agent.has_value() == query.ref.has_value())
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Give exactly one of 'agent' (a NID) and 'spawn_spec_ref'");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "Give exactly one of 'agent' (a NID) and 'spawn_spec_ref'");
     return query;
 }
 

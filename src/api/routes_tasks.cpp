@@ -57,7 +57,7 @@ Json error_status(const std::optional<std::string>& code)
 net::HttpResponse results_expired_response(const store::TaskRecord& task, std::int64_t now_ms)
 {
     const std::int64_t expired_at = task.results_expired_at_ms.value_or(task.results_expire_at_ms.value_or(now_ms));
-    return error_response("NOP-TASK-RESULT-EXPIRED",
+    return error_response(proto::code::kNopTaskResultExpired,
                           "The results of task '" + task.task_id + "' expired at " + format_rfc3339_ms(expired_at) +
                               " (its result_ttl_seconds); its state is " + task.state,
                           {{"task", task_summary(task, now_ms)}});
@@ -130,7 +130,7 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
         for (auto& c : state)
             c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         if (std::find(std::begin(kTaskStates), std::end(kTaskStates), state) == std::end(kTaskStates))
-            return protocol_error("NWP-HTTP-PARAM-INVALID",
+            return protocol_error(proto::code::kNwpHttpParamInvalid,
                                   "state '" + it->second +
                                       "' is not one of PENDING, RUNNING, COMPLETED, FAILED, CANCELLED");
         filter.state = state;
@@ -139,8 +139,9 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
         filter.nid = it->second;
     if (auto it = request.query.find("q"); it != request.query.end() && !it->second.empty()) {
         if (it->second.size() > limits::kMaxIdChars)
-            return protocol_error("NWP-HTTP-PARAM-INVALID",
-                                  "q is longer than a task id (" + std::to_string(limits::kMaxIdChars) + " characters)");
+            return protocol_error(proto::code::kNwpHttpParamInvalid, "q is longer than a task id (" +
+                                                                         std::to_string(limits::kMaxIdChars) +
+                                                                         " characters)");
         filter.task_id_contains = it->second;
     }
     if (auto it = request.query.find("since_seconds"); it != request.query.end()) {
@@ -153,7 +154,8 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
         char* end = nullptr;
         long limit = std::strtol(it->second.c_str(), &end, 10);
         if (it->second.empty() || *end != '\0' || limit < 1)
-            return protocol_error("NWP-HTTP-PARAM-INVALID", "limit '" + it->second + "' is not a positive integer");
+            return protocol_error(proto::code::kNwpHttpParamInvalid,
+                                  "limit '" + it->second + "' is not a positive integer");
         filter.limit = static_cast<std::uint32_t>(std::min<long>(limit, limits::kMaxTaskListLimit));
     }
     auto store = NPS_TRY(stores_.acquire());
@@ -182,27 +184,31 @@ Result<store::NodeResult> parse_node_report(const Json& body, const std::string&
     result.node_id = node_id;
     result.fence = store::LeaseFence::foreign_lease;
     if (auto named = NPS_TRY(optional_string(body, "task_id", limits::kMaxIdChars)); named && *named != task_id)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "task_id '" + *named + "' does not match the path's task");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "task_id '" + *named + "' does not match the path's task");
     if (auto named = NPS_TRY(optional_string(body, "node_id", limits::kMaxIdChars)); named && *named != node_id)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "node_id '" + *named + "' does not match the path's node");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "node_id '" + *named + "' does not match the path's node");
     if (auto at = NPS_TRY(optional_string(body, "reported_at", 64)); at && !parse_rfc3339_ms(*at))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "reported_at '" + *at + "' is not an RFC 3339 time");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "reported_at '" + *at + "' is not an RFC 3339 time");
     result.dedup_key = NPS_TRY(required_string(body, "dedup_key", 64));
     result.state = NPS_TRY(required_string(body, "state", 32));
     for (auto& c : result.state)
         c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (!store::is_valid_node_state(result.state))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "state '" + result.state + "' is not a NOP node state");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "state '" + result.state + "' is not a NOP node state");
     result.attempts = NPS_TRY(optional_uint32(body, "attempts")).value_or(0);
     result.runner_nid = NPS_TRY(optional_string(body, "runner_nid", limits::kMaxNidChars));
     result.killed_reason = NPS_TRY(optional_string(body, "killed_reason", 32));
     if (result.killed_reason &&
         std::find(std::begin(kKilledReasons), std::end(kKilledReasons), *result.killed_reason) == std::end(kKilledReasons))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "killed_reason '" + *result.killed_reason + "' is not a known reason");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "killed_reason '" + *result.killed_reason + "' is not a known reason");
     // The error travels as {"error":{"code","message"}} (AlignStream shape) or flat error_code.
     if (auto it = body.find("error"); it != body.end() && !it->is_null()) {
         if (!it->is_object())
-            return protocol_error("NWP-HTTP-PARAM-INVALID", "Field 'error' must be an object {code, message}");
+            return protocol_error(proto::code::kNwpHttpParamInvalid, "Field 'error' must be an object {code, message}");
         result.error_code = NPS_TRY(optional_string(*it, "code", 64));
         result.error_message = NPS_TRY(optional_string(*it, "message", 4096));
     }
@@ -211,7 +217,7 @@ Result<store::NodeResult> parse_node_report(const Json& body, const std::string&
     if (auto it = body.find("result"); it != body.end() && !it->is_null()) {
         result.result_json = it->dump();
         if (result.result_json->size() > limits::kMaxNodeResultBytes)
-            return protocol_error("NWP-HTTP-BODY-TOO-LARGE",
+            return protocol_error(proto::code::kNwpHttpBodyTooLarge,
                                   "Node result exceeds " + std::to_string(limits::kMaxNodeResultBytes) + " bytes");
     }
     return result;
@@ -223,7 +229,7 @@ Result<net::HttpResponse> Api::report_node(const net::HttpRequest& request, cons
                                            const std::string& node_id)
 {
     if (!proto::is_valid_identifier(node_id))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "node id '" + node_id + "' is not a valid identifier");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "node id '" + node_id + "' is not a valid identifier");
     auto result = NPS_TRY(parse_node_report(NPS_TRY(parse_json_object(request.body)), task_id, node_id));
     auto outcome = NPS_TRY(NPS_TRY(stores_.acquire())->record_node_result(result));
     ++metrics_.node_results;
@@ -257,7 +263,7 @@ Result<net::HttpResponse> Api::prune_tasks(const net::HttpRequest& request)
     // DELETE /v1/tasks?older_than_seconds=N[&state=S]
     const auto older = request.query.find("older_than_seconds");
     if (older == request.query.end())
-        return protocol_error("NWP-HTTP-PARAM-INVALID",
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
                               "DELETE /v1/tasks needs older_than_seconds (finished tasks older than that are removed)");
     const std::int64_t seconds = NPS_TRY(
         bounded_integer(older->second, "older_than_seconds", 0, 0, limits::kMaxRetentionSeconds));

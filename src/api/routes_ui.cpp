@@ -8,6 +8,7 @@
 #include "nps/api/json_io.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/net/http_client.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/ui/assets.hpp"
 
 namespace nps::api {
@@ -96,7 +97,8 @@ const ui::Session* Api::session_of(const net::HttpRequest& request)
 net::HttpResponse Api::ui_refused(const net::HttpRequest& request)
 {
     if (request.path.starts_with("/v1/"))
-        return error_response("NWP-HTTP-UNAUTHENTICATED", "Missing or wrong bearer token or dashboard session");
+        return error_response(proto::code::kNwpHttpUnauthenticated,
+                              "Missing or wrong bearer token or dashboard session");
     return notice_page(401, "Log in to the dashboard", kLoginHelp);
 }
 
@@ -131,8 +133,9 @@ Result<net::HttpResponse> Api::ui_route(const net::HttpRequest& request, const u
             return method_not_allowed("POST");
         // A session cannot mint further logins: only the socket or the token.
         if (session)
-            return protocol_error("NWP-HTTP-CSRF-INVALID",
-                                  "A dashboard session cannot issue login codes (use the unix socket or the API token)");
+            return protocol_error(
+                proto::code::kNwpHttpCsrfInvalid,
+                "A dashboard session cannot issue login codes (use the unix socket or the API token)");
         return issue_login_code(request);
     }
     if (path == "/ui/session") {
@@ -177,11 +180,12 @@ Result<net::HttpResponse> Api::issue_login_code(const net::HttpRequest& request)
     if (!request.body.empty()) {
         const Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
         if (!body.is_object())
-            return protocol_error("NWP-HTTP-PARAM-INVALID", "The body must be a JSON object: {\"task_id\"?: string}");
+            return protocol_error(proto::code::kNwpHttpParamInvalid,
+                                  "The body must be a JSON object: {\"task_id\"?: string}");
         for (const auto& [key, value] : body.items()) {
             if (key != "task_id" || !value.is_string() || value.get<std::string>().empty() ||
                 value.get<std::string>().size() > limits::kMaxIdChars)
-                return protocol_error("NWP-HTTP-PARAM-INVALID",
+                return protocol_error(proto::code::kNwpHttpParamInvalid,
                                       "Unknown or invalid field '" + key + "': the body is {\"task_id\"?: string}");
             target = "/ui/tasks/" + net::url_encode(value.get<std::string>());
         }

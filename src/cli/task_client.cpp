@@ -9,6 +9,7 @@
 #include "nps/cli/verbs.hpp"
 #include "nps/config/config.hpp"
 #include "nps/net/http_client.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::cli {
 
@@ -41,7 +42,7 @@ Result<Json> fetch_task(const ApiClient& client, const std::string& task_id)
 {
     const std::string path = "/v1/tasks/" + net::url_encode(task_id);
     auto task = client.call("GET", path);
-    if (task || task.error().code != "NOP-TASK-RESULT-EXPIRED")
+    if (task || task.error().code != proto::code::kNopTaskResultExpired)
         return task;
     auto raw = NPS_TRY(client.send("GET", path));
     Json body = Json::parse(raw.body, nullptr, false);

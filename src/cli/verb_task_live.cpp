@@ -9,6 +9,7 @@
 #include "nps/cli/sse_reader.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/net/http_client.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "task_client.hpp"
 
 namespace nps::cli {
@@ -63,10 +64,10 @@ Result<std::string> only_node(const ApiClient& client, const std::string& task_i
     if (count == 1)
         return node;
     if (count == 0)
-        return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id +
-                                                        "' has no node with a record yet: name the NODE to follow");
-    return protocol_error("NWP-HTTP-PARAM-INVALID", "Task '" + task_id + "' has several nodes (" + names +
-                                                        "): name the NODE");
+        return protocol_error(proto::code::kNopTaskNotFound,
+                              "Task '" + task_id + "' has no node with a record yet: name the NODE to follow");
+    return protocol_error(proto::code::kNwpHttpParamInvalid,
+                          "Task '" + task_id + "' has several nodes (" + names + "): name the NODE");
 }
 
 void print_event(const Json& event, const Output& out)

@@ -14,6 +14,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/proto/destination_policy.hpp"
 #include "nps/proto/ed25519.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/proto/url.hpp"
 #include "sections.hpp"
@@ -264,7 +265,7 @@ Result<void> apply_ndp(const toml::table* table, const TableReader& t, const std
             return internal_error("Invalid configuration in '" + origin + "': " + name +
                                   ": expected \"ed25519:…\" or a list of them");
         for (const auto& text : texts) {
-            auto raw = proto::decode_ed25519_public_key(text, "NPS-SERVER-INTERNAL", name);
+            auto raw = proto::decode_ed25519_public_key(text, proto::code::kNpsServerInternal, name);
             if (!raw)
                 return internal_error("Invalid configuration in '" + origin + "': " + raw.error().message);
             c.announce_trust.keys.push_back({.nid = nid, .public_key = std::move(*raw)});

@@ -163,16 +163,16 @@ bool UpstreamInbox::pull_once()
         auto deposited = [&]() -> Result<Deposited> {
             auto payload = base64_decode(string_member(message, "payload_b64", ""));
             if (!payload)
-                return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "payload_b64 is not base64");
+                return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "payload_b64 is not base64");
             net::HttpRequest carried;
             carried.headers["content-type"] = string_member(message, "content_type", "application/json");
             carried.body = std::move(*payload);
             if (carried.body.size() > config_.max_message_bytes)
-                return protocol_error("NWP-HTTP-BODY-TOO-LARGE", std::to_string(carried.body.size()) +
-                                                                     " bytes exceed inbox.max_message_bytes");
+                return protocol_error(proto::code::kNwpHttpBodyTooLarge,
+                                      std::to_string(carried.body.size()) + " bytes exceed inbox.max_message_bytes");
             api::RequestBody body = NPS_TRY(api::read_request_body(carried, config_.max_message_bytes));
             if (body.frame && body.frame->frame_type != proto::ncp::kTaskFrame)
-                return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "not a TaskFrame (0x40)");
+                return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "not a TaskFrame (0x40)");
             const proto::TaskFrame frame = NPS_TRY(proto::decode_task_frame(body.json));
 
             int priority = proto::inbox_priority(frame.priority);

@@ -12,6 +12,7 @@
 #include "nps/base/log.hpp"
 #include "nps/config/area_options.hpp"
 #include "nps/executor/recovery.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/sandbox/userns.hpp"
 #include "nps/spawn/quantity.hpp"
@@ -418,7 +419,8 @@ void Executor::execute(store::Lease lease)
         // Validated at the door; a frame that no longer decodes (a newer
         // runner's extension?) fails rather than looping through claims.
         store::TaskOutcome outcome{.state = store::kTaskFailed,
-                                   .error_code = task.error().code.empty() ? "NOP-TASK-DAG-INVALID" : task.error().code,
+                                   .error_code =
+                                       task.error().code.empty() ? proto::code::kNopTaskDagInvalid : task.error().code,
                                    .error_message = task.error().describe()};
         if (auto done = parts_.store.complete(lease.task_id, lease.runner_nid, outcome); !done)
             log::warning("task " + lease.task_id + ": " + done.error().describe());

@@ -12,6 +12,7 @@
 #include "nps/base/log.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/image/image_store.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::executor {
 
@@ -25,7 +26,7 @@ constexpr std::size_t kMaxProgressEventBytes = 4096;
 nop::AttemptOutcome failure(const Error& error, bool retryable)
 {
     return {.status = nop::AttemptStatus::failure,
-            .error_code = error.code.empty() ? "NPS-SERVER-INTERNAL" : error.code,
+            .error_code = error.code.empty() ? proto::code::kNpsServerInternal : error.code,
             .error_message = error.describe(),
             .retryable = retryable};
 }
@@ -262,8 +263,9 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
 {
     auto it = slots_.find(node_id);
     if (it == slots_.end() || it->second->serial != serial || abandoned_ || it->second->stop_requested) {
-        finish_attempt(node_id, serial,
-                       failure(protocol_error("NOP-TASK-CANCELLED", "stopped before the worker started"), false));
+        finish_attempt(
+            node_id, serial,
+            failure(protocol_error(proto::code::kNopTaskCancelled, "stopped before the worker started"), false));
         return;
     }
     Slot& slot = *it->second;
@@ -284,7 +286,7 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
         auto netns = ctx_.netns_pool->take();
         if (!netns) {
             finish_attempt(node_id, serial,
-                           failure(protocol_error("NOP-RESOURCE-INSUFFICIENT",
+                           failure(protocol_error(proto::code::kNopResourceInsufficient,
                                                   "Failed to make the network namespace of task '" + task_id() +
                                                       "': " + netns.error().describe()),
                                    true));
@@ -338,11 +340,11 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
                  mine->detail["limits"] = worker_limits_json(*status);
          }});
     if (!id) {
-        finish_attempt(node_id, serial,
-                       failure(protocol_error("NOP-RESOURCE-INSUFFICIENT",
-                                              "Failed to start the worker of node '" + node_id +
-                                                  "': " + id.error().describe()),
-                               true));
+        finish_attempt(
+            node_id, serial,
+            failure(protocol_error(proto::code::kNopResourceInsufficient,
+                                   "Failed to start the worker of node '" + node_id + "': " + id.error().describe()),
+                    true));
         return;
     }
     slot.worker = *id;
@@ -524,9 +526,9 @@ void TaskExecution::preflight(const std::vector<std::pair<std::string, std::stri
                                    : Result<void>(images.error());
                 }
                 if (!ready) {
-                    *rejection = protocol_error("NOP-RESOURCE-INSUFFICIENT", "Preflight of agent '" + agent +
-                                                                                 "' for '" + action +
-                                                                                 "': " + ready.error().describe());
+                    *rejection = protocol_error(proto::code::kNopResourceInsufficient,
+                                                "Preflight of agent '" + agent + "' for '" + action +
+                                                    "': " + ready.error().describe());
                     return;
                 }
             }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/base/log.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/store/write_health.hpp"
 #include "task_execution.hpp"
 
@@ -14,8 +15,8 @@ namespace nps::executor {
 
 namespace {
 
-constexpr const char* kClaimConflict = "NOP-CLAIM-CONFLICT";
-constexpr const char* kTaskNotFound = "NOP-TASK-NOT-FOUND";
+constexpr const char* kClaimConflict = proto::code::kNopClaimConflict;
+constexpr const char* kTaskNotFound = proto::code::kNopTaskNotFound;
 constexpr std::chrono::seconds kRenewRetry{1};
 // Workers stop this long before the lease could run out unrenewed: time for
 // the stop itself, and for monotonic clocks that run at slightly different
@@ -27,7 +28,7 @@ constexpr std::chrono::seconds kRecordRetry{1};
 // record and try again, rather than give the task up.
 bool is_store_fault(const Error& error)
 {
-    return error.code == "NWP-STORE-DISK-FULL" || (error.code.empty() && store::write_health().degraded);
+    return error.code == proto::code::kNwpStoreDiskFull || (error.code.empty() && store::write_health().degraded);
 }
 
 // A fenced write or renewal refused because the lease is not ours any more

@@ -24,12 +24,13 @@
 #include "nps/image/image_process.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/worker_rootfs.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/sandbox/userns.hpp"
 #include "nps/spawn/resolver.hpp"
 
 namespace nps::executor {
 
-inline constexpr const char* kImageUnavailable = "NOP-RESOURCE-INSUFFICIENT";
+inline constexpr const char* kImageUnavailable = proto::code::kNopResourceInsufficient;
 
 struct PreparedWorker {
     spawn::Resolution resolution;

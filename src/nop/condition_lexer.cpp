@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::nop::detail {
 
 namespace {
@@ -305,7 +307,7 @@ std::string cut_text(std::string_view text, std::size_t max_bytes)
 
 Error condition_error(const std::string& problem)
 {
-    return protocol_error("NOP-CONDITION-EVAL-ERROR", "condition: " + problem);
+    return protocol_error(proto::code::kNopConditionEvalError, "condition: " + problem);
 }
 
 std::string describe_token(const Token& token)

@@ -4,12 +4,13 @@
 #include <exception>
 
 #include "nps/nop/json_path.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::nop {
 
 namespace {
 
-constexpr const char* kMappingError = "NOP-INPUT-MAPPING-ERROR";
+constexpr const char* kMappingError = proto::code::kNopInputMappingError;
 
 Error mapping_error(const std::string& where, const std::string& problem)
 {

@@ -2,12 +2,13 @@
 #include "nps/nop/json_path.hpp"
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::nop {
 
 namespace {
 
-constexpr const char* kMappingError = "NOP-INPUT-MAPPING-ERROR";
+constexpr const char* kMappingError = proto::code::kNopInputMappingError;
 
 Error path_error(std::string_view text, const std::string& problem)
 {

@@ -4,6 +4,7 @@
 
 #include "nps/nop/input_mapping.hpp"
 #include "nps/nop/subtask_id.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "task_run_state.hpp"
 
 namespace nps::nop {
@@ -28,7 +29,7 @@ void TaskRun::State::fail_node(std::size_t i, const Error& error, std::optional<
 void TaskRun::State::fail_task(std::size_t i)
 {
     phase = Phase::saga;
-    task_error = protocol_error(nodes[i].error_code.value_or("NOP-DELEGATE-REJECTED"),
+    task_error = protocol_error(nodes[i].error_code.value_or(proto::code::kNopDelegateRejected),
                                 nodes[i].error_message.value_or(""));
     for (std::size_t j = 0; j < nodes.size(); ++j) {
         NodeRun& n = nodes[j];
@@ -55,7 +56,7 @@ void TaskRun::State::fail_task(std::size_t i)
                 missing += (missing.empty() ? "'" : ", '") + id(c) + "'";
         }
         if (!missing.empty()) {
-            end_task("FAILED", "NOP-COMPENSATION-NOT-SUPPORTED",
+            end_task("FAILED", proto::code::kNopCompensationNotSupported,
                      "strict compensation after node '" + id(i) + "' failed (" + task_error.code +
                          "): completed node(s) " + missing + " have no compensate_action");
             return;
@@ -92,7 +93,7 @@ void TaskRun::State::saga_next()
         }
         if (!params) {
             const Error& error = params.error();
-            compensation_failed(j, error.code.empty() ? "NOP-INPUT-MAPPING-ERROR" : error.code, error.message);
+            compensation_failed(j, error.code.empty() ? proto::code::kNopInputMappingError : error.code, error.message);
             continue;  // best_effort goes on; strict has ended the task
         }
         n.comp_params_json = std::move(params).value();
@@ -144,7 +145,7 @@ void TaskRun::State::take_compensation_outcome(std::size_t j, const AttemptOutco
         wait_to_retry(j, n.comp_attempts);
         return;
     }
-    compensation_failed(j, outcome.error_code.empty() ? "NOP-DELEGATE-REJECTED" : outcome.error_code,
+    compensation_failed(j, outcome.error_code.empty() ? proto::code::kNopDelegateRejected : outcome.error_code,
                         outcome.error_message);
     saga_next();
 }
@@ -162,7 +163,7 @@ void TaskRun::State::compensation_failed(std::size_t j, const std::string& code,
     event(id(j) + ":compensation_failed",
           Json{{"attempts", n.comp_attempts}, {"error_code", code}, {"error_message", message}});
     if (task.compensation_policy == proto::CompensationPolicy::strict) {
-        end_task("FAILED", "NOP-COMPENSATION-FAILED",
+        end_task("FAILED", proto::code::kNopCompensationFailed,
                  "compensation of node '" + id(j) + "' failed (" + code + (message.empty() ? "" : ": " + message) +
                      ") after node failure " + task_error.code);
         return;

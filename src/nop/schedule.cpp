@@ -5,6 +5,7 @@
 
 #include "nps/nop/backoff.hpp"
 #include "nps/nop/input_mapping.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "task_run_state.hpp"
 
 namespace nps::nop {
@@ -102,7 +103,7 @@ void TaskRun::State::start_ready()
                     continue;
                 for (std::size_t d : nodes[t].deps) {
                     if (!settled_for_dependants(nodes[d].phase)) {
-                        end_task("FAILED", "NOP-SYNC-DEPENDENCY-FAILED",
+                        end_task("FAILED", proto::code::kNopSyncDependencyFailed,
                                  "node '" + id(t) + "' cannot run: its dependency '" + id(d) +
                                      "' did not complete under an earlier claim");
                         return;
@@ -139,7 +140,7 @@ void TaskRun::State::start_node(std::size_t i)
     if (n.condition) {
         const auto run = n.condition->evaluate(snapshot);
         if (!run) {
-            fail_node(i, with_code(run.error(), "NOP-CONDITION-EVAL-ERROR"));
+            fail_node(i, with_code(run.error(), proto::code::kNopConditionEvalError));
             return;
         }
         if (!*run) {
@@ -159,12 +160,12 @@ void TaskRun::State::start_node(std::size_t i)
         params = default_params(dependencies, snapshot);
     }
     if (!params) {
-        fail_node(i, with_code(params.error(), "NOP-INPUT-MAPPING-ERROR"));
+        fail_node(i, with_code(params.error(), proto::code::kNopInputMappingError));
         return;
     }
     auto text = canonical_json(*params);
     if (!text) {
-        fail_node(i, with_code(text.error(), "NOP-INPUT-MAPPING-ERROR"));
+        fail_node(i, with_code(text.error(), proto::code::kNopInputMappingError));
         return;
     }
     n.params_json = std::move(text).value();
@@ -292,8 +293,10 @@ void TaskRun::State::take_outcome(std::size_t i, const AttemptOutcome& outcome, 
     if (outcome.status == AttemptStatus::success) {
         auto result = parse_json(outcome.result_json);
         if (!result) {
-            fail_node(i, protocol_error("NOP-STREAM-FRAME-INVALID", "the result of node '" + id(i) + "' is not JSON"),
-                      n.killed_reason);
+            fail_node(
+                i,
+                protocol_error(proto::code::kNopStreamFrameInvalid, "the result of node '" + id(i) + "' is not JSON"),
+                n.killed_reason);
             return;
         }
         n.result = std::move(result).value();
@@ -320,8 +323,9 @@ void TaskRun::State::take_outcome(std::size_t i, const AttemptOutcome& outcome, 
         wait_to_retry(i, n.attempts);
         return;
     }
-    fail_node(i, protocol_error(outcome.error_code.empty() ? "NOP-DELEGATE-REJECTED" : outcome.error_code,
-                                outcome.error_message),
+    fail_node(i,
+              protocol_error(outcome.error_code.empty() ? proto::code::kNopDelegateRejected : outcome.error_code,
+                             outcome.error_message),
               n.killed_reason);
 }
 

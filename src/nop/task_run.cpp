@@ -11,6 +11,7 @@
 #include "nps/base/ascii.hpp"
 #include "nps/nop/aggregate.hpp"
 #include "nps/nop/subtask_id.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "task_run_state.hpp"
 
 namespace nps::nop {
@@ -162,7 +163,7 @@ void TaskRun::State::preflight_finished(std::optional<Error> rejection)
     if (phase != Phase::preflight)
         return;
     if (rejection) {
-        end_task("FAILED", "NOP-RESOURCE-INSUFFICIENT", rejection->message);
+        end_task("FAILED", proto::code::kNopResourceInsufficient, rejection->message);
         return;
     }
     begin_running();

@@ -15,6 +15,7 @@
 #include "nps/nop/json_value.hpp"
 #include "nps/nop/task_run.hpp"
 #include "nps/proto/dag.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::nop {
 
@@ -138,8 +139,8 @@ struct TaskRun::State {
     void compensation_failed(std::size_t j, const std::string& code, const std::string& message);
 };
 
-inline constexpr const char* kTaskCancelled = "NOP-TASK-CANCELLED";
-inline constexpr const char* kTaskTimeout = "NOP-TASK-TIMEOUT";
-inline constexpr const char* kDelegateTimeout = "NOP-DELEGATE-TIMEOUT";
+inline constexpr const char* kTaskCancelled = proto::code::kNopTaskCancelled;
+inline constexpr const char* kTaskTimeout = proto::code::kNopTaskTimeout;
+inline constexpr const char* kDelegateTimeout = proto::code::kNopDelegateTimeout;
 
 }  // namespace nps::nop

@@ -7,15 +7,16 @@
 #include "jcs_dom.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/proto/ed25519.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "signed_body.hpp"
 
 namespace nps::proto::ndp {
 
 namespace {
 
-constexpr std::string_view kInvalid = "NDP-ANNOUNCE-INVALID";
-constexpr std::string_view kSignatureInvalid = "NDP-ANNOUNCE-SIGNATURE-INVALID";
-constexpr std::string_view kNidMismatch = "NDP-ANNOUNCE-NID-MISMATCH";
+constexpr std::string_view kInvalid = code::kNdpAnnounceInvalid;
+constexpr std::string_view kSignatureInvalid = code::kNdpAnnounceSignatureInvalid;
+constexpr std::string_view kNidMismatch = code::kNdpAnnounceNidMismatch;
 
 const std::string kHeartbeatDefault = std::to_string(limits::kNdpDefaultHeartbeatIntervalMs);
 

@@ -7,6 +7,7 @@
 
 #include "message_text.hpp"
 #include "nps/proto/destination_policy.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::proto {
 
@@ -14,7 +15,7 @@ namespace {
 
 const DestinationRules& callback_rules()
 {
-    static const DestinationRules rules{.error_code = "NOP-CALLBACK-INVALID"};
+    static const DestinationRules rules{.error_code = code::kNopCallbackInvalid};
     return rules;
 }
 

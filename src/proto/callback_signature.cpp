@@ -6,6 +6,7 @@
 #include <openssl/hmac.h>
 
 #include "nps/base/digest.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::proto {
 
@@ -19,11 +20,11 @@ Result<std::string> decode_callback_secret(std::string_view secret_base64url)
 {
     auto key = base64url_decode(secret_base64url);
     if (!key)
-        return protocol_error("NOP-CALLBACK-INVALID", "callback_secret: not valid base64url");
+        return protocol_error(code::kNopCallbackInvalid, "callback_secret: not valid base64url");
     if (key->size() != kCallbackSecretBytes)
-        return protocol_error("NOP-CALLBACK-INVALID", "callback_secret: decodes to " + std::to_string(key->size()) +
-                                                          " bytes, expected " +
-                                                          std::to_string(kCallbackSecretBytes));
+        return protocol_error(code::kNopCallbackInvalid, "callback_secret: decodes to " + std::to_string(key->size()) +
+                                                             " bytes, expected " +
+                                                             std::to_string(kCallbackSecretBytes));
     return std::move(*key);
 }
 
@@ -44,11 +45,11 @@ Result<void> verify_callback_signature(std::string_view secret_base64url, std::s
                                        std::optional<std::string_view> signature)
 {
     if (!signature || signature->empty())
-        return protocol_error("NOP-CALLBACK-HMAC-MISSING", "callback signature: no X-NPS-Signature header");
+        return protocol_error(code::kNopCallbackHmacMissing, "callback signature: no X-NPS-Signature header");
     const std::string expected = NPS_TRY(sign_callback_body(secret_base64url, raw_body));
     if (signature->size() != expected.size() ||
         CRYPTO_memcmp(signature->data(), expected.data(), expected.size()) != 0)
-        return protocol_error("NOP-CALLBACK-HMAC-INVALID",
+        return protocol_error(code::kNopCallbackHmacInvalid,
                               "callback signature: X-NPS-Signature does not match the body");
     return {};
 }

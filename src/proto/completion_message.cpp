@@ -3,6 +3,7 @@
 
 #include "jcs_dom.hpp"
 #include "json_fields.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::proto {
@@ -11,7 +12,7 @@ namespace {
 
 using namespace detail;
 
-constexpr std::string_view kMalformed = "NWP-HTTP-FRAME-BODY-MALFORMED";
+constexpr std::string_view kMalformed = code::kNwpHttpFrameBodyMalformed;
 
 Result<CompletionMessage> decode(std::string_view json_text)
 {

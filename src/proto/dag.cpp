@@ -10,6 +10,7 @@
 
 #include "message_text.hpp"
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::proto {
 
@@ -17,7 +18,7 @@ namespace {
 
 using detail::quote_text;
 
-constexpr std::string_view kInvalid = "NOP-TASK-DAG-INVALID";
+constexpr std::string_view kInvalid = code::kNopTaskDagInvalid;
 
 // At most 32 nodes (checked first), so a node set fits one 64-bit mask.
 using NodeSet = std::uint64_t;
@@ -32,9 +33,9 @@ Result<void> check_size(const Dag& dag)
     if (dag.nodes.empty())
         return invalid("dag.nodes: the DAG has no nodes");
     if (dag.nodes.size() > limits::kMaxDagNodes)
-        return protocol_error("NOP-TASK-DAG-TOO-LARGE",
-                              "dag.nodes: " + std::to_string(dag.nodes.size()) + " nodes, the limit is " +
-                                  std::to_string(limits::kMaxDagNodes));
+        return protocol_error(code::kNopTaskDagTooLarge, "dag.nodes: " + std::to_string(dag.nodes.size()) +
+                                                             " nodes, the limit is " +
+                                                             std::to_string(limits::kMaxDagNodes));
     if (dag.edges.size() > limits::kMaxEdges)
         return invalid("dag.edges: " + std::to_string(dag.edges.size()) + " edges, the limit is " +
                        std::to_string(limits::kMaxEdges));
@@ -143,8 +144,7 @@ Error cycle_error(const Dag& dag, const std::vector<std::size_t>& order)
     std::string names;
     for (std::string_view id : stuck)
         names += (names.empty() ? "" : ", ") + quote_text(id);
-    return protocol_error("NOP-TASK-DAG-CYCLE",
-                          "dag: the dependencies form a cycle; nodes on or after it: " + names);
+    return protocol_error(code::kNopTaskDagCycle, "dag: the dependencies form a cycle; nodes on or after it: " + names);
 }
 
 DagShape build_shape(const Dag& dag, const std::vector<NodeSet>& predecessors, const std::vector<std::size_t>& order)
@@ -203,9 +203,9 @@ Result<void> validate_delegation_chain(std::size_t entities)
     if (entities == 0)
         return internal_error("delegation chain: length 0 (the orchestrator counts as 1)");
     if (entities > limits::kMaxDelegationChain)
-        return protocol_error("NOP-DELEGATE-CHAIN-TOO-DEEP",
-                              "delegation chain: " + std::to_string(entities) + " entities, the limit is " +
-                                  std::to_string(limits::kMaxDelegationChain));
+        return protocol_error(code::kNopDelegateChainTooDeep, "delegation chain: " + std::to_string(entities) +
+                                                                  " entities, the limit is " +
+                                                                  std::to_string(limits::kMaxDelegationChain));
     return {};
 }
 

@@ -4,6 +4,8 @@
 #include "message_text.hpp"
 #include "task_frame_parts.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::proto::detail {
 
 namespace {
@@ -51,7 +53,7 @@ Result<Dag> decode_dag(element value)
     if (nodes.size() == 0)
         return field_error(kDagInvalid, "dag.nodes", "the DAG has no nodes");
     if (nodes.size() > limits::kMaxDagNodes)
-        return field_error("NOP-TASK-DAG-TOO-LARGE", "dag.nodes",
+        return field_error(code::kNopTaskDagTooLarge, "dag.nodes",
                            std::to_string(nodes.size()) + " nodes, the limit is " +
                                std::to_string(limits::kMaxDagNodes));
 

@@ -6,13 +6,14 @@
 #include "message_text.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/ed25519.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "signed_body.hpp"
 
 namespace nps::proto::nip {
 
 namespace {
 
-constexpr std::string_view kSignatureInvalid = "NIP-CERT-SIGNATURE-INVALID";
+constexpr std::string_view kSignatureInvalid = code::kNipCertSignatureInvalid;
 
 Result<std::string> signed_body_of(simdjson::dom::element root)
 {
@@ -34,12 +35,12 @@ Result<std::optional<std::string_view>> optional_string(simdjson::dom::element o
 
 Result<AssuranceLevel> level_of(simdjson::dom::element root, std::optional<std::string_view> certificate_level)
 {
-    const auto wire = NPS_TRY(optional_string(root, "assurance_level", "NIP-ASSURANCE-UNKNOWN"));
+    const auto wire = NPS_TRY(optional_string(root, "assurance_level", code::kNipAssuranceUnknown));
     const AssuranceLevel level = NPS_TRY(parse_assurance_level(wire));
     if (certificate_level) {
         const auto cert = parse_assurance_level(*certificate_level);
         if (!cert || *cert != level)
-            return protocol_error("NIP-ASSURANCE-MISMATCH",
+            return protocol_error(code::kNipAssuranceMismatch,
                                   "IdentFrame: assurance_level '" + std::string(assurance_name(level)) +
                                       "' disagrees with the certificate's " + detail::quote_text(*certificate_level));
     }
@@ -100,8 +101,8 @@ Result<AssuranceLevel> parse_assurance_level(std::optional<std::string_view> wir
     for (AssuranceLevel level : {AssuranceLevel::anonymous, AssuranceLevel::attested, AssuranceLevel::verified})
         if (assurance_name(level) == *wire)
             return level;
-    return protocol_error("NIP-ASSURANCE-UNKNOWN", "IdentFrame: assurance_level " + detail::quote_text(*wire) +
-                                                       " is not anonymous, attested or verified");
+    return protocol_error(code::kNipAssuranceUnknown, "IdentFrame: assurance_level " + detail::quote_text(*wire) +
+                                                          " is not anonymous, attested or verified");
 }
 
 Result<AssuranceLevel> effective_assurance(std::string_view frame_json,
@@ -128,7 +129,7 @@ Result<void> verify_ident_frame(std::string_view frame_json, const IdentVerifyOp
     if (!expires)
         return protocol_error(std::string(kSignatureInvalid), "IdentFrame: expires_at must be an RFC 3339 time");
     if (*expires < options.now_ms)
-        return protocol_error("NIP-CERT-EXPIRED", "IdentFrame: expired at " + std::string(*expires_text));
+        return protocol_error(code::kNipCertExpired, "IdentFrame: expired at " + std::string(*expires_text));
 
     NPS_TRY_VOID(check_lineage(root));
 

@@ -13,6 +13,7 @@
 #include "message_text.hpp"
 #include "nps/base/json_string.hpp"
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "utf8.hpp"
 
 namespace nps::proto {
@@ -24,7 +25,7 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-constexpr std::string_view kMalformed = "NWP-HTTP-FRAME-BODY-MALFORMED";
+constexpr std::string_view kMalformed = code::kNwpHttpFrameBodyMalformed;
 
 // One step from the canonicalized value down to the current one, kept so an
 // error names where it happened without building paths on the happy path.

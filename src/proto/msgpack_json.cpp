@@ -6,6 +6,7 @@
 // declared size before reading any element, so a five-byte array header
 // could ask for gigabytes. The visitor writes JSON as events arrive and
 // checks every limit before anything grows.
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/msgpack_json.hpp"
 
 #include <msgpack.hpp>
@@ -25,8 +26,8 @@ namespace nps::proto {
 
 namespace {
 
-constexpr std::string_view kMalformed = "NWP-HTTP-FRAME-BODY-MALFORMED";
-constexpr std::string_view kTooLarge = "NCP-FRAME-PAYLOAD-TOO-LARGE";
+constexpr std::string_view kMalformed = code::kNwpHttpFrameBodyMalformed;
+constexpr std::string_view kTooLarge = code::kNcpFramePayloadTooLarge;
 
 // One open array or map.
 struct Container {

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "jcs_dom.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/msgpack_json.hpp"
 
 namespace nps::proto::ncp {
@@ -19,14 +20,14 @@ constexpr std::uint8_t kTierBits = 0x03;
 
 Error malformed(std::string message)
 {
-    return protocol_error("NWP-HTTP-FRAME-BODY-MALFORMED", "NCP frame: " + std::move(message));
+    return protocol_error(code::kNwpHttpFrameBodyMalformed, "NCP frame: " + std::move(message));
 }
 
 Error too_large(std::size_t len, std::size_t limit, std::string_view what)
 {
-    return protocol_error("NCP-FRAME-PAYLOAD-TOO-LARGE", "NCP frame: payload of " + std::to_string(len) +
-                                                             " bytes exceeds " + std::string(what) + " of " +
-                                                             std::to_string(limit));
+    return protocol_error(code::kNcpFramePayloadTooLarge, "NCP frame: payload of " + std::to_string(len) +
+                                                              " bytes exceeds " + std::string(what) + " of " +
+                                                              std::to_string(limit));
 }
 
 }  // namespace
@@ -77,10 +78,10 @@ std::uint8_t encode_flags(const FrameFlags& flags)
 Result<FrameFlags> decode_flags(std::uint8_t byte)
 {
     if ((byte & kTierBits) == kTierBits)
-        return protocol_error("NCP-FRAME-FLAGS-INVALID",
+        return protocol_error(code::kNcpFrameFlagsInvalid,
                               "NCP frame: flags " + frame_byte_text(byte) + " select the reserved tier 0b11");
     if ((byte & kReservedBits) != 0)
-        return protocol_error("NCP-FRAME-FLAGS-INVALID",
+        return protocol_error(code::kNcpFrameFlagsInvalid,
                               "NCP frame: flags " + frame_byte_text(byte) + " set reserved bits (0x70)");
     return FrameFlags{
         .ext = (byte & kExtBit) != 0,
@@ -119,7 +120,7 @@ Result<FrameHeader> decode_frame_header(std::string_view bytes)
     header.frame_type = byte(0);
     header.flags = NPS_TRY(decode_flags(byte(1)));
     if (!is_known_frame_type(header.frame_type))
-        return protocol_error("NCP-FRAME-UNKNOWN-TYPE",
+        return protocol_error(code::kNcpFrameUnknownType,
                               "NCP frame: type " + frame_byte_text(header.frame_type) + " is not a known frame type");
     if (header.flags.ext) {
         if (bytes.size() < kExtendedHeaderBytes)
@@ -147,10 +148,10 @@ bool has_binary_vector_binding(std::uint8_t frame_type) { return frame_type == k
 Result<void> check_encoding(const EncodingPolicy& policy, std::uint8_t frame_type, Tier tier)
 {
     if (!policy.enabled(tier))
-        return protocol_error("NCP-ENCODING-UNSUPPORTED", "NCP frame: encoding " + std::string(tier_name(tier)) +
-                                                              " is not enabled for this session");
+        return protocol_error(code::kNcpEncodingUnsupported, "NCP frame: encoding " + std::string(tier_name(tier)) +
+                                                                 " is not enabled for this session");
     if (tier == Tier::binary_vector_v1 && !has_binary_vector_binding(frame_type))
-        return protocol_error("NCP-ENCODING-UNSUPPORTED",
+        return protocol_error(code::kNcpEncodingUnsupported,
                               "NCP frame: type " + frame_byte_text(frame_type) + " has no binary_vector.v1 binding");
     return {};
 }
@@ -159,7 +160,7 @@ Result<FrameView> decode_frame(std::string_view bytes, const FrameDecodeOptions&
 {
     const FrameHeader header = NPS_TRY(decode_frame_header(bytes));
     if (header.flags.enc)
-        return protocol_error("NCP-ENC-NOT-NEGOTIATED",
+        return protocol_error(code::kNcpEncNotNegotiated,
                               "NCP frame: ENC=1 but no end-to-end encryption was negotiated");
     NPS_TRY_VOID(check_encoding(options.policy, header.frame_type, header.flags.tier));
     if (header.payload_len > options.max_payload_bytes)
@@ -187,7 +188,7 @@ Result<JsonFrame> decode_frame_to_json(std::string_view bytes, const FrameDecode
     case Tier::binary_vector_v1:
         break;
     }
-    return protocol_error("NCP-ENCODING-UNSUPPORTED", "NCP frame: this runner decodes no binary_vector.v1 payload");
+    return protocol_error(code::kNcpEncodingUnsupported, "NCP frame: this runner decodes no binary_vector.v1 payload");
 }
 
 Result<std::string> encode_frame(std::uint8_t frame_type, Tier tier, std::string_view json_text,
@@ -206,7 +207,8 @@ Result<std::string> encode_frame(std::uint8_t frame_type, Tier tier, std::string
         payload = NPS_TRY(json_to_msgpack(json_text));
         break;
     case Tier::binary_vector_v1:
-        return protocol_error("NCP-ENCODING-UNSUPPORTED", "NCP frame: this runner encodes no binary_vector.v1 payload");
+        return protocol_error(code::kNcpEncodingUnsupported,
+                              "NCP frame: this runner encodes no binary_vector.v1 payload");
     }
     if (payload.size() > max_payload_bytes || payload.size() > 0xFFFFFFFFu)
         return too_large(payload.size(), max_payload_bytes, "the limit");

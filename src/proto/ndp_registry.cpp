@@ -10,6 +10,7 @@
 #include "message_text.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/announce.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::proto::ndp {
@@ -18,7 +19,7 @@ namespace {
 
 using namespace detail;
 
-constexpr std::string_view kProfile = "NDP-ANNOUNCE-PROFILE-VIOLATION";
+constexpr std::string_view kProfile = code::kNdpAnnounceProfileViolation;
 
 Result<std::int64_t> read_time(element value, std::string_view path)
 {
@@ -53,10 +54,11 @@ Result<void> check_roles(const std::vector<std::string>& roles)
     static constexpr std::string_view kKnown[] = {"memory", "action", "complex", "anchor", "bridge"};
     for (const auto& role : roles) {
         if (role == "gateway")
-            return protocol_error("NDP-ANNOUNCE-ROLE-REMOVED",
+            return protocol_error(code::kNdpAnnounceRoleRemoved,
                                   "node_roles: 'gateway' was removed (NPS-CR-0001); use 'anchor' or 'bridge'");
         if (std::find(std::begin(kKnown), std::end(kKnown), role) == std::end(kKnown))
-            return protocol_error("NDP-ANNOUNCE-ROLE-UNKNOWN", "node_roles: unknown role " + detail::quote_text(role));
+            return protocol_error(code::kNdpAnnounceRoleUnknown,
+                                  "node_roles: unknown role " + detail::quote_text(role));
     }
     return {};
 }
@@ -171,16 +173,16 @@ Result<Decision> check_sequence(std::string_view nid, const AnnounceFacts& incom
     if (fence == nullptr || incoming.graph_seq > fence->graph_seq)
         return Decision::accepted;
     if (incoming.graph_seq < fence->graph_seq)
-        return protocol_error("NDP-GRAPH-SEQ-ROLLBACK", "announce of '" + std::string(nid) + "': graph_seq " +
-                                                            std::to_string(incoming.graph_seq) +
-                                                            " is below the accepted " +
-                                                            std::to_string(fence->graph_seq));
+        return protocol_error(code::kNdpGraphSeqRollback, "announce of '" + std::string(nid) + "': graph_seq " +
+                                                              std::to_string(incoming.graph_seq) +
+                                                              " is below the accepted " +
+                                                              std::to_string(fence->graph_seq));
     if (incoming.wire_form == fence->wire_form)
         return Decision::duplicate;
     if (incoming.signed_body != fence->signed_body)
-        return protocol_error("NDP-ANNOUNCE-CONFLICT", "announce of '" + std::string(nid) + "': graph_seq " +
-                                                           std::to_string(incoming.graph_seq) +
-                                                           " was accepted with other signed content");
+        return protocol_error(code::kNdpAnnounceConflict, "announce of '" + std::string(nid) + "': graph_seq " +
+                                                              std::to_string(incoming.graph_seq) +
+                                                              " was accepted with other signed content");
     return Decision::refreshed;
 }
 
@@ -209,7 +211,7 @@ Admission RegistryModel::admit(std::string_view frame_json, const Result<void>& 
     if (options_.profile != RegistryProfile::local_dev) {
         const std::int64_t skew = entry.timestamp_ms > at ? entry.timestamp_ms - at : at - entry.timestamp_ms;
         if (skew > limits::kNdpReplayWindowSeconds * 1000)
-            return rejected(protocol_error("NDP-ANNOUNCE-SIGNATURE-INVALID",
+            return rejected(protocol_error(code::kNdpAnnounceSignatureInvalid,
                                            "announce of '" + entry.nid + "': timestamp outside the replay window of " +
                                                std::to_string(limits::kNdpReplayWindowSeconds) + " s"));
     }
@@ -220,9 +222,8 @@ Admission RegistryModel::admit(std::string_view frame_json, const Result<void>& 
         return rejected(std::move(facts).error());
     const auto fence = fences_.find(entry.nid);
     if (fence == fences_.end() && fences_.size() >= options_.max_entries)
-        return rejected(protocol_error("NDP-REGISTRY-UNAVAILABLE", "registry holds " +
-                                                                       std::to_string(options_.max_entries) +
-                                                                       " NIDs, its limit"));
+        return rejected(protocol_error(code::kNdpRegistryUnavailable,
+                                       "registry holds " + std::to_string(options_.max_entries) + " NIDs, its limit"));
     auto sequence = check_sequence(entry.nid, *facts, fence == fences_.end() ? nullptr : &fence->second);
     if (!sequence)
         return rejected(std::move(sequence).error());
@@ -239,9 +240,9 @@ Admission RegistryModel::admit(std::string_view frame_json, const Result<void>& 
 
     // 5. stale on arrival.
     if (!entry.live_at(at))
-        return rejected(protocol_error("NDP-ANNOUNCE-STALE", "announce of '" + entry.nid +
-                                                                 "' was fresh only until " +
-                                                                 format_rfc3339_ms(entry.fresh_until_ms())));
+        return rejected(protocol_error(code::kNdpAnnounceStale, "announce of '" + entry.nid +
+                                                                    "' was fresh only until " +
+                                                                    format_rfc3339_ms(entry.fresh_until_ms())));
 
     // 6. store.
     entry.signed_body = facts->signed_body;
@@ -274,10 +275,10 @@ Result<RegistryEntry> RegistryModel::resolve(std::string_view nid) const
 {
     const auto it = entries_.find(nid);
     if (it == entries_.end())
-        return protocol_error("NDP-RESOLVE-NOT-FOUND", "no live announce for '" + std::string(nid) + "'");
+        return protocol_error(code::kNdpResolveNotFound, "no live announce for '" + std::string(nid) + "'");
     if (!it->second.live_at(options_.clock->now_ms()))
-        return protocol_error("NDP-RESOLVE-STALE", "the announce of '" + std::string(nid) + "' expired at " +
-                                                       format_rfc3339_ms(it->second.fresh_until_ms()));
+        return protocol_error(code::kNdpResolveStale, "the announce of '" + std::string(nid) + "' expired at " +
+                                                          format_rfc3339_ms(it->second.fresh_until_ms()));
     return it->second;
 }
 
@@ -297,11 +298,12 @@ Result<RegistryEntry> RegistryModel::resolve_cluster(std::string_view cluster_an
         }
     }
     if (best == nullptr)
-        return protocol_error("NDP-RESOLVE-NOT-FOUND", "no live anchor of cluster '" + std::string(cluster_anchor) + "'");
+        return protocol_error(code::kNdpResolveNotFound,
+                              "no live anchor of cluster '" + std::string(cluster_anchor) + "'");
     if (tie)
-        return protocol_error("NDP-CLUSTER-SPLIT", "cluster '" + std::string(cluster_anchor) +
-                                                       "' has several live anchors at epoch " +
-                                                       std::to_string(best->cluster_epoch));
+        return protocol_error(code::kNdpClusterSplit, "cluster '" + std::string(cluster_anchor) +
+                                                          "' has several live anchors at epoch " +
+                                                          std::to_string(best->cluster_epoch));
     return *best;
 }
 

@@ -13,6 +13,7 @@
 #include "nps/proto/callback_signature.hpp"
 #include "nps/proto/dag.hpp"
 #include "nps/proto/dedup.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "task_frame_parts.hpp"
 
 namespace nps::proto {
@@ -127,10 +128,9 @@ Result<void> decode_delegation_fields(const object& root, TaskFrame& frame)
         // The sender is entity depth + 1 of the chain, this runner's workers
         // (DelegateFrames of depth + 1) entity depth + 2.
         if (depth + 2 > limits::kMaxDelegationChain)
-            return field_error("NOP-DELEGATE-CHAIN-TOO-DEEP", key,
+            return field_error(code::kNopDelegateChainTooDeep, key,
                                std::to_string(depth) + ": the workers would be entity " + std::to_string(depth + 2) +
-                                   " of a delegation chain of at most " +
-                                   std::to_string(limits::kMaxDelegationChain));
+                                   " of a delegation chain of at most " + std::to_string(limits::kMaxDelegationChain));
         frame.delegate_depth = static_cast<std::uint8_t>(depth);
     }
     return {};

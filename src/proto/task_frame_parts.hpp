@@ -6,15 +6,16 @@
 #include <string_view>
 
 #include "json_fields.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::proto::detail {
 
-inline constexpr std::string_view kMalformed = "NWP-HTTP-FRAME-BODY-MALFORMED";
-inline constexpr std::string_view kDagInvalid = "NOP-TASK-DAG-INVALID";
-inline constexpr std::string_view kMappingError = "NOP-INPUT-MAPPING-ERROR";
-inline constexpr std::string_view kConditionError = "NOP-CONDITION-EVAL-ERROR";
-inline constexpr std::string_view kCallbackInvalid = "NOP-CALLBACK-INVALID";
+inline constexpr std::string_view kMalformed = code::kNwpHttpFrameBodyMalformed;
+inline constexpr std::string_view kDagInvalid = code::kNopTaskDagInvalid;
+inline constexpr std::string_view kMappingError = code::kNopInputMappingError;
+inline constexpr std::string_view kConditionError = code::kNopConditionEvalError;
+inline constexpr std::string_view kCallbackInvalid = code::kNopCallbackInvalid;
 
 // dag_decode.cpp: `dag` → nodes and edges, field by field (no graph checks;
 // validate_dag does those). Node count limits are checked before any node.

@@ -18,6 +18,7 @@
 #include "nps/base/log.hpp"
 #include "nps/event/lifetime.hpp"
 #include "nps/net/async_fetch.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "delivery.hpp"
 
 namespace nps::report {
@@ -57,14 +58,15 @@ std::string row_name(const store::ReportRow& row)
 
 struct Deliverer::Impl {
     Impl(DelivererOptions o, const Clock& c, std::unique_ptr<store::Store> s, event::EventLoop& l)
-        : options(std::move(o)),
-          clock(c),
-          store(std::move(s)),
-          guard(proto::DestinationRules{.error_code = "NOP-CALLBACK-INVALID", .allow = options.callback_allow},
-                options.resolver ? *options.resolver : net::system_resolver()),
-          owner(lease_owner(options.owner_prefix)),
-          loop(l),
-          post(lifetime.poster(l))
+        : options(std::move(o))
+        , clock(c)
+        , store(std::move(s))
+        , guard(
+              proto::DestinationRules{.error_code = proto::code::kNopCallbackInvalid, .allow = options.callback_allow},
+              options.resolver ? *options.resolver : net::system_resolver())
+        , owner(lease_owner(options.owner_prefix))
+        , loop(l)
+        , post(lifetime.poster(l))
     {
     }
 

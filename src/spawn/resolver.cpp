@@ -3,6 +3,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/net/http_client.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/proto/nwp_url.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "registry_answers.hpp"
@@ -91,12 +92,13 @@ Result<Resolution> SpawnSpecResolver::resolve_agent(const std::string& nid)
 
 Result<SpawnSpecResolver::Announced> SpawnSpecResolver::find_announce(const std::string& nid)
 {
-    auto local = local_announces_ ? local_announces_(nid)
-                                  : Result<store::Announce>(protocol_error("NDP-RESOLVE-NOT-FOUND", "no local registry"));
+    auto local = local_announces_
+                     ? local_announces_(nid)
+                     : Result<store::Announce>(protocol_error(proto::code::kNdpResolveNotFound, "no local registry"));
     if (local)
         return Announced{std::move(*local), "local"};
     const Error& error = local.error();
-    if (error.code != "NDP-RESOLVE-NOT-FOUND" && error.code != "NDP-RESOLVE-STALE")
+    if (error.code != proto::code::kNdpResolveNotFound && error.code != proto::code::kNdpResolveStale)
         return internal_error("the local NDP registry failed: " + error.describe());
     if (!options_.registry_url)
         return internal_error(error.message + " (local NDP registry; no spawn.registry_url to ask)");

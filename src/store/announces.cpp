@@ -3,6 +3,8 @@
 // announce TTL deciding stale and offline (NPS-4 §3.1).
 #include "sqlite_store.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::store::detail {
 
 namespace {
@@ -72,14 +74,16 @@ Result<Announce> SqliteStore::resolve_announce(const std::string& nid)
             auto st = use(announce_get_, "SELECT " NPS_STORE_ANNOUNCE_COLUMNS " FROM announces WHERE nid = ?1");
             st->bindNoCopy(1, nid);
             if (!st->executeStep())
-                return protocol_error("NDP-RESOLVE-NOT-FOUND", "No announce for '" + nid + "'");
+                return protocol_error(proto::code::kNdpResolveNotFound, "No announce for '" + nid + "'");
             Announce a = read_announce(*st);
             if (a.ttl_seconds && *a.ttl_seconds == 0)
-                return protocol_error("NDP-RESOLVE-NOT-FOUND", "'" + nid + "' announced itself offline (ttl 0)");
+                return protocol_error(proto::code::kNdpResolveNotFound,
+                                      "'" + nid + "' announced itself offline (ttl 0)");
             if (a.ttl_seconds &&
                 a.announced_at_ms + static_cast<std::int64_t>(*a.ttl_seconds) * 1000 <= now_ms())
-                return protocol_error("NDP-RESOLVE-STALE", "The announce of '" + nid + "' is older than its ttl of " +
-                                                               std::to_string(*a.ttl_seconds) + " s");
+                return protocol_error(proto::code::kNdpResolveStale, "The announce of '" + nid +
+                                                                         "' is older than its ttl of " +
+                                                                         std::to_string(*a.ttl_seconds) + " s");
             return a;
         });
 }
@@ -106,7 +110,7 @@ Result<void> SqliteStore::remove_announce(const std::string& nid)
             auto st = use(announce_remove_, "DELETE FROM announces WHERE nid = ?1");
             st->bindNoCopy(1, nid);
             if (st->exec() == 0)
-                return protocol_error("NDP-RESOLVE-NOT-FOUND", "No announce for '" + nid + "'");
+                return protocol_error(proto::code::kNdpResolveNotFound, "No announce for '" + nid + "'");
             txn.commit();
             return {};
         });

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "lease_rules.hpp"
 #include "sqlite_store.hpp"
 
@@ -163,14 +164,14 @@ Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
                               "expires_at FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, task_id);
                 if (!st->executeStep() || st->getColumn(0).getString() != request.nid)
-                    return protocol_error("NOP-TASK-NOT-FOUND",
+                    return protocol_error(proto::code::kNopTaskNotFound,
                                           "Task '" + task_id + "' is not in inbox '" + request.nid + "'");
                 const std::string state = st->getColumn(1).getString();
                 if (is_terminal_task_state(state))
-                    return protocol_error("NOP-TASK-ALREADY-COMPLETED",
+                    return protocol_error(proto::code::kNopTaskAlreadyCompleted,
                                           "Task '" + task_id + "' is already " + state);
                 if (request.dedup_key && *request.dedup_key != st->getColumn(2).getString())
-                    return protocol_error("NOP-CLAIM-CONFLICT",
+                    return protocol_error(proto::code::kNopClaimConflict,
                                           "Task '" + task_id + "': dedup_key does not match the deposited task");
                 message_id = st->getColumn(3).getInt64();
                 message_state = st->getColumn(4).getString();

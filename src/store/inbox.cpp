@@ -5,6 +5,8 @@
 #include "nps/base/limits.hpp"
 #include "sqlite_store.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::store::detail {
 
 namespace {
@@ -76,9 +78,9 @@ Result<DepositResult> SqliteStore::deposit_locked(const DepositRequest& request,
             const std::string nid = st->getColumn(0).getString();
             const std::string frame_hash = st->getColumn(1).getString();
             if (nid != request.nid || frame_hash != request.frame_hash)
-                return protocol_error("NWP-TASK-ID-CONFLICT",
-                                      "Task '" + request.task_id + "' was already deposited into inbox '" +
-                                          nid + "' with a different frame");
+                return protocol_error(proto::code::kNwpTaskIdConflict, "Task '" + request.task_id +
+                                                                           "' was already deposited into inbox '" +
+                                                                           nid + "' with a different frame");
             DepositResult dup;
             dup.message = read_message(*st, 2);
             dup.message.payload = st->getColumn(2 + kMessageColumnCount).getString();
@@ -158,8 +160,9 @@ Result<void> SqliteStore::check_depth(const std::string& nid, std::int64_t max_d
     st->executeStep();
     const std::int64_t depth = st->getColumn(0).getInt64();
     if (depth >= max_depth)
-        return protocol_error("NWP-RATE-LIMIT-INBOX-FULL", "Inbox '" + nid + "' is full (" + std::to_string(depth) +
-                                                               " messages, limit " + std::to_string(max_depth) + ")");
+        return protocol_error(proto::code::kNwpRateLimitInboxFull, "Inbox '" + nid + "' is full (" +
+                                                                       std::to_string(depth) + " messages, limit " +
+                                                                       std::to_string(max_depth) + ")");
     return {};
 }
 
@@ -237,7 +240,7 @@ Result<void> SqliteStore::count_inbox_task(const std::string& nid, std::int64_t 
             count->executeStep();
             const std::int64_t inboxes = count->getColumn(0).getInt64();
             if (inboxes >= max_inboxes)
-                return protocol_error("NWP-RATE-LIMIT-INBOX-FULL",
+                return protocol_error(proto::code::kNwpRateLimitInboxFull,
                                       "No inbox for '" + nid + "': the runner already holds tasks of " +
                                           std::to_string(inboxes) + " NIDs, its limit ([inbox] max_inboxes " +
                                           std::to_string(max_inboxes) + ")");
@@ -304,8 +307,9 @@ Result<void> SqliteStore::ack(const std::string& nid, std::int64_t message_id)
                     notice->bindNoCopy(2, nid);
                     notice->bind(3, static_cast<std::int64_t>(now));
                     if (notice->exec() == 0)
-                        return protocol_error("NWP-INBOX-MESSAGE-NOT-FOUND", "Message " + std::to_string(message_id) +
-                                                                                 " is not in inbox '" + nid + "'");
+                        return protocol_error(proto::code::kNwpInboxMessageNotFound,
+                                              "Message " + std::to_string(message_id) + " is not in inbox '" + nid +
+                                                  "'");
                 }
             }
             txn.commit();

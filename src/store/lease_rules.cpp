@@ -2,6 +2,7 @@
 #include "lease_rules.hpp"
 
 #include "nps/base/time_format.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/store/types.hpp"
 
 namespace nps::store::detail {
@@ -21,20 +22,22 @@ Error lease_refusal(const std::string& task_id, const std::string& runner_nid, c
         why = "lease of '" + runner_nid + "' expired at " + format_rfc3339_ms(row.lease_expiry);
     else
         why = "is not leased by '" + runner_nid + "'";
-    return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' " + why);
+    return protocol_error(proto::code::kNopClaimConflict, "Task '" + task_id + "' " + why);
 }
 
 Error named_claim_refusal(const std::string& task_id, const std::string& nid, const LeaseRow& row, std::int64_t now)
 {
     if (row.queue != "queued")
-        return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' is no longer in inbox '" + nid + "'");
+        return protocol_error(proto::code::kNopTaskNotFound,
+                              "Task '" + task_id + "' is no longer in inbox '" + nid + "'");
     if (row.lease_expiry > now)
-        return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' is leased by '" + row.owner.value_or("") +
-                                                        "' until " + format_rfc3339_ms(row.lease_expiry));
+        return protocol_error(proto::code::kNopClaimConflict, "Task '" + task_id + "' is leased by '" +
+                                                                  row.owner.value_or("") + "' until " +
+                                                                  format_rfc3339_ms(row.lease_expiry));
     if (row.expires_at <= now)
-        return protocol_error("NOP-TASK-NOT-FOUND",
+        return protocol_error(proto::code::kNopTaskNotFound,
                               "Task '" + task_id + "' expired from inbox '" + nid + "' unclaimed");
-    return protocol_error("NOP-CLAIM-CONFLICT", "Task '" + task_id + "' is not claimable");
+    return protocol_error(proto::code::kNopClaimConflict, "Task '" + task_id + "' is not claimable");
 }
 
 }  // namespace nps::store::detail

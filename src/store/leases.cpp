@@ -9,6 +9,8 @@
 #include "lease_rules.hpp"
 #include "sqlite_store.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::store::detail {
 
 namespace {
@@ -37,7 +39,7 @@ Error SqliteStore::lease_error(std::int64_t now, const std::string& task_id, con
                   "SELECT state, lease_owner, lease_expiry FROM tasks WHERE task_id = ?1");
     st->bindNoCopy(1, task_id);
     if (!st->executeStep())
-        return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+        return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
     const std::string state = st->getColumn(0).getString();
     const std::optional<std::string> owner = optional_text(*st, 1);
     const std::int64_t expiry = st->getColumn(2).getInt64();

@@ -3,17 +3,20 @@
 
 #include "nps/base/limits.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::store::detail {
 
 Result<void> check_node_result(const NodeResult& result)
 {
     if (!is_valid_node_state(result.state))
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Node '" + result.node_id + "' of task '" + result.task_id +
-                                                            "': '" + result.state + "' is not a node state");
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "Node '" + result.node_id + "' of task '" +
+                                                                     result.task_id + "': '" + result.state +
+                                                                     "' is not a node state");
     if (result.result_json && result.result_json->size() > limits::kMaxNodeResultBytes)
-        return protocol_error("NWP-HTTP-PARAM-INVALID", "Node '" + result.node_id + "' of task '" + result.task_id +
-                                                            "': result exceeds " +
-                                                            std::to_string(limits::kMaxNodeResultBytes) + " bytes");
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
+                              "Node '" + result.node_id + "' of task '" + result.task_id + "': result exceeds " +
+                                  std::to_string(limits::kMaxNodeResultBytes) + " bytes");
     return {};
 }
 

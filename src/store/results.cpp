@@ -5,6 +5,8 @@
 #include "node_rules.hpp"
 #include "sqlite_store.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::store::detail {
 
 namespace {
@@ -45,9 +47,10 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                               "SELECT dedup_key, lease_owner, lease_expiry FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, result.task_id);
                 if (!st->executeStep())
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + result.task_id + "' does not exist");
+                    return protocol_error(proto::code::kNopTaskNotFound,
+                                          "Task '" + result.task_id + "' does not exist");
                 if (st->getColumn(0).getString() != result.dedup_key)
-                    return protocol_error("NOP-CLAIM-CONFLICT",
+                    return protocol_error(proto::code::kNopClaimConflict,
                                           "Task '" + result.task_id + "': dedup_key does not match the task");
                 if (result.runner_nid && result.fence != LeaseFence::none) {
                     const auto owner = optional_text(*st, 1);
@@ -76,7 +79,7 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                                                  (!result.result_json && saga_rank(result.state) >= 2);
                         if (state == result.state && optional_text(*st, 1) == result.error_code && same_result)
                             return RecordOutcome::duplicate;  // nothing to commit
-                        return protocol_error("NOP-TASK-ALREADY-COMPLETED",
+                        return protocol_error(proto::code::kNopTaskAlreadyCompleted,
                                               "Node '" + result.node_id + "' of task '" + result.task_id +
                                                   "' already ended " + state + " with a different result");
                     }

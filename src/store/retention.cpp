@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "sqlite_store.hpp"
 
 namespace nps::store::detail {
@@ -74,7 +75,7 @@ void SqliteStore::delete_tasks_locked(const std::vector<std::int64_t>& message_i
 Result<std::int64_t> SqliteStore::prune_tasks(const PruneRequest& request)
 {
     if (request.state && !is_terminal_task_state(*request.state))
-        return protocol_error("NWP-HTTP-PARAM-INVALID",
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
                               "state '" + *request.state + "' is not a finished state (COMPLETED, FAILED, CANCELLED)");
     const std::uint32_t limit = std::clamp<std::uint32_t>(request.limit, 1, kMaxPruneBatch);
     return guarded<std::int64_t>(
@@ -120,13 +121,13 @@ Result<void> SqliteStore::remove_task(const std::string& task_id)
                 auto st = use(remove_select_, "SELECT message_id, nid, state FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, task_id);
                 if (!st->executeStep())
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+                    return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
                 message_id = st->getColumn(0).getInt64();
                 nid = st->getColumn(1).getString();
                 state = st->getColumn(2).getString();
             }
             if (!is_terminal_task_state(state))
-                return protocol_error("NOP-TASK-NOT-FINISHED",
+                return protocol_error(proto::code::kNopTaskNotFinished,
                                       "Task '" + task_id + "' is " + state + "; cancel it before removing it");
             delete_tasks_locked({message_id}, {task_id}, {nid});
             txn.commit();

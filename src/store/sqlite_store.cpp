@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "nps/base/unique_fd.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/store/write_health.hpp"
 
 namespace nps::store {
@@ -233,7 +234,7 @@ Error SqliteStore::classify_failure(Error error, int sqlite_code) noexcept
         const bool full = primary == SQLITE_FULL;
         mark_write_failed(path_, (full ? "disk full writing '" : "I/O error on '") + path_ + "': " + error.message);
         if (full)
-            return protocol_error("NWP-STORE-DISK-FULL",
+            return protocol_error(proto::code::kNwpStoreDiskFull,
                                   error.message + " (the filesystem of '" + path_ +
                                       "' is full: nothing was changed; retry once space is freed)");
         return error;

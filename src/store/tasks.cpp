@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "sqlite_store.hpp"
 
 namespace nps::store::detail {
@@ -16,7 +17,7 @@ Result<TaskRecord> SqliteStore::task_locked(const std::string& task_id)
                   "JOIN frames f ON f.message_id = t.message_id WHERE t.task_id = ?1");
     st->bindNoCopy(1, task_id);
     if (!st->executeStep())
-        return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+        return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
     return read_task(*st, 0);
 }
 
@@ -92,7 +93,7 @@ Result<TaskRecord> SqliteStore::cancel(const std::string& task_id)
                     auto existing = task_locked(task_id);
                     if (!existing)
                         return std::move(existing).error();
-                    return protocol_error("NOP-TASK-ALREADY-COMPLETED",
+                    return protocol_error(proto::code::kNopTaskAlreadyCompleted,
                                           "Task '" + task_id + "' is already " + existing->state);
                 }
             }
@@ -124,7 +125,7 @@ Result<void> SqliteStore::append_event(const std::string& task_id, const std::st
                               "SELECT message_id, lease_owner, lease_expiry FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, task_id);
                 if (!st->executeStep())
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+                    return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
                 message_id = st->getColumn(0).getInt64();
                 if (lease_holder && (optional_text(*st, 1) != lease_holder || st->getColumn(2).getInt64() <= now))
                     return lease_error(now, task_id, *lease_holder);

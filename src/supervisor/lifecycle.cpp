@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/supervisor/lifecycle.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::supervisor {
 
 std::string_view to_string(KilledReason reason)
@@ -39,9 +41,9 @@ LifecycleDecision evaluate_lifecycle(const LifecycleInput& input)
 {
     const auto& limits = input.limits;
     if (limits.max_runtime && input.elapsed >= *limits.max_runtime)
-        return {NodeVerdict::failed, "NOP-RUNTIME-MAX-RUNTIME", KilledReason::max_runtime};
+        return {NodeVerdict::failed, proto::code::kNopRuntimeMaxRuntime, KilledReason::max_runtime};
     if (limits.idle_timeout && input.idle >= *limits.idle_timeout)
-        return {NodeVerdict::failed, "NOP-RUNTIME-IDLE-TIMEOUT", KilledReason::idle_timeout};
+        return {NodeVerdict::failed, proto::code::kNopRuntimeIdleTimeout, KilledReason::idle_timeout};
     switch (input.report) {
     case WorkerReport::done: return {NodeVerdict::completed, {}, KilledReason::none};
     case WorkerReport::failed: return {NodeVerdict::failed, {}, KilledReason::none};

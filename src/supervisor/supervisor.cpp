@@ -17,6 +17,8 @@
 #include "refilled_pool.hpp"
 #include "worker.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::supervisor {
 
 namespace {
@@ -180,7 +182,7 @@ void Supervisor::launch(std::unique_ptr<Worker> owned)
         return;
     const Error& error = spawned.error();
     Settlement failure{.state = WorkerState::failed,
-                       .error_code = "NOP-DELEGATE-REJECTED",
+                       .error_code = proto::code::kNopDelegateRejected,
                        .error_message = "the worker could not be started: " + error.describe(),
                        .retryable = transient(error.sys_errno),
                        .killed_reason = KilledReason::spawn_failed};
@@ -300,13 +302,13 @@ void Supervisor::cancel(WorkerId id, StopReason reason)
         *timer = loop_.defer([this, w, reason, timer] {
             std::erase(pending_, *timer);
             if (reason == StopReason::shutdown)
-                w->settlement = Settlement{.error_code = "NPS-SERVER-UNAVAILABLE",
+                w->settlement = Settlement{.error_code = proto::code::kNpsServerUnavailable,
                                            .error_message = "the runner shut down before the worker started",
                                            .retryable = true,
                                            .killed_reason = KilledReason::shutdown};
             else
                 w->settlement = Settlement{.state = WorkerState::cancelled,
-                                           .error_code = "NOP-TASK-CANCELLED",
+                                           .error_code = proto::code::kNopTaskCancelled,
                                            .error_message = "cancelled before the worker started"};
             w->exited = true;
             WorkerOutcome outcome = build_outcome(*w, std::nullopt);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "nps/proto/error_codes.hpp"
 #include "nps/supervisor/supervisor.hpp"
 #include "refilled_pool.hpp"
 #include "worker.hpp"
@@ -218,19 +219,19 @@ WorkerOutcome Supervisor::build_outcome(Worker& w, const std::optional<sandbox::
     if (w.settlement) {
         s = *w.settlement;
     } else if (w.stop_reason == StopReason::shutdown) {
-        s = {.error_code = "NPS-SERVER-UNAVAILABLE",
+        s = {.error_code = proto::code::kNpsServerUnavailable,
              .error_message = "the runner shut down while the worker ran",
              .retryable = true,
              .killed_reason = KilledReason::shutdown};
     } else if (w.stop_reason == StopReason::cancelled) {
         const bool forced = w.stop_stage == StopStage::term_sent || w.stop_stage == StopStage::kill_sent;
         s = {.state = WorkerState::cancelled,
-             .error_code = "NOP-TASK-CANCELLED",
+             .error_code = proto::code::kNopTaskCancelled,
              .error_message = forced ? "cancelled; the worker did not stop on the cancel frame and was signalled"
                                      : "cancelled; the worker exited without a final frame",
              .killed_reason = forced ? KilledReason::signal : KilledReason::none};
     } else if (!status) {
-        s = {.error_code = "NOP-DELEGATE-REJECTED", .error_message = "the worker's exit status is unknown"};
+        s = {.error_code = proto::code::kNopDelegateRejected, .error_message = "the worker's exit status is unknown"};
     } else {
         // The worker ended on its own. A plain command's exit is its report.
         const bool clean = status->exited && status->code == 0;
@@ -246,20 +247,20 @@ WorkerOutcome Supervisor::build_outcome(Worker& w, const std::optional<sandbox::
         } else if (clean && o.frames == 0) {
             s = {.state = WorkerState::completed, .result_json = "{\"exit_code\":0}"};
         } else if (clean) {
-            s = {.error_code = "NOP-DELEGATE-REJECTED",
+            s = {.error_code = proto::code::kNopDelegateRejected,
                  .error_message = "the worker exited with status 0 after " + std::to_string(o.frames) +
                                   " frame(s) but no final frame"};
         } else if (o.oom_killed) {
-            s = {.error_code = "NOP-RESOURCE-INSUFFICIENT",
+            s = {.error_code = proto::code::kNopResourceInsufficient,
                  .error_message = "the kernel's OOM killer killed a process of the worker: it reached its memory limit",
                  .killed_reason = KilledReason::oom};
         } else if (status->exited) {
-            s = {.error_code = "NOP-DELEGATE-REJECTED",
+            s = {.error_code = proto::code::kNopDelegateRejected,
                  .error_message = "the worker exited with status " + std::to_string(status->code),
                  .retryable = true,
                  .killed_reason = KilledReason::exit_status};
         } else {
-            s = {.error_code = "NOP-DELEGATE-REJECTED",
+            s = {.error_code = proto::code::kNopDelegateRejected,
                  .error_message = "the worker was killed by " + signal_name(status->signal),
                  .retryable = true,
                  .killed_reason = KilledReason::signal};

@@ -38,10 +38,11 @@
 #include <vector>
 
 #include "nps/base/result.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::spawn {
 
-inline constexpr const char* kSpawnSpecInvalid = "NOP-SPAWN-SPEC-INVALID";
+inline constexpr const char* kSpawnSpecInvalid = proto::code::kNopSpawnSpecInvalid;
 
 struct SpawnSpec {
     std::string image;                          // OCI reference, as written

@@ -17,16 +17,17 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
+#include "nps/proto/error_codes.hpp"
 
 namespace nps::supervisor {
 
 inline constexpr std::string_view kProtocolName = "ndjson-v1";
 
 // Codes of protocol violations (docs/errors.md; the first is ours).
-inline constexpr std::string_view kFrameInvalid = "NOP-STREAM-FRAME-INVALID";
-inline constexpr std::string_view kFrameTooLarge = "NCP-FRAME-PAYLOAD-TOO-LARGE";
-inline constexpr std::string_view kSeqGap = "NOP-STREAM-SEQ-GAP";
-inline constexpr std::string_view kNidMismatch = "NOP-STREAM-NID-MISMATCH";
+inline constexpr std::string_view kFrameInvalid = proto::code::kNopStreamFrameInvalid;
+inline constexpr std::string_view kFrameTooLarge = proto::code::kNcpFramePayloadTooLarge;
+inline constexpr std::string_view kSeqGap = proto::code::kNopStreamSeqGap;
+inline constexpr std::string_view kNidMismatch = proto::code::kNopStreamNidMismatch;
 
 // Whom a worker works for, read from its DelegateFrame.
 struct Assignment {

@@ -7,6 +7,8 @@
 // write replaces.
 #include "pg_store.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::store::pg {
 
 namespace {
@@ -85,14 +87,16 @@ Result<Announce> PostgresStore::resolve_announce(const std::string& nid)
             p.text(nid);
             const Rows rows = conn().query(kGet, p);
             if (rows.empty())
-                return protocol_error("NDP-RESOLVE-NOT-FOUND", "No announce for '" + nid + "'");
+                return protocol_error(proto::code::kNdpResolveNotFound, "No announce for '" + nid + "'");
             Announce a = read_announce(rows, 0);
             if (a.ttl_seconds && *a.ttl_seconds == 0)
-                return protocol_error("NDP-RESOLVE-NOT-FOUND", "'" + nid + "' announced itself offline (ttl 0)");
+                return protocol_error(proto::code::kNdpResolveNotFound,
+                                      "'" + nid + "' announced itself offline (ttl 0)");
             if (a.ttl_seconds &&
                 a.announced_at_ms + static_cast<std::int64_t>(*a.ttl_seconds) * 1000 <= now_ms())
-                return protocol_error("NDP-RESOLVE-STALE", "The announce of '" + nid + "' is older than its ttl of " +
-                                                               std::to_string(*a.ttl_seconds) + " s");
+                return protocol_error(proto::code::kNdpResolveStale, "The announce of '" + nid +
+                                                                         "' is older than its ttl of " +
+                                                                         std::to_string(*a.ttl_seconds) + " s");
             return a;
         });
 }
@@ -120,7 +124,7 @@ Result<void> PostgresStore::remove_announce(const std::string& nid)
             Params p;
             p.text(nid);
             if (w.conn().query(kRemove, p).affected() == 0)
-                return protocol_error("NDP-RESOLVE-NOT-FOUND", "No announce for '" + nid + "'");
+                return protocol_error(proto::code::kNdpResolveNotFound, "No announce for '" + nid + "'");
             w.commit();
             return {};
         });

@@ -25,6 +25,7 @@
 #include <algorithm>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/store/write_health.hpp"
 #include "../lease_rules.hpp"
 #include "pg_store.hpp"
@@ -188,14 +189,14 @@ Result<std::optional<Lease>> PostgresStore::claim(const ClaimRequest& request)
                 p.text(task_id);
                 const Rows rows = conn.query(kClaimTaskLookupSql, p);
                 if (rows.empty() || rows.text(0, 0) != request.nid)
-                    return protocol_error("NOP-TASK-NOT-FOUND",
+                    return protocol_error(proto::code::kNopTaskNotFound,
                                           "Task '" + task_id + "' is not in inbox '" + request.nid + "'");
                 const std::string state = rows.text(0, 1);
                 if (is_terminal_task_state(state))
-                    return protocol_error("NOP-TASK-ALREADY-COMPLETED",
+                    return protocol_error(proto::code::kNopTaskAlreadyCompleted,
                                           "Task '" + task_id + "' is already " + state);
                 if (request.dedup_key && *request.dedup_key != rows.text(0, 2))
-                    return protocol_error("NOP-CLAIM-CONFLICT",
+                    return protocol_error(proto::code::kNopClaimConflict,
                                           "Task '" + task_id + "': dedup_key does not match the deposited task");
                 message_id = rows.integer(0, 3);
                 message_state = rows.text(0, 4);

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -127,8 +128,9 @@ Result<void> check_depth(Connection& conn, const std::string& nid, std::int64_t 
     const Rows rows = conn.query(kDepthSql, p);
     const std::int64_t depth = rows.integer(0, 0);
     if (depth >= max_depth)
-        return protocol_error("NWP-RATE-LIMIT-INBOX-FULL", "Inbox '" + nid + "' is full (" + std::to_string(depth) +
-                                                               " messages, limit " + std::to_string(max_depth) + ")");
+        return protocol_error(proto::code::kNwpRateLimitInboxFull, "Inbox '" + nid + "' is full (" +
+                                                                       std::to_string(depth) + " messages, limit " +
+                                                                       std::to_string(max_depth) + ")");
     return {};
 }
 
@@ -147,7 +149,7 @@ Result<void> count_inbox_task(Connection& conn, const std::string& nid, std::int
             const Rows count = conn.query(kInboxCountSql, known);
             const std::int64_t inboxes = count.integer(0, 0);
             if (!count.boolean(0, 1) && inboxes >= max_inboxes)
-                return protocol_error("NWP-RATE-LIMIT-INBOX-FULL",
+                return protocol_error(proto::code::kNwpRateLimitInboxFull,
                                       "No inbox for '" + nid + "': the runner already holds tasks of " +
                                           std::to_string(inboxes) + " NIDs, its limit ([inbox] max_inboxes " +
                                           std::to_string(max_inboxes) + ")");
@@ -182,9 +184,9 @@ Result<DepositResult> existing_deposit(const DepositRequest& request, const Rows
     const std::string nid = rows.text(0, 0);
     const std::string frame_hash = rows.text(0, 1);
     if (nid != request.nid || frame_hash != request.frame_hash)
-        return protocol_error("NWP-TASK-ID-CONFLICT", "Task '" + request.task_id +
-                                                          "' was already deposited into inbox '" + nid +
-                                                          "' with a different frame");
+        return protocol_error(proto::code::kNwpTaskIdConflict, "Task '" + request.task_id +
+                                                                   "' was already deposited into inbox '" + nid +
+                                                                   "' with a different frame");
     DepositResult dup;
     dup.message = read_message(rows, 0, 2);
     dup.message.payload = rows.bytes(0, 2 + kMessageColumnCount);
@@ -363,7 +365,7 @@ Result<void> PostgresStore::ack(const std::string& nid, std::int64_t message_id)
             Params p;
             p.integer(message_id).text(nid).integer(w.now());
             if (conn.query(kAckSql, p).empty() && conn.query(kNoticeAckSql, p).affected() == 0)
-                return protocol_error("NWP-INBOX-MESSAGE-NOT-FOUND",
+                return protocol_error(proto::code::kNwpInboxMessageNotFound,
                                       "Message " + std::to_string(message_id) + " is not in inbox '" + nid + "'");
             w.commit();
             return {};

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "../lease_rules.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "nps/store/write_health.hpp"
 #include "pg_store.hpp"
 
@@ -130,7 +131,7 @@ Error PostgresStore::lease_error(Connection& conn, std::int64_t now, const std::
     p.text(task_id);
     const Rows rows = conn.query(kLeaseStateSql, p);
     if (rows.empty())
-        return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+        return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
     const std::string state = rows.text(0, 0);
     const std::optional<std::string> owner = rows.optional_text(0, 1);
     const std::int64_t expiry = rows.integer(0, 2);

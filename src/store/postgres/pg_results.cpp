@@ -7,6 +7,8 @@
 #include "../node_rules.hpp"
 #include "pg_store.hpp"
 
+#include "nps/proto/error_codes.hpp"
+
 namespace nps::store::pg {
 
 namespace {
@@ -73,9 +75,10 @@ Result<RecordOutcome> PostgresStore::record_node_result(const NodeResult& result
                 p.text(result.task_id);
                 const Rows task = c.query(kLockTask, p);
                 if (task.empty())
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + result.task_id + "' does not exist");
+                    return protocol_error(proto::code::kNopTaskNotFound,
+                                          "Task '" + result.task_id + "' does not exist");
                 if (task.text(0, 0) != result.dedup_key)
-                    return protocol_error("NOP-CLAIM-CONFLICT",
+                    return protocol_error(proto::code::kNopClaimConflict,
                                           "Task '" + result.task_id + "': dedup_key does not match the task");
                 if (result.runner_nid && result.fence != LeaseFence::none) {
                     const auto owner = task.optional_text(0, 1);
@@ -101,7 +104,7 @@ Result<RecordOutcome> PostgresStore::record_node_result(const NodeResult& result
                                                  (!result.result_json && detail::saga_rank(result.state) >= 2);
                         if (state == result.state && found.optional_text(0, 1) == result.error_code && same_result)
                             return RecordOutcome::duplicate;  // nothing to commit
-                        return protocol_error("NOP-TASK-ALREADY-COMPLETED",
+                        return protocol_error(proto::code::kNopTaskAlreadyCompleted,
                                               "Node '" + result.node_id + "' of task '" + result.task_id +
                                                   "' already ended " + state + " with a different result");
                     }

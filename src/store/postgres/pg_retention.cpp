@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -137,7 +138,7 @@ Result<std::int64_t> PostgresStore::expire_results(std::uint32_t max_tasks)
 Result<std::int64_t> PostgresStore::prune_tasks(const PruneRequest& request)
 {
     if (request.state && !is_terminal_task_state(*request.state))
-        return protocol_error("NWP-HTTP-PARAM-INVALID",
+        return protocol_error(proto::code::kNwpHttpParamInvalid,
                               "state '" + *request.state + "' is not a finished state (COMPLETED, FAILED, CANCELLED)");
     const std::uint32_t limit = std::clamp<std::uint32_t>(request.limit, 1, kMaxPruneBatch);
     return guarded<std::int64_t>(
@@ -193,13 +194,13 @@ Result<void> PostgresStore::remove_task(const std::string& task_id)
                 p.text(task_id);
                 const Rows rows = w.conn().query(kRemoveSelect, p);
                 if (rows.empty())
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+                    return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
                 message_id = rows.integer(0, 0);
                 nid = rows.text(0, 1);
                 state = rows.text(0, 2);
             }
             if (!is_terminal_task_state(state))
-                return protocol_error("NOP-TASK-NOT-FINISHED",
+                return protocol_error(proto::code::kNopTaskNotFinished,
                                       "Task '" + task_id + "' is " + state + "; cancel it before removing it");
             delete_tasks_locked(w.conn(), {message_id}, {task_id}, {nid});
             w.commit();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "nps/proto/error_codes.hpp"
 #include "nps/store/write_health.hpp"
 
 namespace nps::store::pg {
@@ -120,7 +121,7 @@ Error PostgresStore::classify_failure(Error error, const PgFailure& e) noexcept
         if (e.sqlstate() == kDiskFull) {
             mark_write_failed("", "the PostgreSQL store's disk is full: " +
                                                               std::string(e.what()));
-            return protocol_error("NWP-STORE-DISK-FULL",
+            return protocol_error(proto::code::kNwpStoreDiskFull,
                                   error.message + " (the database server's disk is full: nothing was changed; "
                                                   "retry once space is freed)");
         }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/error_codes.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -71,7 +72,7 @@ Result<TaskRecord> PostgresStore::task(const std::string& task_id)
                                    p.text(task_id);
                                    const Rows rows = conn().query(kGetTask, p);
                                    if (rows.empty())
-                                       return protocol_error("NOP-TASK-NOT-FOUND",
+                                       return protocol_error(proto::code::kNopTaskNotFound,
                                                              "Task '" + task_id + "' does not exist");
                                    return read_task(rows, 0, 0);
                                });
@@ -125,16 +126,18 @@ Result<TaskRecord> PostgresStore::cancel(const std::string& task_id)
                 p.text(task_id);
                 const Rows locked = c.query(kLockTaskState, p);
                 if (locked.empty())
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+                    return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
                 const std::string state = locked.text(0, 0);
                 if (is_terminal_task_state(state))
-                    return protocol_error("NOP-TASK-ALREADY-COMPLETED", "Task '" + task_id + "' is already " + state);
+                    return protocol_error(proto::code::kNopTaskAlreadyCompleted,
+                                          "Task '" + task_id + "' is already " + state);
             }
             Params p;
             p.text(task_id).integer(w.now());
             const Rows rows = c.query(kCancelTask, p);
             if (rows.empty())  // cannot happen under the row lock; answer as SQLite would
-                return protocol_error("NOP-TASK-ALREADY-COMPLETED", "Task '" + task_id + "' is already finished");
+                return protocol_error(proto::code::kNopTaskAlreadyCompleted,
+                                      "Task '" + task_id + "' is already finished");
             TaskRecord record = read_task(rows, 0, 0);
             w.commit();
             return record;
@@ -165,7 +168,7 @@ Result<void> PostgresStore::append_event(const std::string& task_id, const std::
                 p.text(task_id);
                 const Rows rows = c.query(kLockTaskLease, p);
                 if (rows.empty())
-                    return protocol_error("NOP-TASK-NOT-FOUND", "Task '" + task_id + "' does not exist");
+                    return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
                 message_id = rows.integer(0, 0);
                 if (lease_holder && (rows.optional_text(0, 1) != lease_holder || rows.integer(0, 2) <= now))
                     return lease_error(c, now, task_id, *lease_holder);

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "../../../src/image/diff_id.hpp"
-#include "../../../src/image/entry_path.hpp"
+#include "../../../src/image/unpack/diff_id.hpp"
+#include "../../../src/image/unpack/entry_path.hpp"
 #include "nps/image/layer_unpack.hpp"
 
 using nps::image::Compression;

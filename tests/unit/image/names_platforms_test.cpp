@@ -2,7 +2,7 @@
 // Image names, digests, platforms and the choice of a platform.
 #include <doctest/doctest.h>
 
-#include "../../../src/image/import_source.hpp"
+#include "../../../src/image/import/import_source.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/media_types.hpp"
 #include "nps/image/platform.hpp"

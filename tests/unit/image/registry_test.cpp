@@ -3,7 +3,7 @@
 // token answers and Retry-After.
 #include <doctest/doctest.h>
 
-#include "../../../src/image/registry_http.hpp"
+#include "../../../src/image/registry/registry_http.hpp"
 #include "nps/image/registry.hpp"
 #include "nps/image/registry_auth.hpp"
 

@@ -2,7 +2,7 @@
 // The last step shared by import and pull: small blobs in, records in one
 // transaction. Kept in one place so that an imported and a pulled image
 // are recorded identically.
-#include "image_db.hpp"
+#include "../store/image_db.hpp"
 #include "import_plan.hpp"
 #include "nps/image/content_digest.hpp"
 

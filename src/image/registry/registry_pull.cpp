@@ -7,8 +7,8 @@
 #include <optional>
 #include <set>
 
-#include "image_db.hpp"
-#include "import_plan.hpp"
+#include "../store/image_db.hpp"
+#include "../import/import_plan.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/image_store.hpp"

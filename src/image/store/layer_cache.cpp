@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "diff_id.hpp"
+#include "../unpack/diff_id.hpp"
 #include "nps/base/digest.hpp"
 #include "layer_lock.hpp"
 #include "remove_tree.hpp"

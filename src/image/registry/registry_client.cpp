@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "json_document.hpp"
+#include "../format/json_document.hpp"
 #include "nps/base/ascii.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/limits.hpp"

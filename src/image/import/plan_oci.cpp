@@ -6,7 +6,7 @@
 #include <map>
 
 #include "import_plan.hpp"
-#include "json_document.hpp"
+#include "../format/json_document.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/media_types.hpp"

@@ -8,7 +8,7 @@
 #include <map>
 #include <vector>
 
-#include "image_db.hpp"
+#include "../store/image_db.hpp"
 #include "import_plan.hpp"
 #include "import_source.hpp"
 #include "nps/image/blob_store.hpp"

@@ -3,7 +3,7 @@
 // layer.tar members. The archive has no manifest blob; the import builds an
 // OCI manifest for each image after copying its layers (import.cpp).
 #include "import_plan.hpp"
-#include "json_document.hpp"
+#include "../format/json_document.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/media_types.hpp"

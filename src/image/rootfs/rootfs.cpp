@@ -14,7 +14,7 @@
 #include "nps/base/unique_fd.hpp"
 #include "idmapped_layers.hpp"
 #include "overlay_mount.hpp"
-#include "remove_tree.hpp"
+#include "../store/remove_tree.hpp"
 
 namespace nps::image {
 

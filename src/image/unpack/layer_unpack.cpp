@@ -3,12 +3,14 @@
 
 #include <unistd.h>
 
+#include <string>
+
 #include "confined_dir.hpp"
 #include "diff_id.hpp"
 #include "entry_path.hpp"
 #include "entry_writer.hpp"
 #include "layer_stream.hpp"
-#include "remove_tree.hpp"
+#include "../store/remove_tree.hpp"
 
 namespace nps::image {
 
@@ -58,6 +60,13 @@ Result<UnpackStats> extract(const LayerUnpackRequest& request, const std::string
 }
 
 }  // namespace
+
+Result<Compression> compression_for_media_type(std::string_view media_type)
+{
+    if (auto compression = media_type::layer_compression(media_type))
+        return *compression;
+    return internal_error("Unsupported layer media type '" + std::string(media_type) + "'");
+}
 
 Result<UnpackStats> unpack_layer(const LayerUnpackRequest& request)
 {

@@ -4,7 +4,7 @@
 
 #include <cctype>
 
-#include "json_document.hpp"
+#include "../format/json_document.hpp"
 #include "nps/base/ascii.hpp"
 #include "nps/base/limits.hpp"
 
