@@ -13,6 +13,7 @@
 #include "nps/base/time_format.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/runtime_failure.hpp"
 
 namespace nps::executor {
 
@@ -23,12 +24,14 @@ namespace {
 constexpr std::chrono::seconds kProgressInterval{1};
 constexpr std::size_t kMaxProgressEventBytes = 4096;
 
-nop::AttemptOutcome failure(const Error& error, bool retryable)
+// Retryable only when the error is a runtime failure that says so
+// (proto/runtime_failure.hpp).
+nop::AttemptOutcome failure(const Error& error)
 {
     return {.status = nop::AttemptStatus::failure,
             .error_code = error.code.empty() ? proto::code::kNpsServerInternal : error.code,
             .error_message = error.describe(),
-            .retryable = retryable};
+            .retryable = error.retryable};
 }
 
 nop::AttemptOutcome from_worker(const supervisor::WorkerOutcome& o)
@@ -246,8 +249,7 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
 void TaskExecution::prepared_for(const std::string& node_id, std::uint64_t serial, Prepared prepared)
 {
     if (!prepared) {
-        const Error& error = prepared.error();
-        finish_attempt(node_id, serial, failure(error, error.code == kImageUnavailable));
+        finish_attempt(node_id, serial, failure(prepared.error()));
         return;
     }
     launch(node_id, serial, std::move(*prepared));
@@ -265,7 +267,7 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     if (it == slots_.end() || it->second->serial != serial || abandoned_ || it->second->stop_requested) {
         finish_attempt(
             node_id, serial,
-            failure(protocol_error(proto::code::kNopTaskCancelled, "stopped before the worker started"), false));
+            failure(protocol_error(proto::code::kNopTaskCancelled, "stopped before the worker started")));
         return;
     }
     Slot& slot = *it->second;
@@ -286,10 +288,9 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
         auto netns = ctx_.netns_pool->take();
         if (!netns) {
             finish_attempt(node_id, serial,
-                           failure(protocol_error(proto::code::kNopResourceInsufficient,
-                                                  "Failed to make the network namespace of task '" + task_id() +
-                                                      "': " + netns.error().describe()),
-                                   true));
+                           failure(proto::runtime_failure(proto::RuntimeFailure::sandbox_unavailable,
+                                                          "Failed to make the network namespace of task '" +
+                                                              task_id() + "': " + netns.error().describe())));
             return;
         }
         netns_.emplace(std::move(*netns));
@@ -342,9 +343,9 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
     if (!id) {
         finish_attempt(
             node_id, serial,
-            failure(protocol_error(proto::code::kNopResourceInsufficient,
-                                   "Failed to start the worker of node '" + node_id + "': " + id.error().describe()),
-                    true));
+            failure(proto::runtime_failure(proto::RuntimeFailure::sandbox_unavailable,
+                                           "Failed to start the worker of node '" + node_id +
+                                               "': " + id.error().describe())));
         return;
     }
     slot.worker = *id;

@@ -12,9 +12,10 @@ namespace nps::executor {
 
 namespace {
 
-Error unavailable(const std::string& what, const Error& cause)
+Error unavailable(const std::string& what, const Error& cause,
+                  proto::RuntimeFailure failure = proto::RuntimeFailure::image_unavailable)
 {
-    return protocol_error(kImageUnavailable, what + ": " + cause.describe());
+    return proto::runtime_failure(failure, what + ": " + cause.describe());
 }
 
 }  // namespace
@@ -108,7 +109,8 @@ Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& cont
     if (userns) {
         auto lease = userns->acquire();
         if (!lease)
-            return unavailable("Failed to give the worker a user namespace", lease.error());
+            return unavailable("Failed to give the worker a user namespace", lease.error(),
+                               proto::RuntimeFailure::sandbox_unavailable);
         prepared->userns.emplace(std::move(*lease));
         const sandbox::UserNamespace ns = prepared->userns->spec();
         request.userns_fd = ns.fd;

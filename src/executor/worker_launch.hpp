@@ -8,9 +8,9 @@
 //   → argv, environment, working directory and ids (image/image_process.hpp).
 // Failures carry the code the node fails with (docs/executor.md):
 // NOP-SPAWN-SPEC-INVALID for anything about the agent or its SpawnSpec (not
-// retryable) — a limit above the operator's ceilings included —,
-// NOP-RESOURCE-INSUFFICIENT when the image is neither present nor pullable
-// or the rootfs cannot be made (retryable).
+// retryable) — a limit above the operator's ceilings included —, and the
+// runtime failure image_unavailable (proto/runtime_failure.hpp: retryable)
+// when the image is neither present nor pullable or the rootfs cannot be made.
 #pragma once
 
 #include <memory>
@@ -24,13 +24,11 @@
 #include "nps/image/image_process.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/worker_rootfs.hpp"
-#include "nps/proto/error_codes.hpp"
+#include "nps/proto/runtime_failure.hpp"
 #include "nps/sandbox/userns.hpp"
 #include "nps/spawn/resolver.hpp"
 
 namespace nps::executor {
-
-inline constexpr const char* kImageUnavailable = proto::code::kNopResourceInsufficient;
 
 struct PreparedWorker {
     spawn::Resolution resolution;

@@ -6,6 +6,7 @@
 #include "nps/nop/backoff.hpp"
 #include "nps/nop/input_mapping.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/runtime_failure.hpp"
 #include "task_run_state.hpp"
 
 namespace nps::nop {
@@ -230,11 +231,11 @@ void TaskRun::State::deadline_expired(std::size_t i, std::uint64_t gen)
     stop_attempt(i);
     const AttemptOutcome timeout{
         .status = AttemptStatus::failure,
-        .error_code = kDelegateTimeout,
+        .error_code = proto::describe(proto::RuntimeFailure::deadline).code,
         .error_message = std::string(compensation ? "compensation attempt " : "attempt ") + std::to_string(number) +
                          " of node '" + id(i) + "' exceeded its deadline of " + std::to_string(n.timeout.count()) +
                          " ms",
-        .retryable = true,
+        .retryable = proto::describe(proto::RuntimeFailure::deadline).retryable,
     };
     if (compensation)
         take_compensation_outcome(i, timeout);

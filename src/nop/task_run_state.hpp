@@ -141,6 +141,5 @@ struct TaskRun::State {
 
 inline constexpr const char* kTaskCancelled = proto::code::kNopTaskCancelled;
 inline constexpr const char* kTaskTimeout = proto::code::kNopTaskTimeout;
-inline constexpr const char* kDelegateTimeout = proto::code::kNopDelegateTimeout;
 
 }  // namespace nps::nop

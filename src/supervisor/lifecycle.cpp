@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/supervisor/lifecycle.hpp"
 
-#include "nps/proto/error_codes.hpp"
+#include "nps/proto/runtime_failure.hpp"
 
 namespace nps::supervisor {
 
@@ -41,9 +41,11 @@ LifecycleDecision evaluate_lifecycle(const LifecycleInput& input)
 {
     const auto& limits = input.limits;
     if (limits.max_runtime && input.elapsed >= *limits.max_runtime)
-        return {NodeVerdict::failed, proto::code::kNopRuntimeMaxRuntime, KilledReason::max_runtime};
+        return {NodeVerdict::failed, proto::describe(proto::RuntimeFailure::max_runtime).code,
+                KilledReason::max_runtime};
     if (limits.idle_timeout && input.idle >= *limits.idle_timeout)
-        return {NodeVerdict::failed, proto::code::kNopRuntimeIdleTimeout, KilledReason::idle_timeout};
+        return {NodeVerdict::failed, proto::describe(proto::RuntimeFailure::idle_timeout).code,
+                KilledReason::idle_timeout};
     switch (input.report) {
     case WorkerReport::done: return {NodeVerdict::completed, {}, KilledReason::none};
     case WorkerReport::failed: return {NodeVerdict::failed, {}, KilledReason::none};

@@ -53,6 +53,8 @@ Result<Pipe> make_pipe(const char* what)
     return p;
 }
 
+// The kernel refused the worker for want of a resource that may free up:
+// RuntimeFailure::spawn_transient (retryable), else spawn_refused.
 bool transient(int err)
 {
     return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE || err == ENOSPC || err == EBUSY;
@@ -181,12 +183,9 @@ void Supervisor::launch(std::unique_ptr<Worker> owned)
     if (spawned)
         return;
     const Error& error = spawned.error();
-    Settlement failure{.state = WorkerState::failed,
-                       .error_code = proto::code::kNopDelegateRejected,
-                       .error_message = "the worker could not be started: " + error.describe(),
-                       .retryable = transient(error.sys_errno),
-                       .killed_reason = KilledReason::spawn_failed};
-    w.settlement = failure;
+    w.settlement = runtime_settlement(
+        transient(error.sys_errno) ? proto::RuntimeFailure::spawn_transient : proto::RuntimeFailure::spawn_refused,
+        "the worker could not be started: " + error.describe(), KilledReason::spawn_failed);
     w.exited = true;
     WorkerOutcome outcome = build_outcome(w, std::nullopt);
     release(w);
@@ -302,10 +301,9 @@ void Supervisor::cancel(WorkerId id, StopReason reason)
         *timer = loop_.defer([this, w, reason, timer] {
             std::erase(pending_, *timer);
             if (reason == StopReason::shutdown)
-                w->settlement = Settlement{.error_code = proto::code::kNpsServerUnavailable,
-                                           .error_message = "the runner shut down before the worker started",
-                                           .retryable = true,
-                                           .killed_reason = KilledReason::shutdown};
+                w->settlement = runtime_settlement(proto::RuntimeFailure::shutdown,
+                                                   "the runner shut down before the worker started",
+                                                   KilledReason::shutdown);
             else
                 w->settlement = Settlement{.state = WorkerState::cancelled,
                                            .error_code = proto::code::kNopTaskCancelled,

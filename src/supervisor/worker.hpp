@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nps/base/unique_fd.hpp"
+#include "nps/proto/runtime_failure.hpp"
 #include "nps/sandbox/child.hpp"
 #include "nps/supervisor/supervisor.hpp"
 #include "nps/supervisor/worker_protocol.hpp"
@@ -24,6 +25,11 @@ struct Settlement {
     bool retryable = false;
     KilledReason killed_reason = KilledReason::none;
 };
+
+// A failure the runner decided, with the code and retryability of its kind
+// (proto/runtime_failure.hpp, the one place that decides them).
+Settlement runtime_settlement(proto::RuntimeFailure failure, std::string message,
+                              KilledReason reason = KilledReason::none);
 
 enum class StopStage { none, frame_sent, term_sent, kill_sent };
 

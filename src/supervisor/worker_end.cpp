@@ -30,6 +30,15 @@ std::string signal_name(int sig)
 
 }  // namespace
 
+Settlement runtime_settlement(proto::RuntimeFailure failure, std::string message, KilledReason reason)
+{
+    const proto::RuntimeFailureInfo info = proto::describe(failure);
+    return {.error_code = info.code,
+            .error_message = std::move(message),
+            .retryable = info.retryable,
+            .killed_reason = reason};
+}
+
 LifecycleInput Supervisor::lifecycle_now(const Worker& w, WorkerReport report) const
 {
     const auto now = event::EventLoop::now();
@@ -70,24 +79,23 @@ void Supervisor::on_max_runtime(Worker& w)
 
 void Supervisor::settle_breach(Worker& w, const LifecycleDecision& decision)
 {
-    std::string message;
     if (decision.killed_reason == KilledReason::max_runtime)
-        message = "the worker ran longer than its maximum runtime of " + millis(*w.limits.max_runtime);
+        w.settlement = runtime_settlement(proto::RuntimeFailure::max_runtime,
+                                          "the worker ran longer than its maximum runtime of " +
+                                              millis(*w.limits.max_runtime),
+                                          decision.killed_reason);
     else
-        message = "the worker wrote nothing to stdout or stderr for its idle timeout of " +
-                  millis(*w.limits.idle_timeout);
-    w.settlement = Settlement{.error_code = std::string(decision.error_code),
-                              .error_message = std::move(message),
-                              .retryable = true,
-                              .killed_reason = decision.killed_reason};
+        w.settlement = runtime_settlement(proto::RuntimeFailure::idle_timeout,
+                                          "the worker wrote nothing to stdout or stderr for its idle timeout of " +
+                                              millis(*w.limits.idle_timeout),
+                                          decision.killed_reason);
     kill_now(w);
 }
 
 void Supervisor::settle_violation(Worker& w, const Error& error)
 {
-    w.settlement = Settlement{.error_code = error.code,
-                              .error_message = "protocol violation: " + error.message,
-                              .retryable = false};
+    w.settlement = runtime_settlement(proto::RuntimeFailure::protocol_violation, "protocol violation: " + error.message);
+    w.settlement->error_code = error.code;  // the violation's own code
     kill_now(w);
 }
 
@@ -219,10 +227,8 @@ WorkerOutcome Supervisor::build_outcome(Worker& w, const std::optional<sandbox::
     if (w.settlement) {
         s = *w.settlement;
     } else if (w.stop_reason == StopReason::shutdown) {
-        s = {.error_code = proto::code::kNpsServerUnavailable,
-             .error_message = "the runner shut down while the worker ran",
-             .retryable = true,
-             .killed_reason = KilledReason::shutdown};
+        s = runtime_settlement(proto::RuntimeFailure::shutdown, "the runner shut down while the worker ran",
+                               KilledReason::shutdown);
     } else if (w.stop_reason == StopReason::cancelled) {
         const bool forced = w.stop_stage == StopStage::term_sent || w.stop_stage == StopStage::kill_sent;
         s = {.state = WorkerState::cancelled,
@@ -231,39 +237,36 @@ WorkerOutcome Supervisor::build_outcome(Worker& w, const std::optional<sandbox::
                                      : "cancelled; the worker exited without a final frame",
              .killed_reason = forced ? KilledReason::signal : KilledReason::none};
     } else if (!status) {
-        s = {.error_code = proto::code::kNopDelegateRejected, .error_message = "the worker's exit status is unknown"};
+        s = runtime_settlement(proto::RuntimeFailure::status_unknown, "the worker's exit status is unknown");
     } else {
         // The worker ended on its own. A plain command's exit is its report.
         const bool clean = status->exited && status->code == 0;
         const LifecycleDecision d =
             evaluate_lifecycle(lifecycle_now(w, clean ? WorkerReport::done : WorkerReport::failed));
         if (d.breached()) {
-            s = {.error_code = std::string(d.error_code),
-                 .error_message = "the worker ended after its " +
-                                  std::string(d.killed_reason == KilledReason::max_runtime ? "maximum runtime"
-                                                                                          : "idle timeout"),
-                 .retryable = true,
-                 .killed_reason = d.killed_reason};
+            const bool max_runtime = d.killed_reason == KilledReason::max_runtime;
+            s = runtime_settlement(
+                max_runtime ? proto::RuntimeFailure::max_runtime : proto::RuntimeFailure::idle_timeout,
+                std::string("the worker ended after its ") + (max_runtime ? "maximum runtime" : "idle timeout"),
+                d.killed_reason);
         } else if (clean && o.frames == 0) {
             s = {.state = WorkerState::completed, .result_json = "{\"exit_code\":0}"};
         } else if (clean) {
-            s = {.error_code = proto::code::kNopDelegateRejected,
-                 .error_message = "the worker exited with status 0 after " + std::to_string(o.frames) +
-                                  " frame(s) but no final frame"};
+            s = runtime_settlement(proto::RuntimeFailure::no_final_frame,
+                                   "the worker exited with status 0 after " + std::to_string(o.frames) +
+                                       " frame(s) but no final frame");
         } else if (o.oom_killed) {
-            s = {.error_code = proto::code::kNopResourceInsufficient,
-                 .error_message = "the kernel's OOM killer killed a process of the worker: it reached its memory limit",
-                 .killed_reason = KilledReason::oom};
+            s = runtime_settlement(
+                proto::RuntimeFailure::out_of_memory,
+                "the kernel's OOM killer killed a process of the worker: it reached its memory limit",
+                KilledReason::oom);
         } else if (status->exited) {
-            s = {.error_code = proto::code::kNopDelegateRejected,
-                 .error_message = "the worker exited with status " + std::to_string(status->code),
-                 .retryable = true,
-                 .killed_reason = KilledReason::exit_status};
+            s = runtime_settlement(proto::RuntimeFailure::exit_status,
+                                   "the worker exited with status " + std::to_string(status->code),
+                                   KilledReason::exit_status);
         } else {
-            s = {.error_code = proto::code::kNopDelegateRejected,
-                 .error_message = "the worker was killed by " + signal_name(status->signal),
-                 .retryable = true,
-                 .killed_reason = KilledReason::signal};
+            s = runtime_settlement(proto::RuntimeFailure::killed_by_signal,
+                                   "the worker was killed by " + signal_name(status->signal), KilledReason::signal);
         }
     }
     o.state = s.state;

@@ -18,6 +18,9 @@ struct Error {
     std::string code;
     std::string message;
     int sys_errno = 0;
+    // A failure of a node attempt that another attempt may overcome; only
+    // proto::runtime_failure() (proto/runtime_failure.hpp) sets it.
+    bool retryable = false;
 
     // message, plus ": <strerror>" when sys_errno is set.
     std::string describe() const;
