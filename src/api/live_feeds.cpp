@@ -15,6 +15,7 @@
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 
 namespace nps::api {
 
@@ -30,13 +31,13 @@ bool ends_task(const std::string& name)
     return name == "task:completed" || name == "task:failed" || name == "task:cancelled" || name == "inbox:expired";
 }
 
-const char* final_state(const std::string& name)
+std::string final_state(const std::string& name)
 {
-    if (name == "task:completed")
-        return "COMPLETED";
-    if (name == "task:cancelled")
-        return "CANCELLED";
-    return "FAILED";
+    using proto::TaskState;
+    const TaskState state = name == "task:completed"   ? TaskState::completed
+                            : name == "task:cancelled" ? TaskState::cancelled
+                                                       : TaskState::failed;
+    return std::string(proto::to_string(state));
 }
 
 // "<node>:completed" and the like: the node will start no more workers

@@ -3,6 +3,7 @@
 // GET /v1/images (the image store, read-only).
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
+#include "nps/proto/states.hpp"
 
 namespace nps::api {
 
@@ -15,8 +16,9 @@ Result<net::HttpResponse> Api::overview()
     for (const auto& nid : config_.inboxes)
         inboxes.push_back({{"nid", nid}, {"depth", NPS_TRY(store->depth(nid))}});
     Json tasks = Json::object();
-    for (const char* state : {"PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"})
-        tasks[state] = 0;
+#define NPS_TASK_STATE_ZERO(name, text, terminal) tasks[text] = 0;
+    NPS_TASK_STATES(NPS_TASK_STATE_ZERO)
+#undef NPS_TASK_STATE_ZERO
     for (const auto& count : NPS_TRY(store->task_state_counts()))
         tasks[count.state] = count.tasks;
     const store::ReportCounts reports = NPS_TRY(store->report_counts());

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "nps/proto/states.hpp"
+
 namespace nps::cli {
 
 namespace {
@@ -19,27 +21,43 @@ std::string string_of(const Json& value)
 
 bool is_task_terminal(const std::string& state)
 {
-    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+    const auto parsed = proto::parse_task_state(state);
+    return parsed && proto::is_terminal(*parsed);
 }
 
 // "fill colour", "line colour" of a node state, as the dashboard draws it.
 std::pair<const char*, const char*> colours(const std::string& state)
 {
-    if (state == "RUNNING")
-        return {"#eaf2fd", "#2f7de1"};
-    if (state == "COMPLETED")
-        return {"#eaf7ef", "#2e9d5b"};
-    if (state == "FAILED")
-        return {"#fdecec", "#d33b3b"};
-    if (state == "CANCELLED")
-        return {"#eceef1", "#59606b"};
-    if (state == "COMPENSATING")
-        return {"#fdf3e6", "#e8912d"};
-    if (state == "COMPENSATED")
-        return {"#f3edfb", "#8b5cc7"};
-    if (state == "COMPENSATION_FAILED")
-        return {"#f6e3e3", "#8f1d1d"};
-    return {"#ffffff", "#9aa3b2"};  // PENDING, SKIPPED, NOT RUN
+    using proto::NodeState;
+    const auto parsed = proto::parse_node_state(state);
+    if (!parsed)
+        return {"#ffffff", "#9aa3b2"};  // NOT RUN
+    switch (*parsed) {
+    case NodeState::running: return {"#eaf2fd", "#2f7de1"};
+    case NodeState::completed: return {"#eaf7ef", "#2e9d5b"};
+    case NodeState::failed: return {"#fdecec", "#d33b3b"};
+    case NodeState::cancelled: return {"#eceef1", "#59606b"};
+    case NodeState::compensating: return {"#fdf3e6", "#e8912d"};
+    case NodeState::compensated: return {"#f3edfb", "#8b5cc7"};
+    case NodeState::compensation_failed: return {"#f6e3e3", "#8f1d1d"};
+    case NodeState::pending:
+    case NodeState::skipped: break;
+    }
+    return {"#ffffff", "#9aa3b2"};
+}
+
+// The label of a node of an ended task that never started (not a state).
+constexpr const char* kNotRun = "NOT RUN";
+
+// Nodes that did not run forward (skipped, not run, in the saga) are dashed.
+bool drawn_dashed(const std::string& state)
+{
+    using proto::NodeState;
+    if (state == kNotRun)
+        return true;
+    const auto parsed = proto::parse_node_state(state);
+    return parsed == NodeState::skipped || parsed == NodeState::compensating || parsed == NodeState::compensated ||
+           parsed == NodeState::compensation_failed;
 }
 
 // A DOT double-quoted string.
@@ -111,7 +129,9 @@ DagPicture dag_picture(const Json& task)
         if (records.contains(id) && records[id].is_object() && records[id].contains("state"))
             node.state = string_of(records[id]["state"]);
         else
-            node.state = is_task_terminal(picture.task_state) ? "NOT RUN" : "PENDING";
+            node.state = is_task_terminal(picture.task_state)
+                             ? std::string(kNotRun)
+                             : std::string(proto::to_string(proto::NodeState::pending));
         for (const auto& p : preds[id])
             node.after.push_back(p);
         picture.edges += node.after.size();
@@ -158,7 +178,7 @@ std::string render_dot(const DagPicture& picture)
         std::string label = n.id + "\n" + n.state;
         if (n.compensation_step)
             label += " (" + std::to_string(n.compensation_step) + ")";
-        const bool dashed = n.state == "SKIPPED" || n.state == "NOT RUN" || n.state.starts_with("COMPENSAT");
+        const bool dashed = drawn_dashed(n.state);
         dot += "  " + dot_string(n.id) + " [label=" + dot_string(label) + ", fillcolor=\"" + fill + "\", color=\"" + line +
                "\"" + (dashed ? ", style=\"rounded,filled,dashed\"" : "") + "];\n";
     }

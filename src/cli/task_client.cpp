@@ -10,6 +10,7 @@
 #include "nps/config/config.hpp"
 #include "nps/net/http_client.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 
 namespace nps::cli {
 
@@ -101,7 +102,8 @@ int print_node_log(const ApiClient& client, const ParsedArgs& args, const std::s
 
 bool is_terminal_state(const std::string& state)
 {
-    return state == "COMPLETED" || state == "FAILED" || state == "CANCELLED";
+    const auto parsed = proto::parse_task_state(state);
+    return parsed && proto::is_terminal(*parsed);
 }
 
 Result<std::optional<Json>> wait_for_task(const ApiClient& client, const std::string& task_id,

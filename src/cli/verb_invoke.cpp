@@ -10,6 +10,7 @@
 #include "nps/cli/verb_runner.hpp"
 #include "nps/cli/verbs.hpp"
 #include "nps/net/http_client.hpp"
+#include "nps/proto/states.hpp"
 #include "task_client.hpp"
 
 namespace nps::cli {
@@ -125,7 +126,7 @@ int invoke(int argc, char** argv, int first)
         const Json& t = **task;
         if (args.flag("--json")) {
             out.print_json(t);
-        } else if (t["state"] == "COMPLETED") {
+        } else if (t["state"] == proto::task_state_text::completed) {
             const Json& node = t["nodes"]["invoke"];
             std::printf("%s\n", out.field(node.is_object() ? node["result"] : Json(nullptr)).c_str());
         } else {
@@ -134,7 +135,7 @@ int invoke(int argc, char** argv, int first)
                          out.field(node.is_object() ? node["error_code"] : t["error_code"]).c_str(),
                          out.field(node.is_object() ? node["error_message"] : t["error_message"]).c_str());
         }
-        return t["state"] == "COMPLETED" ? kExitOk : kExitFailure;
+        return t["state"] == proto::task_state_text::completed ? kExitOk : kExitFailure;
     });
 }
 

@@ -10,6 +10,7 @@
 #include "nps/cli/output.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/net/http_client.hpp"
+#include "nps/proto/states.hpp"
 #include "task_client.hpp"
 
 namespace nps::cli {
@@ -171,7 +172,7 @@ int task_wait(int argc, char** argv, int first)
             out.print_json(**task);
         else
             print_task(**task, out);
-        return (**task)["state"] == "COMPLETED" ? kExitOk : kExitFailure;
+        return (**task)["state"] == proto::task_state_text::completed ? kExitOk : kExitFailure;
     });
 }
 

@@ -10,6 +10,7 @@
 #include "nps/cli/verb_runner.hpp"
 #include "nps/net/http_client.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 #include "task_client.hpp"
 
 namespace nps::cli {
@@ -124,7 +125,7 @@ int task_watch(int argc, char** argv, int first)
         }
         if (!json)
             std::printf("task %s %s\n", out.text(args.positionals[0]).c_str(), out.text(*final_state).c_str());
-        return *final_state == "COMPLETED" ? kExitOk : kExitFailure;
+        return *final_state == proto::task_state_text::completed ? kExitOk : kExitFailure;
     });
 }
 

@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "nps/proto/states.hpp"
+
 namespace nps::executor {
 
 namespace {
@@ -49,28 +51,30 @@ void DurationHistogram::render(std::ostringstream& out, const char* name, const 
 
 void ExecutorMetrics::count_node(std::string_view state)
 {
-    if (state == "COMPLETED")
-        ++nodes_completed;
-    else if (state == "FAILED")
-        ++nodes_failed;
-    else if (state == "SKIPPED")
-        ++nodes_skipped;
-    else if (state == "CANCELLED")
-        ++nodes_cancelled;
-    else if (state == "COMPENSATED")
-        ++nodes_compensated;
-    else if (state == "COMPENSATION_FAILED")
-        ++nodes_compensation_failed;
+    using proto::NodeState;
+    switch (proto::parse_node_state(state).value_or(NodeState::pending)) {
+    case NodeState::completed: ++nodes_completed; break;
+    case NodeState::failed: ++nodes_failed; break;
+    case NodeState::skipped: ++nodes_skipped; break;
+    case NodeState::cancelled: ++nodes_cancelled; break;
+    case NodeState::compensated: ++nodes_compensated; break;
+    case NodeState::compensation_failed: ++nodes_compensation_failed; break;
+    case NodeState::pending:
+    case NodeState::running:
+    case NodeState::compensating: break;  // not an end
+    }
 }
 
 void ExecutorMetrics::count_task(std::string_view state)
 {
-    if (state == "COMPLETED")
-        ++tasks_completed;
-    else if (state == "FAILED")
-        ++tasks_failed;
-    else if (state == "CANCELLED")
-        ++tasks_cancelled;
+    using proto::TaskState;
+    switch (proto::parse_task_state(state).value_or(TaskState::pending)) {
+    case TaskState::completed: ++tasks_completed; break;
+    case TaskState::failed: ++tasks_failed; break;
+    case TaskState::cancelled: ++tasks_cancelled; break;
+    case TaskState::pending:
+    case TaskState::running: break;  // not an end
+    }
 }
 
 std::string ExecutorMetrics::render() const

@@ -16,7 +16,7 @@ void TaskRun::State::fail_node(std::size_t i, const Error& error, std::optional<
     n.error_code = error.code;
     n.error_message = error.message;
     n.killed_reason = std::move(killed_reason);
-    report(i, "FAILED");
+    report(i, proto::NodeState::failed);
     event(id(i) + ":failed",
           Json{{"attempts", n.attempts}, {"error_code", error.code}, {"error_message", error.message}});
     fail_task(i);
@@ -40,7 +40,7 @@ void TaskRun::State::fail_task(std::size_t i)
         n.phase = NodePhase::cancelled;
         n.error_code.reset();
         n.error_message = "stopped because node '" + id(i) + "' failed";
-        report(j, "CANCELLED");
+        report(j, proto::NodeState::cancelled);
     }
 
     std::vector<std::size_t> candidates;
@@ -56,7 +56,7 @@ void TaskRun::State::fail_task(std::size_t i)
                 missing += (missing.empty() ? "'" : ", '") + id(c) + "'";
         }
         if (!missing.empty()) {
-            end_task("FAILED", proto::code::kNopCompensationNotSupported,
+            end_task(proto::TaskState::failed, proto::code::kNopCompensationNotSupported,
                      "strict compensation after node '" + id(i) + "' failed (" + task_error.code +
                          "): completed node(s) " + missing + " have no compensate_action");
             return;
@@ -76,7 +76,7 @@ void TaskRun::State::saga_next()
 {
     while (phase == Phase::saga) {
         if (saga_pos == saga.size()) {
-            end_task("FAILED", task_error.code, task_error.message);
+            end_task(proto::TaskState::failed, task_error.code, task_error.message);
             return;
         }
         const std::size_t j = saga[saga_pos];
@@ -84,7 +84,7 @@ void TaskRun::State::saga_next()
         n.phase = NodePhase::compensating;
         n.comp_attempts = 0;
         n.killed_reason.reset();
-        report(j, "COMPENSATING");
+        report(j, proto::NodeState::compensating);
         event(id(j) + ":compensating", Json{{"subtask_id", compensation_subtask_id(task.task_id, id(j))}});
         Result<std::string> params = std::string("{}");
         if (!n.node->compensate_params_mapping_json.empty()) {
@@ -135,7 +135,7 @@ void TaskRun::State::take_compensation_outcome(std::size_t j, const AttemptOutco
         n.killed_reason = outcome.killed_reason;
     if (outcome.status == AttemptStatus::success) {
         n.phase = NodePhase::compensated;
-        report(j, "COMPENSATED");
+        report(j, proto::NodeState::compensated);
         event(id(j) + ":compensated", Json{{"attempts", n.comp_attempts}});
         ++saga_pos;
         saga_next();
@@ -159,11 +159,11 @@ void TaskRun::State::compensation_failed(std::size_t j, const std::string& code,
     n.phase = NodePhase::compensation_failed;
     n.error_code = code;
     n.error_message = message;
-    report(j, "COMPENSATION_FAILED");
+    report(j, proto::NodeState::compensation_failed);
     event(id(j) + ":compensation_failed",
           Json{{"attempts", n.comp_attempts}, {"error_code", code}, {"error_message", message}});
     if (task.compensation_policy == proto::CompensationPolicy::strict) {
-        end_task("FAILED", proto::code::kNopCompensationFailed,
+        end_task(proto::TaskState::failed, proto::code::kNopCompensationFailed,
                  "compensation of node '" + id(j) + "' failed (" + code + (message.empty() ? "" : ": " + message) +
                      ") after node failure " + task_error.code);
         return;

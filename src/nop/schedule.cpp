@@ -104,14 +104,14 @@ void TaskRun::State::start_ready()
                     continue;
                 for (std::size_t d : nodes[t].deps) {
                     if (!settled_for_dependants(nodes[d].phase)) {
-                        end_task("FAILED", proto::code::kNopSyncDependencyFailed,
+                        end_task(proto::TaskState::failed, proto::code::kNopSyncDependencyFailed,
                                  "node '" + id(t) + "' cannot run: its dependency '" + id(d) +
                                      "' did not complete under an earlier claim");
                         return;
                     }
                 }
             }
-            end_task("FAILED", std::nullopt, "internal error: no node can run");
+            end_task(proto::TaskState::failed, std::nullopt, "internal error: no node can run");
             return;
         }
         start_node(*next);
@@ -146,7 +146,7 @@ void TaskRun::State::start_node(std::size_t i)
         }
         if (!*run) {
             n.phase = NodePhase::skipped;
-            report(i, "SKIPPED");
+            report(i, proto::NodeState::skipped);
             event(id(i) + ":skipped");
             return;
         }
@@ -180,7 +180,7 @@ void TaskRun::State::dispatch(std::size_t i)
     n.phase = NodePhase::running;
     n.in_flight = true;
     n.retry_due = false;
-    report(i, "RUNNING");
+    report(i, proto::NodeState::running);
     const Attempt attempt{
         .node_id = id(i),
         .agent = n.node->agent,
@@ -306,7 +306,7 @@ void TaskRun::State::take_outcome(std::size_t i, const AttemptOutcome& outcome, 
         n.error_message.reset();
         n.completed_seq = ++completions;
         n.phase = NodePhase::completed;
-        report(i, "COMPLETED");
+        report(i, proto::NodeState::completed);
         event(id(i) + ":completed", Json{{"attempts", n.attempts}});
         pump();
         return;

@@ -75,10 +75,10 @@ void TaskRun::State::event(const std::string& name, const Json& detail)
     host.on_event(name, detail.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
-void TaskRun::State::report(std::size_t i, const std::string& state)
+void TaskRun::State::report(std::size_t i, proto::NodeState state)
 {
     const NodeRun& n = nodes[i];
-    NodeUpdate update{.node_id = id(i), .state = state, .attempts = n.attempts};
+    NodeUpdate update{.node_id = id(i), .state = std::string(proto::to_string(state)), .attempts = n.attempts};
     const bool has_result = n.phase == NodePhase::completed || n.phase == NodePhase::compensating ||
                             n.phase == NodePhase::compensated || n.phase == NodePhase::compensation_failed;
     if (has_result)
@@ -100,9 +100,24 @@ void TaskRun::State::apply_prior()
         if (!i)
             continue;
         NodeRun& n = nodes[*i];
-        const std::string& state = prior.state;
-        const bool keeps_result = state == "COMPLETED" || state == "COMPENSATING" || state == "COMPENSATED" ||
-                                  state == "COMPENSATION_FAILED";
+        using proto::NodeState;
+        const std::optional<NodeState> state = proto::parse_node_state(prior.state);
+        NodePhase settled = NodePhase::pending;
+        switch (state.value_or(NodeState::pending)) {
+        case NodeState::completed:
+        case NodeState::compensating:
+            settled = NodePhase::completed;  // an interrupted compensation is run again (compensations are idempotent)
+            break;
+        case NodeState::compensated: settled = NodePhase::compensated; break;
+        case NodeState::compensation_failed: settled = NodePhase::compensation_failed; break;
+        case NodeState::skipped: settled = NodePhase::skipped; break;
+        case NodeState::failed: settled = NodePhase::failed; break;
+        case NodeState::pending:
+        case NodeState::running:
+        case NodeState::cancelled: continue;
+        }
+        const bool keeps_result = settled == NodePhase::completed || settled == NodePhase::compensated ||
+                                  settled == NodePhase::compensation_failed;
         if (keeps_result) {
             const auto result = prior.result_json ? parse_json(*prior.result_json) : std::nullopt;
             if (!result)
@@ -110,18 +125,7 @@ void TaskRun::State::apply_prior()
             n.result = *result;
             n.result_json = *prior.result_json;
         }
-        if (state == "COMPLETED" || state == "COMPENSATING")
-            n.phase = NodePhase::completed;  // an interrupted compensation is run again (compensations are idempotent)
-        else if (state == "COMPENSATED")
-            n.phase = NodePhase::compensated;
-        else if (state == "COMPENSATION_FAILED")
-            n.phase = NodePhase::compensation_failed;
-        else if (state == "SKIPPED")
-            n.phase = NodePhase::skipped;
-        else if (state == "FAILED")
-            n.phase = NodePhase::failed;
-        else
-            continue;
+        n.phase = settled;
         n.attempts = prior.attempts;
         n.error_code = prior.error_code;
         n.error_message = prior.error_message;
@@ -134,7 +138,7 @@ void TaskRun::State::start()
     if (phase != Phase::idle)
         return;
     if (invalid_dag) {
-        end_task("FAILED", invalid_dag->code, invalid_dag->message);
+        end_task(proto::TaskState::failed, invalid_dag->code, invalid_dag->message);
         return;
     }
     apply_prior();
@@ -163,7 +167,7 @@ void TaskRun::State::preflight_finished(std::optional<Error> rejection)
     if (phase != Phase::preflight)
         return;
     if (rejection) {
-        end_task("FAILED", proto::code::kNopResourceInsufficient, rejection->message);
+        end_task(proto::TaskState::failed, proto::code::kNopResourceInsufficient, rejection->message);
         return;
     }
     begin_running();
@@ -200,9 +204,9 @@ void TaskRun::State::cancel(const std::string& reason)
         // A cut-short attempt has no outcome, so no canonical event: the
         // store still learns the node's state.
         n.phase = forward ? NodePhase::cancelled : NodePhase::compensation_failed;
-        report(i, forward ? "CANCELLED" : "COMPENSATION_FAILED");
+        report(i, forward ? proto::NodeState::cancelled : proto::NodeState::compensation_failed);
     }
-    end_task("CANCELLED", kTaskCancelled, reason);
+    end_task(proto::TaskState::cancelled, kTaskCancelled, reason);
 }
 
 void TaskRun::State::abandon()
@@ -240,16 +244,16 @@ void TaskRun::State::task_timed_out()
                 event(id(i) + ":attempt:" + std::to_string(n.attempts),
                       Json{{"attempt", n.attempts}, {"outcome", "task_timeout"}, {"subtask_id", n.subtask_id}});
             n.phase = NodePhase::failed;
-            report(i, "FAILED");
+            report(i, proto::NodeState::failed);
             event(id(i) + ":failed", Json{{"attempts", n.attempts}, {"error_code", kTaskTimeout}, {"error_message", message}});
         } else {
             n.phase = NodePhase::compensation_failed;
-            report(i, "COMPENSATION_FAILED");
+            report(i, proto::NodeState::compensation_failed);
             event(id(i) + ":compensation_failed",
                   Json{{"attempts", n.comp_attempts}, {"error_code", kTaskTimeout}, {"error_message", message}});
         }
     }
-    end_task("FAILED", kTaskTimeout, message);
+    end_task(proto::TaskState::failed, kTaskTimeout, message);
 }
 
 void TaskRun::State::complete()
@@ -262,15 +266,15 @@ void TaskRun::State::complete()
     if (const auto value = aggregate_results(task.aggregate, task.aggregate_k, sinks)) {
         auto text = canonical_json(*value);
         if (!text) {
-            end_task("FAILED", std::nullopt, "Failed to build the task aggregate: " + text.error().message);
+            end_task(proto::TaskState::failed, std::nullopt, "Failed to build the task aggregate: " + text.error().message);
             return;
         }
         aggregate_json = std::move(text).value();
     }
-    end_task("COMPLETED", std::nullopt, std::nullopt, std::move(aggregate_json));
+    end_task(proto::TaskState::completed, std::nullopt, std::nullopt, std::move(aggregate_json));
 }
 
-void TaskRun::State::end_task(const std::string& state, std::optional<std::string> code,
+void TaskRun::State::end_task(proto::TaskState state, std::optional<std::string> code,
                               std::optional<std::string> message, std::optional<std::string> aggregate_json)
 {
     cancel_all_timers();
@@ -280,8 +284,9 @@ void TaskRun::State::end_task(const std::string& state, std::optional<std::strin
         detail["error_code"] = *code;
     if (message)
         detail["error_message"] = *message;
-    event("task:" + ascii_lower(state), detail);
-    host.on_task_end(TaskEnd{.state = state,
+    const std::string text(proto::to_string(state));
+    event("task:" + ascii_lower(text), detail);
+    host.on_task_end(TaskEnd{.state = text,
                              .error_code = std::move(code),
                              .error_message = std::move(message),
                              .aggregate_json = std::move(aggregate_json)});

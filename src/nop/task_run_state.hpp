@@ -16,6 +16,7 @@
 #include "nps/nop/task_run.hpp"
 #include "nps/proto/dag.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 
 namespace nps::nop {
 
@@ -97,13 +98,13 @@ struct TaskRun::State {
     void cancel(const std::string& reason);
     void abandon();
     void task_timed_out();
-    void end_task(const std::string& state, std::optional<std::string> code, std::optional<std::string> message,
+    void end_task(proto::TaskState state, std::optional<std::string> code, std::optional<std::string> message,
                   std::optional<std::string> aggregate_json = std::nullopt);
     void complete();
     void cancel_all_timers();
     void cancel_timer(TaskHost::TimerId& id);
     void event(const std::string& name, const Json& detail = Json::object());
-    void report(std::size_t i, const std::string& state);
+    void report(std::size_t i, proto::NodeState state);
     std::optional<std::size_t> find(const std::string& node_id) const;
     const std::string& id(std::size_t i) const { return nodes[i].node->id; }
     bool ended() const { return phase == Phase::ended || phase == Phase::abandoned; }

@@ -4,6 +4,7 @@
 #include "jcs_dom.hpp"
 #include "json_fields.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::proto {
@@ -32,7 +33,8 @@ Result<CompletionMessage> decode(std::string_view json_text)
                            "'" + message.task_id + "' is not a task id (1-128 characters of A-Z a-z 0-9 . _ : -)");
     const element state = NPS_TRY(required_member(root, "node_state", kMalformed, "node_state"));
     message.node_state = std::string(NPS_TRY(read_string(state, kMalformed, "node_state")));
-    if (message.node_state != "COMPLETED" && message.node_state != "FAILED" && message.node_state != "CANCELLED")
+    const auto node_state = parse_node_state(message.node_state);
+    if (node_state != NodeState::completed && node_state != NodeState::failed && node_state != NodeState::cancelled)
         return field_error(kMalformed, "node_state",
                            "expected \"COMPLETED\", \"FAILED\" or \"CANCELLED\", got '" + message.node_state + "'");
     return message;

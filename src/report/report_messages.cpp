@@ -11,6 +11,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/net/http_client.hpp"
+#include "nps/proto/states.hpp"
 
 namespace nps::report {
 
@@ -168,7 +169,7 @@ std::string completion_message_body(const store::TaskRecord& task, const std::ve
     if (claimed != events.end())
         body["started_at"] = format_rfc3339_ms(claimed->at_ms);
     const auto killed = std::find_if(nodes.begin(), nodes.end(), [&task](const store::NodeResult& n) {
-        return n.dedup_key == task.dedup_key && n.state == "FAILED" && n.killed_reason && !n.killed_reason->empty() &&
+        return n.dedup_key == task.dedup_key && n.state == proto::to_string(proto::NodeState::failed) && n.killed_reason && !n.killed_reason->empty() &&
                n.error_code == task.error_code;
     });
     if (killed != nodes.end())

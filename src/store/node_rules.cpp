@@ -4,6 +4,7 @@
 #include "nps/base/limits.hpp"
 
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 
 namespace nps::store::detail {
 
@@ -22,13 +23,25 @@ Result<void> check_node_result(const NodeResult& result)
 
 int saga_rank(const std::string& state)
 {
-    if (state == "COMPLETED")
-        return 1;
-    if (state == "COMPENSATING")
-        return 2;
-    if (state == "COMPENSATED" || state == "COMPENSATION_FAILED")
-        return 3;
+    using proto::NodeState;
+    switch (proto::parse_node_state(state).value_or(NodeState::pending)) {
+    case NodeState::completed: return 1;
+    case NodeState::compensating: return 2;
+    case NodeState::compensated:
+    case NodeState::compensation_failed: return 3;
+    case NodeState::pending:
+    case NodeState::running:
+    case NodeState::failed:
+    case NodeState::cancelled:
+    case NodeState::skipped: return 0;
+    }
     return 0;
+}
+
+bool starts_compensation(const std::string& recorded, const std::string& reported)
+{
+    return proto::parse_node_state(recorded) == proto::NodeState::completed &&
+           proto::parse_node_state(reported) == proto::NodeState::compensating;
 }
 
 bool is_stale_saga_report(const std::string& recorded, const std::string& reported)

@@ -18,6 +18,10 @@ Result<void> check_node_result(const NodeResult& result);
 // COMPENSATION_FAILED 3; any other state 0.
 int saga_rank(const std::string& state);
 
+// A COMPLETED node's record moving to COMPENSATING: the one move out of a
+// terminal state.
+bool starts_compensation(const std::string& recorded, const std::string& reported);
+
 // A report (e.g. a task store's PATCH replayed by a durable outbox) of a saga
 // state the node has already moved past.
 bool is_stale_saga_report(const std::string& recorded, const std::string& reported);

@@ -73,7 +73,7 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                     const std::string state = st->getColumn(0).getString();
                     if (is_stale_saga_report(state, result.state))
                         return RecordOutcome::duplicate;  // an out-of-order replay; nothing to commit
-                    if (is_terminal_node_state(state) && !(state == "COMPLETED" && result.state == "COMPENSATING")) {
+                    if (is_terminal_node_state(state) && !starts_compensation(state, result.state)) {
                         // A compensation record may omit the result it keeps (see the upsert).
                         const bool same_result = optional_text(*st, 2) == result.result_json ||
                                                  (!result.result_json && saga_rank(result.state) >= 2);

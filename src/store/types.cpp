@@ -1,46 +1,36 @@
 // SPDX-License-Identifier: Apache-2.0
 // Names and predicates of the store's plain records.
-#include <algorithm>
-#include <array>
 #include <string_view>
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/store/store.hpp"
 #include "nps/store/types.hpp"
 
 namespace nps::store {
 
-namespace {
-
-constexpr std::array<std::string_view, 9> kNodeStates = {
-    "PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "SKIPPED",
-    "COMPENSATING", "COMPENSATED", "COMPENSATION_FAILED",
-};
-constexpr std::array<std::string_view, 6> kTerminalNodeStates = {
-    "COMPLETED", "FAILED", "CANCELLED", "SKIPPED", "COMPENSATED", "COMPENSATION_FAILED",
-};
-
-template <std::size_t N>
-bool contains(const std::array<std::string_view, N>& set, const std::string& value)
-{
-    return std::find(set.begin(), set.end(), value) != set.end();
-}
-
-}  // namespace
+// The store's spellings of the task states (types.hpp) are the one table's.
+static_assert(std::string_view(kTaskPending) == proto::task_state_text::pending);
+static_assert(std::string_view(kTaskRunning) == proto::task_state_text::running);
+static_assert(std::string_view(kTaskCompleted) == proto::task_state_text::completed);
+static_assert(std::string_view(kTaskFailed) == proto::task_state_text::failed);
+static_assert(std::string_view(kTaskCancelled) == proto::task_state_text::cancelled);
 
 bool is_terminal_task_state(const std::string& state)
 {
-    return state == kTaskCompleted || state == kTaskFailed || state == kTaskCancelled;
+    const auto parsed = proto::parse_task_state(state);
+    return parsed && proto::is_terminal(*parsed);
 }
 
 bool is_valid_node_state(const std::string& state)
 {
-    return contains(kNodeStates, state);
+    return proto::parse_node_state(state).has_value();
 }
 
 bool is_terminal_node_state(const std::string& state)
 {
-    return contains(kTerminalNodeStates, state);
+    const auto parsed = proto::parse_node_state(state);
+    return parsed && proto::is_terminal(*parsed);
 }
 
 const char* to_string(ClaimOutcome outcome)

@@ -18,6 +18,7 @@
 #include "worker.hpp"
 
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 
 namespace nps::supervisor {
 
@@ -65,11 +66,11 @@ bool transient(int err)
 std::string_view to_string(WorkerState state)
 {
     switch (state) {
-    case WorkerState::completed: return "COMPLETED";
-    case WorkerState::failed: return "FAILED";
-    case WorkerState::cancelled: return "CANCELLED";
+    case WorkerState::completed: return proto::to_string(proto::NodeState::completed);
+    case WorkerState::failed: return proto::to_string(proto::NodeState::failed);
+    case WorkerState::cancelled: return proto::to_string(proto::NodeState::cancelled);
     }
-    return "FAILED";
+    return proto::to_string(proto::NodeState::failed);
 }
 
 Supervisor::Supervisor(event::EventLoop& loop, SupervisorOptions options)

@@ -98,7 +98,7 @@ Result<RecordOutcome> PostgresStore::record_node_result(const NodeResult& result
                     const std::string state = found.text(0, 0);
                     if (detail::is_stale_saga_report(state, result.state))
                         return RecordOutcome::duplicate;  // an out-of-order replay; nothing to commit
-                    if (is_terminal_node_state(state) && !(state == "COMPLETED" && result.state == "COMPENSATING")) {
+                    if (is_terminal_node_state(state) && !detail::starts_compensation(state, result.state)) {
                         // A compensation record may omit the result it keeps (see the upsert).
                         const bool same_result = found.optional_text(0, 2) == result.result_json ||
                                                  (!result.result_json && detail::saga_rank(result.state) >= 2);
