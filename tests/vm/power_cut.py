@@ -50,7 +50,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from vmlib import DEFAULT_VM_DIR, SKIP, Cpio, clean, find_kernel, shared_libraries, stripped  # noqa: E402
+from vmlib import DEFAULT_VM_DIR, SKIP, Cpio, clean, find_kernel, runner_libraries, stripped  # noqa: E402
 
 SOURCE = HERE.parent.parent
 MODULES = ["overlay", "virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
@@ -60,8 +60,6 @@ PARKED_INBOX = "urn:nps:agent:pc.local:parked"
 AGENTS = {"urn:nps:agent:pc.local:emit": ["emit", '{"value":3}'],
           "urn:nps:agent:pc.local:double": ["double"],
           "urn:nps:agent:pc.local:report": ["report"]}
-# dlopen()ed by nps-runner (src/lazy/), so not in ldd's answer.
-LAZY_LIBRARIES = ["libcurl.so.4", "libmicrohttpd.so.12"]
 TERMINAL_TASK = ("COMPLETED", "FAILED", "CANCELLED")
 
 
@@ -186,28 +184,17 @@ def build_initramfs(args, workdir):
     cpio.file("/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
     cpio.file("/etc/group", b"root:x:0:\nnogroup:x:65534:\n")
     cpio.file("/nps/bin/nps-runner", stripped(args.runner, workdir), 0o755)
-    # And the libraries it loads on first use (src/lazy/), found as the loader would.
-    libs = set(shared_libraries(args.runner))
-    for name in LAZY_LIBRARIES:
-        lib = library_path(name)
-        libs.add(lib)
-        libs.update(shared_libraries(lib))
-    for lib in sorted(libs):
+    try:
+        libs = runner_libraries(args.runner)
+    except RuntimeError as e:
+        raise TrialError(str(e))
+    for lib in libs:
         cpio.file(lib, Path(lib).read_bytes(), 0o755)
     for m in MODULES:
         cpio.file(f"/nps/modules/{m}.ko", (Path(args.vm_dir) / "modules" / f"{m}.ko").read_bytes())
     path = Path(workdir) / "initramfs.cpio"
     path.write_bytes(cpio.bytes())
     return path
-
-
-def library_path(soname):
-    r = run(["ldconfig", "-p"])
-    for line in r.stdout.splitlines():
-        m = re.match(r"\s*(\S+) \((libc6,x86-64[^)]*)\) => (\S+)", line)
-        if m and m.group(1) == soname:
-            return m.group(3)
-    raise TrialError(f"ldconfig knows no {soname}")
 
 
 # --- booting ----------------------------------------------------------------

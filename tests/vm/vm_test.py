@@ -8,7 +8,14 @@ initramfs built here from busybox, the test binaries (stripped copies) and
 their shared libraries, and tests/vm/init, which runs the plan and reports
 over the serial console. See docs/cgroups.md, "Pure v2 in a VM test". With
 --arch aarch64 (the arm64 cross build's binaries) the machine is an emulated
-arm64 one (docs/platforms.md).
+arm64 one (docs/platforms.md). With --dag-smoke the VM also runs
+tests/vm/dag_smoke: `serve` with the demo worker image built for the VM's
+architecture and one 3-node DAG of sandboxed workers. With --package DEB
+(arm64) the initramfs also holds a Debian userland of the VM's architecture
+(dpkg, adduser and the libraries the package depends on, cached by
+scripts/install-deps): tests/vm/package_smoke installs DEB with dpkg -i, the
+DAG smoke runs with the installed /usr/bin/nps-runner, and the package is
+purged.
 
 Exit status: 0 when every planned run exited 0 in the VM, 77 (skipped) when
 qemu or the cached kernel is missing, 1 otherwise (a failed run, a run that
@@ -16,6 +23,8 @@ skipped inside the VM, a panic, a hang past --timeout, a bad kernel).
 """
 
 import argparse
+import base64
+import json
 import os
 import re
 import selectors
@@ -29,8 +38,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from vmlib import (DEFAULT_VM_DIR, SKIP, Cpio, clean, foreign_shared_libraries,  # noqa: E402
-                   shared_libraries, stripped)
+from vmlib import (DEFAULT_VM_DIR, SKIP, Cpio, add_debian_userland, clean,  # noqa: E402
+                   foreign_shared_libraries, runner_libraries, shared_libraries, stripped)
 
 
 class Machine:
@@ -38,20 +47,21 @@ class Machine:
     foreign one, its busybox and unshare are cached by scripts/install-deps
     in <vm-dir>/<subdir>."""
 
-    def __init__(self, qemu, qemu_package, board, console, kernel_names, kernel_package, subdir="",
+    def __init__(self, qemu, qemu_package, board, console, kernel_names, kernel_package, oci_arch, subdir="",
                  triplet=None, strip="strip"):
         self.qemu, self.qemu_package, self.board, self.console = qemu, qemu_package, board, console
         self.kernel_names, self.kernel_package, self.subdir = kernel_names, kernel_package, subdir
+        self.oci_arch = oci_arch  # the OCI (GOARCH) name of the architecture, for the worker image
         self.triplet, self.strip = triplet, strip  # triplet None: the build machine's own
 
 
 # Keyed by meson's CPU family of the build being tested.
 MACHINES = {
     "x86_64": Machine("qemu-system-x86_64", "qemu-system-x86", [], "ttyS0", ("vmlinux", "vmlinuz"),
-                      "linux-image-amd64"),
+                      "linux-image-amd64", "amd64"),
     # The generic virt board; the kernel is Debian's arm64 Image.
     "aarch64": Machine("qemu-system-aarch64", "qemu-system-arm", ["-M", "virt"], "ttyAMA0", ("Image",),
-                       "linux-image-arm64", subdir="arm64", triplet="aarch64-linux-gnu",
+                       "linux-image-arm64", "arm64", subdir="arm64", triplet="aarch64-linux-gnu",
                        strip="aarch64-linux-gnu-strip"),
 }
 
@@ -71,16 +81,26 @@ def build_initramfs(args, plan, workdir):
     cpio.file("/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
     libs = set()
     machine = args.machine
+    if args.package:
+        # dpkg installs the runner and the userland holds its libraries.
+        add_debian_userland(cpio, sorted(args.userland.glob("*.deb")))
+        cpio.file("/nps/pkg/" + Path(args.package).name, Path(args.package).read_bytes())
+        cpio.file("/nps/package_smoke", (HERE / "package_smoke").read_bytes(), 0o755)
     for binary in args.binaries:
         cpio.file("/nps/bin/" + Path(binary).name, stripped(binary, workdir, machine.strip), 0o755)
-        libs.update(foreign_shared_libraries(binary, machine.triplet) if machine.triplet
-                    else shared_libraries(binary))
+        if binary == args.runner:
+            libs.update(runner_libraries(binary, machine.triplet))
+        else:
+            libs.update(foreign_shared_libraries(binary, machine.triplet) if machine.triplet
+                        else shared_libraries(binary))
     for lib in sorted(libs):
         # The real file under the name the loader asks for (no symlinks).
         cpio.file(lib, Path(lib).read_bytes(), 0o755)
     overlay = Path(args.vm_dir) / machine.subdir / "modules" / "overlay.ko"
     if overlay.is_file():
         cpio.file("/nps/overlay.ko", overlay.read_bytes())
+    if args.dag_smoke:
+        add_dag_smoke(cpio, args, workdir)
     cpio.file("/nps/plan", plan.encode())
     data = cpio.bytes()
     # Uncompressed: gunzip under software emulation cost the guest about 2 s
@@ -88,6 +108,47 @@ def build_initramfs(args, plan, workdir):
     path = Path(workdir) / "initramfs.cpio"
     path.write_bytes(data)
     return path
+
+
+# --- the DAG smoke run (tests/vm/dag_smoke) ----------------------------------
+
+SOURCE = HERE.parent.parent
+DAG_INBOX = "urn:nps:agent:demo.local:pipeline"
+# The demo's agents (demo/task.json names them) and their workers' commands.
+DAG_AGENTS = {"urn:nps:agent:demo.local:fetch": ["emit", '{"value":2}'],
+              "urn:nps:agent:demo.local:double": ["double"],
+              "urn:nps:agent:demo.local:report": ["report"]}
+
+
+def inline_spawn_spec(words):
+    spec = {"image": "nps-demo-worker:1", "command": ["/bin/worker", *words],
+            "resource_limits": {"memory": "32Mi", "cpu": "500m"},
+            "idle_timeout_seconds": 60, "max_runtime_seconds": 240}
+    return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
+
+
+def add_dag_smoke(cpio, args, workdir):
+    """/nps/dag_smoke and its inputs in /nps/dag: the demo worker image as an
+    OCI layout, built with the VM architecture's busybox (demo/make-image),
+    the agents' SpawnSpecs, the TaskFrame and the inbox."""
+    image_dir = Path(workdir) / "demo-image"
+    env = dict(os.environ, NPS_DEMO_BUSYBOX=str(Path(args.busybox).resolve()), NPS_DEMO_ARCH=args.machine.oci_arch)
+    done = subprocess.run([str(SOURCE / "demo" / "make-image"), str(image_dir)], env=env, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"demo/make-image failed: {done.stderr.strip()}")
+    oci = image_dir / "oci"
+    for path in sorted(oci.rglob("*")):
+        target = "/nps/dag/oci/" + str(path.relative_to(oci))
+        if path.is_dir():
+            cpio.dir(target)
+        else:
+            cpio.file(target, path.read_bytes())
+    agents = "".join(f"{nid} {inline_spawn_spec(words)}\n" for nid, words in DAG_AGENTS.items())
+    cpio.file("/nps/dag/agents", agents.encode())
+    cpio.file("/nps/dag/task.json", (SOURCE / "demo" / "task.json").read_bytes())
+    cpio.file("/nps/dag/inbox", DAG_INBOX.encode() + b"\n")
+    cpio.file("/nps/dag_smoke", (HERE / "dag_smoke").read_bytes(), 0o755)
 
 
 # --- the run ---------------------------------------------------------------
@@ -104,6 +165,12 @@ def make_plan(args):
         name = Path(args.sandbox_test).name
         runner = Path(args.runner).name
         lines.append(f"sandbox root env {env} NPS_RUNNER_BIN=/nps/bin/{runner} /nps/bin/{name} --no-colors")
+    if args.package:
+        lines.append(f"package-install root /nps/package_smoke install /nps/pkg/{Path(args.package).name}")
+        lines.append("dag-smoke root /nps/dag_smoke /usr/bin/nps-runner /nps/dag")
+        lines.append("package-purge root /nps/package_smoke purge")
+    elif args.dag_smoke:
+        lines.append(f"dag-smoke root /nps/dag_smoke /nps/bin/{Path(args.runner).name} /nps/dag")
     return "".join(line + "\n" for line in lines)
 
 
@@ -208,7 +275,11 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cgroup-test", help="the privileged-cgroup test binary")
     p.add_argument("--sandbox-test", help="the privileged-sandbox test binary (needs --runner)")
-    p.add_argument("--runner", help="the nps-runner binary, for --sandbox-test")
+    p.add_argument("--runner", help="the nps-runner binary, for --sandbox-test and --dag-smoke")
+    p.add_argument("--dag-smoke", action="store_true",
+                   help="also run serve and a 3-node DAG of sandboxed workers in the VM (tests/vm/dag_smoke)")
+    p.add_argument("--package", metavar="DEB",
+                   help="install DEB with dpkg in the VM, run the DAG smoke with it, purge it (tests/vm/package_smoke)")
     p.add_argument("--vm-dir", default=os.environ.get("NPS_VM_DIR", DEFAULT_VM_DIR),
                    help="where scripts/install-deps caches the kernel (default %(default)s, or $NPS_VM_DIR)")
     p.add_argument("--arch", default="x86_64",
@@ -224,10 +295,13 @@ def main():
     p.add_argument("--keep", action="store_true", help="keep the work directory (initramfs)")
     args = p.parse_args()
 
-    if not args.cgroup_test and not args.sandbox_test:
-        p.error("nothing to run: give --cgroup-test and/or --sandbox-test")
+    args.dag_smoke = args.dag_smoke or bool(args.package)
+    if not args.cgroup_test and not args.sandbox_test and not args.dag_smoke:
+        p.error("nothing to run: give --cgroup-test, --sandbox-test, --dag-smoke and/or --package")
     if args.sandbox_test and not args.runner:
         p.error("--sandbox-test needs --runner")
+    if args.dag_smoke and not args.package and not args.runner:
+        p.error("--dag-smoke needs --runner (or --package)")
 
     # Missing tools or kernel: skip, saying what and how to get it. A kernel
     # named explicitly that is not there is a mistake: fail.
@@ -254,6 +328,18 @@ def main():
     args.busybox = args.busybox or ("/bin/busybox" if machine.triplet is None else str(cache / "busybox"))
     if not Path(args.busybox).is_file():
         say(f"SKIP: no '{args.busybox}' (Debian package busybox-static); {install_hint}")
+        return SKIP
+    if args.package:
+        if not Path(args.package).is_file():
+            say(f"SKIP: no package '{args.package}': the 'packages' test of this build makes it "
+                "(meson test packages, before this test)")
+            return SKIP
+        args.userland = cache / "debian"
+        if not (args.userland / "PACKAGES").is_file():
+            say(f"SKIP: no Debian userland for {args.arch} in '{args.userland}'; {install_hint}")
+            return SKIP
+    if args.dag_smoke and not shutil.which("umoci"):
+        say(f"SKIP: no 'umoci' (Debian package umoci) to build the worker image; {install_hint}")
         return SKIP
     args.binaries = [b for b in (args.cgroup_test, args.sandbox_test, args.runner) if b]
     if args.cgroup_test:

@@ -4,9 +4,12 @@ initramfs archive writer, the copies of binaries and their shared libraries
 that go into it, the cleaning of console lines, and finding the kernel that
 scripts/install-deps caches."""
 
+import io
 import re
 import shutil
 import subprocess
+import sysconfig
+import tarfile
 from pathlib import Path
 
 DEFAULT_VM_DIR = "/var/cache/nps-runner-tests/vm"
@@ -37,6 +40,15 @@ class Cpio:
         self.dir(str(Path(path).parent))
         self.entries[path] = (0o020000 | mode, b"", (major, minor))
 
+    def symlink(self, path, target):
+        self.dir(str(Path(path).parent))
+        self.entries[path] = (0o120777, target.encode(), (0, 0))
+
+    def mkdir(self, path, mode):
+        """A directory with its own mode (dir() makes its parents 0755)."""
+        self.dir(str(Path(path).parent))
+        self.entries[path] = (0o040000 | mode, b"", (0, 0))
+
     def bytes(self):
         out = bytearray()
 
@@ -57,6 +69,70 @@ class Cpio:
         return bytes(out)
 
 
+# --- a Debian userland from .debs ------------------------------------------
+
+def add_debian_userland(cpio, debs):
+    """Unpacks each .deb of `debs` into `cpio` and records it in dpkg's
+    database as installed (/var/lib/dpkg/status, info/<package>.list), as
+    if dpkg had installed it; their maintainer scripts do not run (nothing
+    of this architecture can run here). /etc/passwd and /etc/group are
+    base-passwd's master files. Returns the packages' names."""
+    status, names = [], []
+    for deb in sorted(debs):
+        control = subprocess.run(["dpkg-deb", "-f", str(deb)], capture_output=True, text=True, check=True).stdout
+        fields = dict(re.findall(r"^([A-Za-z-]+): (.*)$", control, re.M))
+        package, arch = fields["Package"], fields["Architecture"]
+        names.append(package)
+        paths = add_deb_data(cpio, deb)
+        paragraph = control.rstrip("\n").split("\n")
+        paragraph.insert(1, "Status: install ok installed")
+        status.append("\n".join(paragraph) + "\n")
+        list_name = f"{package}:{arch}" if fields.get("Multi-Arch") == "same" else package
+        cpio.file(f"/var/lib/dpkg/info/{list_name}.list", "".join(p + "\n" for p in paths).encode())
+    cpio.file("/var/lib/dpkg/status", "\n".join(status).encode())
+    for name in ("available", "diversions", "statoverride"):
+        cpio.file(f"/var/lib/dpkg/{name}", b"")
+    for d in ("/var/lib/dpkg/updates", "/var/lib/dpkg/triggers", "/var/lib/dpkg/alternatives", "/var/log",
+              "/var/cache", "/etc/dpkg/dpkg.cfg.d"):
+        cpio.dir(d)
+    for name in ("passwd", "group"):
+        master = cpio.entries.get(f"/usr/share/base-passwd/{name}.master")
+        if master:
+            cpio.file(f"/etc/{name}", master[1])
+    return names
+
+
+# Left out of the userland, as Debian's minimal images do with dpkg's
+# path-exclude: documentation, translations and iconv's conversion modules
+# (a quarter of the initramfs, and slower to boot under emulation).
+EXCLUDED = re.compile(r"^/usr/(share/(doc|man|info|locale)|lib/[^/]+/gconv)/")
+
+
+def add_deb_data(cpio, deb):
+    """The files of one .deb (dpkg-deb --fsys-tarfile) into `cpio`, but those
+    EXCLUDED; returns their paths as dpkg lists them."""
+    tar_bytes = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], capture_output=True, check=True).stdout
+    paths = []
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
+        for member in tar.getmembers():
+            path = "/" + member.name.lstrip("./")
+            if path == "/":
+                continue
+            paths.append(path)
+            if EXCLUDED.match(path):
+                continue
+            if member.isdir():
+                if path not in cpio.entries:
+                    cpio.mkdir(path, member.mode)
+            elif member.issym():
+                cpio.symlink(path, member.linkname)
+            elif member.islnk():
+                cpio.entries[path] = cpio.entries["/" + member.linkname.lstrip("./")]
+            elif member.isfile():
+                cpio.file(path, tar.extractfile(member).read(), member.mode)
+    return paths
+
+
 def elf_dependencies(binary):
     """(program interpreter or None, [DT_NEEDED names]) of an ELF file of any
     architecture, read with binutils' readelf."""
@@ -68,11 +144,20 @@ def elf_dependencies(binary):
     return (interpreter.group(1) if interpreter else None), needed
 
 
+def multiarch_library(soname, triplet):
+    """The path of library `soname` in Debian's multiarch directories of
+    `triplet` (e.g. aarch64-linux-gnu, where the :arm64 packages put them)."""
+    dirs = [f"/lib/{triplet}", f"/usr/lib/{triplet}"]
+    path = next((f"{d}/{soname}" for d in dirs if Path(f"{d}/{soname}").exists()), None)
+    if path is None:
+        raise RuntimeError(f"no {soname} in {dirs} (scripts/install-deps installs the libraries of the builds)")
+    return path
+
+
 def foreign_shared_libraries(binary, triplet):
     """As shared_libraries(), for a binary of another architecture (ldd cannot
-    run its loader): follows DT_NEEDED through Debian's multiarch directories
-    of `triplet` (e.g. aarch64-linux-gnu), where the :arm64 packages put them."""
-    dirs = [f"/lib/{triplet}", f"/usr/lib/{triplet}"]
+    run its loader): follows DT_NEEDED through the multiarch directories of
+    `triplet`."""
     found, todo = set(), [binary]
     seen = set()
     while todo:
@@ -84,13 +169,31 @@ def foreign_shared_libraries(binary, triplet):
             if name in seen:
                 continue
             seen.add(name)
-            path = next((f"{d}/{name}" for d in dirs if Path(f"{d}/{name}").exists()), None)
-            if path is None:
-                raise RuntimeError(f"{binary} needs {name}, which is in none of {dirs} "
-                                   f"(scripts/install-deps installs the libraries of the ARM builds)")
+            path = multiarch_library(name, triplet)
             found.add(path)
             todo.append(path)
     return sorted(found)
+
+
+# What nps-runner opens with dlopen on first use (src/lazy/; libpq only with a
+# PostgreSQL store): not in its DT_NEEDED, so found by name.
+LAZY_LIBRARIES = ("libcurl.so.4", "libmicrohttpd.so.12")
+
+
+def runner_libraries(runner, triplet=None):
+    """The shared libraries (and loader) the nps-runner binary `runner` needs,
+    those it loads lazily included; `triplet` as for foreign_shared_libraries(),
+    None for the build machine's own architecture."""
+    lazy = [multiarch_library(name, triplet or sysconfig.get_config_var("MULTIARCH")) for name in LAZY_LIBRARIES]
+    if triplet:
+        libs = set(foreign_shared_libraries(runner, triplet))
+        for lib in lazy:
+            libs.update([lib, *foreign_shared_libraries(lib, triplet)])
+    else:
+        libs = set(shared_libraries(runner))
+        for lib in lazy:
+            libs.update([lib, *shared_libraries(lib)])
+    return sorted(libs)
 
 
 def shared_libraries(binary):

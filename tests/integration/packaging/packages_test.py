@@ -2,14 +2,21 @@
 # SPDX-License-Identifier: Apache-2.0
 """The .deb and the .rpm, built from the already-built tree (no second
 compile: debian/rules with NPS_PREBUILT_BUILDDIR, the spec with
-nps_prebuilt_builddir). The .deb passes lintian without errors or warnings,
+nps_prebuilt_builddir). The .deb passes lintian and the .rpm rpmlint without errors or warnings,
 installs with `dpkg -i` into this (throwaway, root) system with every file
 where it belongs, and its /usr/bin/nps-runner serves with the installed
 configuration on a temporary state directory, socket and port (no systemd):
 it notifies READY=1, answers GET /healthz on loopback and on the socket, gives
 the socket and its generated api.token to the group nps-runner the package
 created, refuses a TCP request without that token, and exits 0 on SIGTERM. Then the package is purged and nothing is left. The .rpm
-holds the same files, its configuration marked as such."""
+holds the same files, its configuration marked as such.
+
+With --arch (a cross build: arm64, armhf) the packages are built for that
+architecture from the cross-built tree (`dpkg-buildpackage -a`, `rpmbuild
+--target`; .rpm for aarch64 only) and checked without installing them here:
+lintian clean, every file in the .deb, the binary of the architecture. With
+--artifacts DIR the packages built are kept there (CI keeps them:
+scripts/test)."""
 import argparse
 import grp
 import http.client
@@ -71,10 +78,18 @@ def versions_agree(source_root, runner):
     return meson
 
 
-def build_deb(build_root, src, out):
-    env = dict(os.environ, NPS_PREBUILT_BUILDDIR=build_root, DEB_BUILD_OPTIONS="nocheck")
+def has_debug_info(binary):
+    return ".debug_info" in must(["readelf", "-S", "-W", binary], "readelf -S").stdout
+
+
+def build_deb(build_root, src, out, arch=None):
+    # A tree built without debug information (the ARM smoke builds) gets no
+    # -dbgsym package: it would hold nothing.
+    options = "nocheck" if has_debug_info(os.path.join(build_root, "nps-runner")) else "nocheck noautodbgsym"
+    env = dict(os.environ, NPS_PREBUILT_BUILDDIR=build_root, DEB_BUILD_OPTIONS=options)
     # -d: the build dependencies are for a full build; this one only stages.
-    must(["dpkg-buildpackage", "-b", "-us", "-uc", "-d"], "dpkg-buildpackage", cwd=src, env=env)
+    cross = ["-a", arch] if arch else []
+    must(["dpkg-buildpackage", "-b", "-us", "-uc", "-d", *cross], "dpkg-buildpackage", cwd=src, env=env)
     debs = [f for f in os.listdir(out) if re.fullmatch(rf"{PACKAGE}_[^_]+_[a-z0-9]+\.deb", f)]
     changes = [f for f in os.listdir(out) if f.endswith(".changes")]
     if len(debs) != 1 or len(changes) != 1:
@@ -225,10 +240,22 @@ def purge():
     print("ok dpkg --purge: nothing left")
 
 
-def build_rpm(build_root, src, tmp, version):
+# Debian architecture → (RPM architecture, the GNU triplet of its binutils).
+RPM_TARGETS = {"arm64": ("aarch64", "aarch64-linux-gnu")}
+# Debian architecture → what `readelf -h` says of its binaries.
+ELF_MACHINES = {"amd64": "Advanced Micro Devices X86-64", "arm64": "AArch64", "armhf": "ARM"}
+
+
+def build_rpm(build_root, src, tmp, version, arch=None):
     topdir = os.path.join(tmp, "rpm")
+    cross = []
+    if arch:
+        rpm_arch, triplet = RPM_TARGETS[arch]
+        # Strip with the target's binutils (the host's cannot read its binaries).
+        cross = ["--target", rpm_arch, "--define", f"__strip {triplet}-strip",
+                 "--define", f"__objdump {triplet}-objdump"]
     # --nodeps: the BuildRequires name RPM packages, absent from dpkg systems.
-    must(["rpmbuild", "-bb", "--nodeps", "--define", f"_topdir {topdir}",
+    must(["rpmbuild", "-bb", "--nodeps", *cross, "--define", f"_topdir {topdir}",
           "--define", f"nps_prebuilt_builddir {build_root}", "--define", f"nps_srcdir {src}",
           "--define", "debug_package %{nil}", os.path.join(src, "packaging", "rpm", "nps-runner.spec")], "rpmbuild")
     rpms = []
@@ -246,43 +273,103 @@ def build_rpm(build_root, src, tmp, version):
     unpacked = os.path.join(tmp, "rpmroot")
     os.mkdir(unpacked)
     subprocess.run(f"rpm2cpio '{rpms[0]}' | cpio -idm --quiet", shell=True, cwd=unpacked, check=True)
-    must([os.path.join(unpacked, "usr", "bin", "nps-runner"), "version"], "the rpm's nps-runner")
+    if arch:
+        check_machine(os.path.join(unpacked, "usr", "bin", "nps-runner"), arch, "the rpm's nps-runner")
+    else:
+        must([os.path.join(unpacked, "usr", "bin", "nps-runner"), "version"], "the rpm's nps-runner")
     unit = open(os.path.join(unpacked, "usr", "lib", "systemd", "system", "nps-runner.service")).read()
     if "ExecStart=/usr/bin/nps-runner serve" not in unit:
         fail("the rpm's unit does not start /usr/bin/nps-runner")
     print(f"ok built {os.path.basename(rpms[0])} from the prebuilt tree: {len(RPM_FILES)} paths, config marked")
+    lint_rpm(rpms[0], src)
+    return rpms[0]
+
+
+def lint_rpm(rpm, src):
+    """rpmlint: no error or warning beyond the filters of
+    packaging/rpm/nps-runner.rpmlintrc (each says why)."""
+    if not shutil.which("rpmlint"):
+        skip("rpmlint is missing (scripts/install-deps installs it)")
+    done = run(["rpmlint", "-r", os.path.join(src, "packaging", "rpm", "nps-runner.rpmlintrc"), rpm])
+    found = [line for line in done.stdout.splitlines() if re.match(r"^\S+: [EW]: ", line)]
+    if found or done.returncode != 0:
+        fail(f"rpmlint {os.path.basename(rpm)}: exit {done.returncode}: {found} {done.stderr.strip()[-400:]}")
+    print(f"ok rpmlint {os.path.basename(rpm)}: no errors or warnings")
+
+
+def check_machine(binary, arch, label):
+    header = must(["readelf", "-h", binary], f"readelf {label}").stdout
+    machine = re.search(r"Machine:\s*(.+)", header).group(1).strip()
+    if machine != ELF_MACHINES[arch]:
+        fail(f"{label} is built for {machine}, not {arch} ({ELF_MACHINES[arch]})")
+
+
+def check_cross_deb(deb, arch, tmp):
+    """A .deb of another architecture, not installable here: its
+    architecture, every file with its mode, a binary of that architecture."""
+    field = must(["dpkg-deb", "-f", deb, "Architecture"], "dpkg-deb -f").stdout.strip()
+    if field != arch:
+        fail(f"{os.path.basename(deb)} says Architecture: {field}, not {arch}")
+    listing = must(["dpkg-deb", "-c", deb], "dpkg-deb -c").stdout
+    modes = {}
+    for line in listing.splitlines():
+        perms, path = line.split()[0], line.split()[-1].lstrip(".")
+        if perms.startswith("-"):
+            modes[path] = sum(0o400 >> i for i, c in enumerate(perms[1:10]) if c != "-")
+    for path, mode in DEB_FILES.items():
+        # The configuration's 0640 is set at installation (dpkg-statoverride).
+        expected = 0o644 if path == "/etc/nps-runner/config.toml" else mode
+        if modes.get(path) != expected:
+            fail(f"{os.path.basename(deb)}: {path} " +
+                 (f"has mode {oct(modes[path])}, expected {oct(expected)}" if path in modes else "is missing"))
+    unpacked = os.path.join(tmp, "debroot")
+    must(["dpkg-deb", "-x", deb, unpacked], "dpkg-deb -x")
+    check_machine(os.path.join(unpacked, "usr", "bin", "nps-runner"), arch, "the .deb's nps-runner")
+    print(f"ok {os.path.basename(deb)}: Architecture {arch}, {len(DEB_FILES)} files with their modes, "
+          f"an {ELF_MACHINES[arch]} binary")
+
+
+def keep(paths, artifacts):
+    if not artifacts:
+        return
+    os.makedirs(artifacts, exist_ok=True)
+    for path in paths:
+        shutil.copy2(path, artifacts)
+        print(f"kept {os.path.join(artifacts, os.path.basename(path))}")
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--build-root", required=True)
     parser.add_argument("--source-root", required=True)
+    parser.add_argument("--arch", help="a cross build's Debian architecture: package it, do not install it")
+    parser.add_argument("--artifacts", help="keep the packages built in this directory")
     args = parser.parse_args()
     build_root, source_root = os.path.abspath(args.build_root), os.path.abspath(args.source_root)
     runner = os.path.join(build_root, "nps-runner")
+    if args.arch and args.arch not in ELF_MACHINES:
+        fail(f"--arch {args.arch}: not one of {', '.join(ELF_MACHINES)}")
 
     if not shutil.which("dpkg-buildpackage") or not shutil.which("dh"):
         skip("dpkg-buildpackage or debhelper is missing (scripts/install-deps installs debhelper)")
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 and not args.arch:
         skip("not root: the test installs the .deb into this system")
     if not all(os.path.exists(os.path.join(build_root, "man", p))
                for p in ("nps-runner.8", "nps-runner.conf.5", "nps-runner-worker.7")):
         skip("the man pages are not built (install scdoc; -Dman=enabled)")
     installed = run(["dpkg-query", "-W", "-f=${Status}", PACKAGE]).stdout
     existing = [p for p in ("/etc/nps-runner", "/var/lib/nps-runner") if os.path.exists(p)]
-    if "installed" in installed or existing:
+    if ("installed" in installed or existing) and not args.arch:
         skip(f"nps-runner is already installed here ({installed or existing}); the test would replace and purge it")
 
+    if args.arch:
+        return cross_packages(args, build_root, source_root)
     version = versions_agree(source_root, runner)
     skipped = []
     with tempfile.TemporaryDirectory(prefix="nps-packages-") as tmp:
-        # A copy of what packaging reads, so the build leaves the source tree
-        # as it was (dpkg-buildpackage writes into debian/ and next to it).
-        src = os.path.join(tmp, "src")
-        os.mkdir(src)
-        for sub in ("debian", "packaging"):
-            shutil.copytree(os.path.join(source_root, sub), os.path.join(src, sub), symlinks=True)
+        src = copy_packaging_sources(source_root, tmp)
         deb, changes = build_deb(build_root, src, tmp)
+        kept = [deb]
         if shutil.which("lintian"):
             lint(changes)
         else:
@@ -299,12 +386,44 @@ def main():
             if not group_before:
                 run(["groupdel", GROUP])
         if shutil.which("rpmbuild"):
-            build_rpm(build_root, src, tmp, version)
+            kept.append(build_rpm(build_root, src, tmp, version))
         else:
             skipped.append("rpmbuild is missing (apt-get install rpm): no .rpm built")
+        keep(kept, args.artifacts)
     if skipped:
         print("SKIP (in part): " + "; ".join(skipped))
         return SKIP
+    return 0
+
+
+def copy_packaging_sources(source_root, tmp):
+    """A copy of what packaging reads, so the build leaves the source tree as
+    it was (dpkg-buildpackage writes into debian/ and next to it)."""
+    src = os.path.join(tmp, "src")
+    os.mkdir(src)
+    for sub in ("debian", "packaging"):
+        shutil.copytree(os.path.join(source_root, sub), os.path.join(src, sub), symlinks=True)
+    return src
+
+
+def cross_packages(args, build_root, source_root):
+    arch = args.arch
+    check_machine(os.path.join(build_root, "nps-runner"), arch, "the cross-built nps-runner")
+    if not shutil.which("lintian"):
+        skip("lintian is missing (scripts/install-deps)")
+    with tempfile.TemporaryDirectory(prefix="nps-packages-") as tmp:
+        src = copy_packaging_sources(source_root, tmp)
+        deb, changes = build_deb(build_root, src, tmp, arch)
+        lint(changes)
+        check_cross_deb(deb, arch, tmp)
+        kept = [deb]
+        if arch in RPM_TARGETS:
+            if not shutil.which("rpmbuild"):
+                skip("rpmbuild is missing (apt-get install rpm): no .rpm built")
+            version = re.search(r"version\s*:\s*'([^']+)'",
+                                open(os.path.join(source_root, "meson.build")).read()).group(1)
+            kept.append(build_rpm(build_root, src, tmp, version, arch))
+        keep(kept, args.artifacts)
     return 0
 
 
