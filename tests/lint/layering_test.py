@@ -66,8 +66,8 @@ planted('the event loop including the supervisor fails',
         lambda r: append(r, 'src/event/event_loop.cpp', '#include "nps/supervisor/supervisor.hpp"'),
         'src/event/event_loop.cpp:', "area 'event'")
 planted("another area's private header fails",
-        lambda r: append(r, 'src/net/http_server.cpp', '#include "../api/json_io.hpp"'),
-        'src/net/http_server.cpp:', 'private')
+        lambda r: append(r, 'src/net/mhd_server.cpp', '#include "../api/json_io.hpp"'),
+        'src/net/mhd_server.cpp:', 'private')
 planted("a sub-folder climbing out of its area fails",
         lambda r: append(r, 'src/store/postgres/pg_rows.cpp', '#include "../../image/image_db.hpp"'),
         'src/store/postgres/pg_rows.cpp:', 'private')
