@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/config/area_options.hpp"
 
-#include "nps/proto/destination_policy.hpp"
-
 namespace nps::config {
 
 supervisor::SupervisorOptions supervisor_options(const Config& config)
@@ -27,24 +25,22 @@ spawn::SpawnCeilings spawn_ceilings(const WorkerPolicy& policy)
 
 spawn::ResolverOptions resolver_options(const Config& config)
 {
-    spawn::ResolverOptions options;
-    for (const std::string& text : config.spawn_allow_destinations)
-        if (auto entry = proto::parse_destination_allow_entry(text))  // validated when the config was read
-            options.allow_destinations.push_back(*entry);
-    options.ca_file = config.spawn_ca_file;
-    options.registry_url = config.spawn_registry_url;
-    options.nwp_resolver_url = config.spawn_nwp_resolver_url;
-    options.fetch = net::FetchLimits{
-        .timeout_ms = static_cast<int>(config.spawn_fetch_timeout_seconds) * 1000,
-        .max_body_bytes = config.spawn_max_spec_bytes,
-        .max_redirects = config.spawn_max_redirects,
+    return spawn::ResolverOptions{
+        .allow_destinations = config.spawn_allow_destinations,
+        .ca_file = config.spawn_ca_file,
+        .registry_url = config.spawn_registry_url,
+        .nwp_resolver_url = config.spawn_nwp_resolver_url,
+        .fetch = net::FetchLimits{
+            .timeout_ms = static_cast<int>(config.spawn_fetch_timeout_seconds) * 1000,
+            .max_body_bytes = config.spawn_max_spec_bytes,
+            .max_redirects = config.spawn_max_redirects,
+        },
+        .cache_max_age_seconds = config.spawn_cache_max_age_seconds,
+        .cache_entries = config.spawn_cache_entries,
     };
-    options.cache_max_age_seconds = config.spawn_cache_max_age_seconds;
-    options.cache_entries = config.spawn_cache_entries;
-    return options;
 }
 
-Result<report::DelivererOptions> deliverer_options(const Config& config)
+report::DelivererOptions deliverer_options(const Config& config)
 {
     const ReportPolicy& r = config.report;
     report::DelivererOptions options{
@@ -61,13 +57,8 @@ Result<report::DelivererOptions> deliverer_options(const Config& config)
         .retry_initial = std::chrono::milliseconds(r.retry_initial_ms),
         .retry_max = std::chrono::milliseconds(r.retry_max_ms),
         .max_age = std::chrono::seconds(r.max_age_seconds),
+        .callback_allow = r.callback_allow_destinations,
     };
-    for (const std::string& text : r.callback_allow_destinations) {
-        auto entry = proto::parse_destination_allow_entry(text);
-        if (!entry)
-            return internal_error("report.callback_allow_destinations: " + entry.error().message);
-        options.callback_allow.push_back(std::move(*entry));
-    }
     return options;
 }
 

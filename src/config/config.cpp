@@ -198,20 +198,34 @@ Result<std::optional<std::string>> service_url(const TableReader& t, const std::
     return v;
 }
 
+// A list of private destinations allowed (proto/destination_policy.hpp),
+// parsed here once: at most `max` entries, each an IP, CIDR network or name.
+Result<std::optional<std::vector<proto::DestinationAllowEntry>>> allow_list(const TableReader& t,
+                                                                           const std::string& key, std::size_t max)
+{
+    using Entries = std::optional<std::vector<proto::DestinationAllowEntry>>;
+    auto texts = NPS_TRY(t.strings(key));
+    if (!texts)
+        return Entries();
+    if (texts->size() > max)
+        return t.fail(key, "more than " + std::to_string(max) + " entries");
+    std::vector<proto::DestinationAllowEntry> entries;
+    for (const auto& text : *texts) {
+        auto entry = proto::parse_destination_allow_entry(text);
+        if (!entry)
+            return t.fail(key, entry.error().message);
+        entries.push_back(std::move(*entry));
+    }
+    return Entries(std::move(entries));
+}
+
 Result<void> apply_spawn(const TableReader& t, Config& c)
 {
     NPS_TRY_VOID(t.check_keys({"allow_destinations", "ca_file", "registry_url", "nwp_resolver_url",
                                 "fetch_timeout_seconds", "max_spec_bytes", "max_redirects", "cache_max_age_seconds",
                                 "cache_entries"}));
-    if (auto v = NPS_TRY(t.strings("allow_destinations"))) {
-        if (v->size() > limits::kMaxSpawnAllowDestinations)
-            return t.fail("allow_destinations", "more than " + std::to_string(limits::kMaxSpawnAllowDestinations) +
-                                                    " entries");
-        for (const auto& entry : *v)
-            if (auto parsed = proto::parse_destination_allow_entry(entry); !parsed)
-                return t.fail("allow_destinations", parsed.error().message);
-        c.spawn_allow_destinations = *v;
-    }
+    if (auto v = NPS_TRY(allow_list(t, "allow_destinations", limits::kMaxSpawnAllowDestinations)))
+        c.spawn_allow_destinations = std::move(*v);
     if (auto v = NPS_TRY(t.string("ca_file"))) {
         if (v->empty() || v->front() != '/')
             return t.fail("ca_file", "must be an absolute path to a PEM file");
@@ -356,15 +370,8 @@ Result<void> apply_report(const TableReader& t, Config& c)
         return t.fail("retry_initial_ms", "must not exceed retry_max_ms (" + std::to_string(r.retry_max_ms) + ")");
     if (auto v = NPS_TRY(t.integer("max_age_seconds", 60, limits::kMaxReportMaxAgeSeconds)))
         r.max_age_seconds = *v;
-    if (auto v = NPS_TRY(t.strings("callback_allow_destinations"))) {
-        if (v->size() > limits::kMaxReportAllowDestinations)
-            return t.fail("callback_allow_destinations",
-                          "more than " + std::to_string(limits::kMaxReportAllowDestinations) + " entries");
-        for (const auto& entry : *v)
-            if (auto parsed = proto::parse_destination_allow_entry(entry); !parsed)
-                return t.fail("callback_allow_destinations", parsed.error().message);
-        r.callback_allow_destinations = *v;
-    }
+    if (auto v = NPS_TRY(allow_list(t, "callback_allow_destinations", limits::kMaxReportAllowDestinations)))
+        r.callback_allow_destinations = std::move(*v);
     return {};
 }
 

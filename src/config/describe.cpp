@@ -33,6 +33,15 @@ Json cpu(std::int64_t millicores)
     return millicores == 0 ? Json("0") : Json(spawn::format_cpu_quantity(millicores));
 }
 
+// An allow-list as the operator wrote it.
+Json entries_text(const std::vector<proto::DestinationAllowEntry>& entries)
+{
+    Json out = Json::array();
+    for (const auto& entry : entries)
+        out.push_back(entry.text);
+    return out;
+}
+
 const char* synchronous_name(store::Synchronous s)
 {
     return s == store::Synchronous::full ? "full" : "normal";
@@ -123,7 +132,7 @@ std::vector<Setting> describe(const Config& c, const std::set<std::string>& from
         {"workers.log_retention_hours", w.log_retention_hours},
         {"workers.logs_max_bytes", memory(w.logs_max_bytes)},
         {"workers.spawn_pool", w.spawn_pool},
-        {"spawn.allow_destinations", c.spawn_allow_destinations},
+        {"spawn.allow_destinations", entries_text(c.spawn_allow_destinations)},
         {"spawn.ca_file", optional_text(c.spawn_ca_file)},
         {"spawn.registry_url", optional_text(c.spawn_registry_url)},
         {"spawn.nwp_resolver_url", optional_text(c.spawn_nwp_resolver_url)},
@@ -148,7 +157,7 @@ std::vector<Setting> describe(const Config& c, const std::set<std::string>& from
         {"report.retry_initial_ms", c.report.retry_initial_ms},
         {"report.retry_max_ms", c.report.retry_max_ms},
         {"report.max_age_seconds", c.report.max_age_seconds},
-        {"report.callback_allow_destinations", c.report.callback_allow_destinations},
+        {"report.callback_allow_destinations", entries_text(c.report.callback_allow_destinations)},
     };
     // A key set through its *_file twin counts as set by the file.
     const auto in_file = [&from_file](const std::string& key) {

@@ -227,7 +227,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
     // The report outbox's deliverer (docs/reporting.md): node states to the
     // task store, task callbacks, completion messages (long-polls on our own
     // inbox of a reply_to NID are woken); told whenever the executor records.
-    auto report_options = NPS_TRY(config::deliverer_options(config));
+    auto report_options = config::deliverer_options(config);
     report_options.notice_deposited = [&api](const std::string& nid) { api.wake_waiters(nid); };
     auto deliverer = NPS_TRY(report::Deliverer::start(std::move(report_options), clock, *loop));
     auto executor = NPS_TRY(executor::Executor::create({.config = config,

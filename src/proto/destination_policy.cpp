@@ -155,6 +155,7 @@ Result<DestinationAllowEntry> parse_destination_allow_entry(std::string_view tex
         address_text = address_text.substr(1, address_text.size() - 2);
 
     DestinationAllowEntry entry;
+    entry.text = std::string(text);
     if (const auto address = parse_ip_literal(address_text)) {
         const int max_bits = address->is_v6 ? 128 : 32;
         const int bits = prefix.value_or(max_bits);

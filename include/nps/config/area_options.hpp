@@ -25,7 +25,7 @@ spawn::SpawnCeilings spawn_ceilings(const WorkerPolicy& policy);
 spawn::ResolverOptions resolver_options(const Config& config);
 
 // [report] (and [store], [runner]), as the deliverer's options.
-Result<report::DelivererOptions> deliverer_options(const Config& config);
+report::DelivererOptions deliverer_options(const Config& config);
 
 // The [images] registry keys, as pull settings.
 image::RegistrySettings registry_settings(const Config& config);

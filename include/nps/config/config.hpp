@@ -17,6 +17,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
 #include "nps/proto/announce.hpp"
+#include "nps/proto/destination_policy.hpp"
 #include "nps/store/store.hpp"
 #include "nps/supervisor/supervisor.hpp"
 
@@ -103,7 +104,7 @@ struct ReportPolicy {
     std::uint32_t retry_initial_ms = limits::kDefaultReportRetryInitialMs;    // first backoff, doubled per failure
     std::uint32_t retry_max_ms = limits::kDefaultReportRetryMaxMs;            // backoff ceiling
     std::int64_t max_age_seconds = limits::kDefaultReportMaxAgeSeconds;       // a node report older than this is given up
-    std::vector<std::string> callback_allow_destinations;  // private callback destinations allowed (IP, CIDR, host name)
+    std::vector<proto::DestinationAllowEntry> callback_allow_destinations;  // private callback destinations allowed (IP, CIDR, host name)
 };
 
 // [upstream] (docs/upstream.md): take the TaskFrames of an inbox on a
@@ -180,7 +181,7 @@ struct Config {
     WorkerPolicy workers;
 
     // [spawn] (docs/spawnspec.md): SpawnSpec resolution.
-    std::vector<std::string> spawn_allow_destinations;   // private destinations allowed (IP, CIDR, host name)
+    std::vector<proto::DestinationAllowEntry> spawn_allow_destinations;  // private destinations allowed (IP, CIDR, host name)
     std::optional<std::string> spawn_ca_file;            // PEM CAs trusted besides the system store
     std::optional<std::string> spawn_registry_url;       // remote NDP registry for NIDs not announced locally
     std::optional<std::string> spawn_nwp_resolver_url;   // nps-registry resolving nwp:// targets

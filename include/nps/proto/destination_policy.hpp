@@ -41,6 +41,9 @@ struct DestinationAllowEntry {
     IpAddress network{};       // Kind::network: the network address
     int prefix_bits = 0;       // Kind::network: 0..32 (IPv4) or 0..128 (IPv6)
     std::string host_name{};   // Kind::host_name: lower-case, no trailing dot
+    std::string text{};        // the entry as written (messages, `config check`)
+
+    bool operator==(const DestinationAllowEntry&) const = default;
 };
 
 // Parses one allowlist entry; the error (no protocol code) says what is wrong.

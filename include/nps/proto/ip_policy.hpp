@@ -27,6 +27,8 @@ struct IpAddress {
     bool is_v6 = false;
     // IPv4: bytes[0..3] in network order, the rest zero. IPv6: all 16 bytes.
     std::array<std::uint8_t, 16> bytes{};
+
+    bool operator==(const IpAddress&) const = default;
 };
 
 // Strict textual literal: dotted-quad IPv4 ("10.0.0.8") or RFC 4291 IPv6

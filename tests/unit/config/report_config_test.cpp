@@ -38,14 +38,13 @@ TEST_CASE("[report] defaults: no task store, the spec's callback rules, 24 h of 
     CHECK(r.max_age_seconds == 86'400);
     CHECK(r.callback_allow_destinations.empty());
 
-    auto options = nps::config::deliverer_options(*c);
-    REQUIRE(options);
-    CHECK(options->database_path == c->state_dir + "/runner.db");
-    CHECK(options->owner_prefix == c->runner_nid);
-    CHECK_FALSE(options->task_store_url);
-    CHECK(options->timeout == std::chrono::seconds(10));
-    CHECK(options->max_age == std::chrono::hours(24));
-    CHECK(options->callback_allow.empty());
+    const auto options = nps::config::deliverer_options(*c);
+    CHECK(options.database_path == c->state_dir + "/runner.db");
+    CHECK(options.owner_prefix == c->runner_nid);
+    CHECK_FALSE(options.task_store_url);
+    CHECK(options.timeout == std::chrono::seconds(10));
+    CHECK(options.max_age == std::chrono::hours(24));
+    CHECK(options.callback_allow.empty());
 }
 
 TEST_CASE("[report] every key is read")
@@ -74,16 +73,15 @@ callback_allow_destinations = ["127.0.0.1", "10.0.0.0/8", "hooks.lan"]
     CHECK(r.max_age_seconds == 600);
     CHECK(r.callback_allow_destinations.size() == 3);
 
-    auto options = nps::config::deliverer_options(*c);
-    REQUIRE(options);
-    CHECK(options->synchronous == nps::store::Synchronous::normal);
-    CHECK(options->task_store_url == "https://orchestrator.lan:8443/v1/tasks");
-    CHECK(options->task_store_token == "s3cret-token");
-    CHECK(options->timeout == std::chrono::seconds(3));
-    CHECK(options->retry_initial == std::chrono::milliseconds(50));
-    CHECK(options->retry_max == std::chrono::milliseconds(2000));
-    CHECK(options->max_age == std::chrono::seconds(600));
-    CHECK(options->callback_allow.size() == 3);
+    const auto options = nps::config::deliverer_options(*c);
+    CHECK(options.synchronous == nps::store::Synchronous::normal);
+    CHECK(options.task_store_url == "https://orchestrator.lan:8443/v1/tasks");
+    CHECK(options.task_store_token == "s3cret-token");
+    CHECK(options.timeout == std::chrono::seconds(3));
+    CHECK(options.retry_initial == std::chrono::milliseconds(50));
+    CHECK(options.retry_max == std::chrono::milliseconds(2000));
+    CHECK(options.max_age == std::chrono::seconds(600));
+    CHECK(options.callback_allow.size() == 3);
 }
 
 TEST_CASE("[report] the token may come from a file")
