@@ -32,7 +32,6 @@ failed, a verify that timed out, a DAG task that did not complete).
 """
 
 import argparse
-import base64
 import hashlib
 import json
 import os
@@ -50,7 +49,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from vmlib import DEFAULT_VM_DIR, SKIP, Cpio, clean, find_kernel, runner_libraries, stripped  # noqa: E402
+from vmlib import (DEFAULT_VM_DIR, SKIP, Cpio, clean, demo_spawn_spec, find_kernel, runner_libraries,  # noqa: E402
+                   stripped)
 
 SOURCE = HERE.parent.parent
 MODULES = ["overlay", "virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
@@ -94,13 +94,6 @@ def run(cmd, ok=(0,), **kw):
 
 
 # --- what goes onto the disk ------------------------------------------------
-
-def spawn_spec(words):
-    spec = {"image": "pc-worker:1", "command": ["/bin/worker", *words],
-            "resource_limits": {"memory": "32Mi", "cpu": "500m"},
-            "idle_timeout_seconds": 60, "max_runtime_seconds": 120}
-    return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
-
 
 def task_frame(trial_seed, i):
     """A 3-node chain, as demo/task.json, with its own task id."""
@@ -150,7 +143,7 @@ def make_seed(seed_dir, worker_oci, extra_oci, trial_seed, tasks, parked, verify
     shutil.copytree(extra_oci, seed_dir / "seed" / "extra")
     (seed_dir / "seed" / "agents").mkdir()
     for nid, words in AGENTS.items():
-        (seed_dir / "seed" / "agents" / nid).write_text(spawn_spec(words))
+        (seed_dir / "seed" / "agents" / nid).write_text(demo_spawn_spec("pc-worker:1", words, 120))
     (seed_dir / "seed" / "tasks").mkdir()
     frames = {}
     for i in range(tasks):

@@ -23,8 +23,6 @@ skipped inside the VM, a panic, a hang past --timeout, a bad kernel).
 """
 
 import argparse
-import base64
-import json
 import os
 import re
 import selectors
@@ -38,7 +36,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from vmlib import (DEFAULT_VM_DIR, SKIP, Cpio, add_debian_userland, clean,  # noqa: E402
+from vmlib import (DEFAULT_VM_DIR, SKIP, Cpio, add_debian_userland, clean, demo_spawn_spec,  # noqa: E402
                    foreign_shared_libraries, runner_libraries, shared_libraries, stripped)
 
 
@@ -120,13 +118,6 @@ DAG_AGENTS = {"urn:nps:agent:demo.local:fetch": ["emit", '{"value":2}'],
               "urn:nps:agent:demo.local:report": ["report"]}
 
 
-def inline_spawn_spec(words):
-    spec = {"image": "nps-demo-worker:1", "command": ["/bin/worker", *words],
-            "resource_limits": {"memory": "32Mi", "cpu": "500m"},
-            "idle_timeout_seconds": 60, "max_runtime_seconds": 240}
-    return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
-
-
 def add_dag_smoke(cpio, args, workdir):
     """/nps/dag_smoke and its inputs in /nps/dag: the demo worker image as an
     OCI layout, built with the VM architecture's busybox (demo/make-image),
@@ -144,7 +135,7 @@ def add_dag_smoke(cpio, args, workdir):
             cpio.dir(target)
         else:
             cpio.file(target, path.read_bytes())
-    agents = "".join(f"{nid} {inline_spawn_spec(words)}\n" for nid, words in DAG_AGENTS.items())
+    agents = "".join(f"{nid} {demo_spawn_spec('nps-demo-worker:1', words, 240)}\n" for nid, words in DAG_AGENTS.items())
     cpio.file("/nps/dag/agents", agents.encode())
     cpio.file("/nps/dag/task.json", (SOURCE / "demo" / "task.json").read_bytes())
     cpio.file("/nps/dag/inbox", DAG_INBOX.encode() + b"\n")

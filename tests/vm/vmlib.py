@@ -4,7 +4,9 @@ initramfs archive writer, the copies of binaries and their shared libraries
 that go into it, the cleaning of console lines, and finding the kernel that
 scripts/install-deps caches."""
 
+import base64
 import io
+import json
 import re
 import shutil
 import subprocess
@@ -67,6 +69,17 @@ class Cpio:
             add(ino, path.lstrip("/"), mode, data, rdev)
         add(0, "TRAILER!!!", 0, b"", (0, 0))
         return bytes(out)
+
+
+# --- the demo worker's agents ------------------------------------------------
+
+def demo_spawn_spec(image, words, max_runtime_seconds):
+    """An inline SpawnSpec (spawnspec:<base64url JSON>) running the demo
+    worker (demo/worker.sh as /bin/worker) of `image` with `words`."""
+    spec = {"image": image, "command": ["/bin/worker", *words],
+            "resource_limits": {"memory": "32Mi", "cpu": "500m"},
+            "idle_timeout_seconds": 60, "max_runtime_seconds": max_runtime_seconds}
+    return "spawnspec:" + base64.urlsafe_b64encode(json.dumps(spec).encode()).decode().rstrip("=")
 
 
 # --- a Debian userland from .debs ------------------------------------------

@@ -66,9 +66,13 @@ def must(cmd, label, **kwargs):
     return done
 
 
+def meson_version(source_root):
+    return re.search(r"version\s*:\s*'([^']+)'", open(os.path.join(source_root, "meson.build")).read()).group(1)
+
+
 def versions_agree(source_root, runner):
     """meson.build, debian/changelog, the spec and the binary name one version."""
-    meson = re.search(r"version\s*:\s*'([^']+)'", open(os.path.join(source_root, "meson.build")).read()).group(1)
+    meson = meson_version(source_root)
     deb = re.match(r"\S+ \(([^)-]+)", open(os.path.join(source_root, "debian", "changelog")).read()).group(1)
     rpm = re.search(r"^Version:\s*(\S+)", open(os.path.join(source_root, "packaging", "rpm", "nps-runner.spec")).read(),
                     re.M).group(1)
@@ -420,9 +424,7 @@ def cross_packages(args, build_root, source_root):
         if arch in RPM_TARGETS:
             if not shutil.which("rpmbuild"):
                 skip("rpmbuild is missing (apt-get install rpm): no .rpm built")
-            version = re.search(r"version\s*:\s*'([^']+)'",
-                                open(os.path.join(source_root, "meson.build")).read()).group(1)
-            kept.append(build_rpm(build_root, src, tmp, version, arch))
+            kept.append(build_rpm(build_root, src, tmp, meson_version(source_root), arch))
         keep(kept, args.artifacts)
     return 0
 
