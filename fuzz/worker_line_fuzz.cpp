@@ -20,6 +20,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "nps/proto/error_codes.hpp"
 #include "nps/proto/jcs.hpp"
 #include "nps/supervisor/worker_protocol.hpp"
@@ -89,9 +91,14 @@ private:
     bool finished_ = false;
 };
 
+// The DelegateFrame is built in-process; the fuzzer reaches it through any
+// JSON value the input spells.
 void check_delegate(std::string_view text)
 {
-    auto delegate = encode_delegate_frame(text);
+    const auto frame = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (frame.is_discarded())
+        return;
+    auto delegate = encode_delegate_frame(frame);
     if (!delegate)
         return;
     const std::string& line = delegate->line;

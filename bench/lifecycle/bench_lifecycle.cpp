@@ -155,11 +155,11 @@ std::string unavailable_reason()
     return "";
 }
 
-std::string delegate_frame(int n)
+nlohmann::json delegate_frame(int n)
 {
-    return R"({"parent_task_id":"bench","subtask_id":"s-)" + std::to_string(n) +
-           R"(","node_id":"n","target_agent_nid":"urn:nps:agent:bench:w","action":"nwp://bench/act",)"
-           R"("deadline_at":"2030-01-01T00:00:00Z"})";
+    return {{"parent_task_id", "bench"}, {"subtask_id", "s-" + std::to_string(n)}, {"node_id", "n"},
+            {"target_agent_nid", "urn:nps:agent:bench:w"}, {"action", "nwp://bench/act"},
+            {"deadline_at", "2030-01-01T00:00:00Z"}};
 }
 
 struct Bench {

@@ -235,7 +235,7 @@ Result<net::HttpResponse> Api::healthz()
                            {"store", store_info},
                            {"cgroup", cgroup}};
     if (hooks_.executor)
-        body["executor"] = nlohmann::json::parse(hooks_.executor(), nullptr, /*allow_exceptions=*/false);
+        body["executor"] = hooks_.executor();
     if (write.degraded) {
         body["problem"] = write.problem;
         return json_response(503, body);
@@ -252,7 +252,7 @@ Result<net::HttpResponse> Api::list_workers()
 {
     nlohmann::json workers = nlohmann::json::array();
     if (hooks_.workers)
-        workers = nlohmann::json::parse(hooks_.workers(), nullptr, false);
+        workers = hooks_.workers();
     if (!workers.is_array())
         return internal_error("the executor's worker list is not a JSON array");
     return json_response(200, {{"count", workers.size()}, {"workers", std::move(workers)}});

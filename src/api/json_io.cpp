@@ -7,6 +7,8 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
+#include "nps/proto/json_to_value.hpp"
 
 namespace nps::api {
 
@@ -19,43 +21,20 @@ Error param_error(const char* field, const std::string& what)
 
 }  // namespace
 
-std::size_t json_nesting_depth(std::string_view text)
-{
-    std::size_t depth = 0;
-    std::size_t deepest = 0;
-    bool in_string = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        char c = text[i];
-        if (in_string) {
-            if (c == '\\')
-                ++i;
-            else if (c == '"')
-                in_string = false;
-            continue;
-        }
-        if (c == '"') {
-            in_string = true;
-        } else if (c == '{' || c == '[') {
-            if (++depth > deepest)
-                deepest = depth;
-        } else if ((c == '}' || c == ']') && depth > 0) {
-            --depth;
-        }
-    }
-    return deepest;
-}
-
 Result<Json> parse_json_object(std::string_view text)
 {
-    if (json_nesting_depth(text) > limits::kMaxJsonDepth)
+    // simdjson reads (and checks UTF-8); the copy to a held value bounds the depth.
+    thread_local simdjson::dom::parser parser;
+    const auto root = proto::json::parse_document(parser, text, "Request body");
+    if (!root)
+        return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "Request body is not valid JSON");
+    if (!root->is_object())
+        return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "Request body must be a JSON object");
+    auto value = proto::json::to_value(*root, limits::kMaxJsonDepth);
+    if (!value)
         return protocol_error(proto::code::kNwpHttpFrameBodyMalformed,
                               "Request body nests deeper than " + std::to_string(limits::kMaxJsonDepth) + " levels");
-    Json parsed = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded())
-        return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "Request body is not valid JSON");
-    if (!parsed.is_object())
-        return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "Request body must be a JSON object");
-    return parsed;
+    return std::move(*value);
 }
 
 Result<std::optional<std::string>> optional_string(const Json& object, const char* field, std::size_t max_chars)

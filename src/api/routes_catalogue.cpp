@@ -149,7 +149,7 @@ Result<net::HttpResponse> Api::capabilities()
         body["cgroup"]["problem"] = host_.cgroup_problem;
     // The sandbox as the executor runs it (user and network namespaces).
     if (hooks_.executor) {
-        Json executor = Json::parse(hooks_.executor(), nullptr, /*allow_exceptions=*/false);
+        const Json executor = hooks_.executor();
         if (executor.is_object())
             body["namespaces"] = {{"user", executor.value("user_namespace", Json(nullptr))},
                                   {"network", executor.value("network", Json(nullptr))}};

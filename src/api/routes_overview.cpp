@@ -22,7 +22,7 @@ Result<net::HttpResponse> Api::overview()
     for (const auto& count : NPS_TRY(store->task_state_counts()))
         tasks[count.state] = count.tasks;
     const store::ReportCounts reports = NPS_TRY(store->report_counts());
-    Json workers = hooks_.workers ? Json::parse(hooks_.workers(), nullptr, false) : Json::array();
+    Json workers = hooks_.workers ? hooks_.workers() : Json::array();
     return json_response(200, {{"runner_nid", config_.runner_nid},
                                {"version", NPS_RUNNER_VERSION},
                                {"inboxes", std::move(inboxes)},
@@ -35,7 +35,7 @@ Result<net::HttpResponse> Api::list_images()
 {
     Json images = Json::array();
     if (hooks_.images)
-        images = Json::parse(NPS_TRY(hooks_.images()), nullptr, false);
+        images = NPS_TRY(hooks_.images());
     if (!images.is_array())
         return internal_error("the image store's list is not a JSON array");
     return json_response(200, {{"count", images.size()}, {"images", std::move(images)}});

@@ -9,6 +9,7 @@
 #include "nps/base/time_format.hpp"
 #include "nps/net/http_client.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_to_value.hpp"
 #include "nps/ui/assets.hpp"
 
 namespace nps::api {
@@ -178,7 +179,7 @@ Result<net::HttpResponse> Api::issue_login_code(const net::HttpRequest& request)
 {
     std::string target = "/ui/";
     if (!request.body.empty()) {
-        const Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+        const Json body = proto::json::parse_to_value(request.body, limits::kMaxJsonDepth).value_or(nullptr);
         if (!body.is_object())
             return protocol_error(proto::code::kNwpHttpParamInvalid,
                                   "The body must be a JSON object: {\"task_id\"?: string}");

@@ -258,15 +258,15 @@ Result<void> run(config::Config config, ConfigLoader reload)
                        },
                    .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
                    .metrics = [&executor] { return executor->render_metrics(); },
-                   .executor = [&executor] { return executor->status_json(); },
+                   .executor = [&executor] { return executor->status(); },
                    .not_ready = [&executor] { return executor->not_ready_reason(); },
-                   .workers = [&executor] { return executor->workers_json(); },
-                   .images = [&config]() -> Result<std::string> {
+                   .workers = [&executor] { return executor->workers(); },
+                   .images = [&config]() -> Result<nlohmann::json> {
                        auto images = NPS_TRY(image::ImageStore::open({.state_dir = config.state_dir}));
                        nlohmann::json list = nlohmann::json::array();
                        for (const auto& i : NPS_TRY(images->list()))
                            list.push_back(image::summary_json(i));
-                       return list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+                       return list;
                    },
                    .running_log = [&executor](const std::string& task_id,
                                               const std::string& node_id) {

@@ -14,6 +14,7 @@
 #include "nps/base/time_format.hpp"
 #include "nps/net/http_client.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_to_value.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::daemon {
@@ -144,7 +145,7 @@ bool UpstreamInbox::pull_once()
                      peeked->body.substr(0, 300));
         return false;
     }
-    Json listing = Json::parse(peeked->body, nullptr, false);
+    Json listing = proto::json::parse_to_value(peeked->body, limits::kMaxJsonDepth).value_or(nullptr);
     if (!listing.is_object() || !listing.contains("messages") || !listing["messages"].is_array()) {
         log::warning("upstream: peek of " + inbox_url + " did not answer {\"messages\": [...]}");
         return false;

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "delegate_frame.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include "nps/base/time_format.hpp"
 
 namespace nps::executor {
@@ -18,7 +16,7 @@ nlohmann::json object_or_empty(const std::string& text)
 
 }  // namespace
 
-std::string make_delegate_frame(const proto::TaskFrame& task, const nop::Attempt& attempt,
+nlohmann::json make_delegate_frame(const proto::TaskFrame& task, const nop::Attempt& attempt,
                                 std::optional<std::int64_t> cgn_budget)
 {
     using Json = nlohmann::json;
@@ -39,7 +37,7 @@ std::string make_delegate_frame(const proto::TaskFrame& task, const nop::Attempt
     };
     if (!task.context_json.empty())
         frame["context"] = object_or_empty(task.context_json);
-    return frame.dump();
+    return frame;
 }
 
 }  // namespace nps::executor

@@ -30,11 +30,6 @@ constexpr int kLogPruneIntervalMs = 10 * 60 * 1000;
 // Prunes for [workers] logs_max_bytes, started by workers' ends, at most this often.
 constexpr int kLogCapPruneMinIntervalMs = 1000;
 
-std::string json_string(const std::string& text)
-{
-    return nlohmann::json(text).dump();
-}
-
 }  // namespace
 
 sandbox::UsernsMode userns_mode(config::UserNamespaceMode mode)
@@ -143,27 +138,28 @@ void Executor::policy_changed()
     claim_round();
 }
 
-std::string Executor::status_json() const
+nlohmann::json Executor::status() const
 {
     const auto spawns = supervisor_->spawn_stats();
-    return "{\"tasks_running\":" + std::to_string(metrics_.tasks_running.load()) +
-           ",\"workers_running\":" + std::to_string(metrics_.workers_running.load()) +
-           ",\"max_tasks\":" + std::to_string(max_tasks_) +
-           ",\"max_workers\":" + std::to_string(parts_.config.workers.max_concurrent) +
-           ",\"spawn_pool\":{\"size\":" + std::to_string(spawns.pool_size) +
-           ",\"ready\":" + std::to_string(spawns.pool_ready) + "}" +
-           ",\"user_namespace\":{\"enabled\":" + (userns_ ? "true" : "false") + ",\"configured\":\"" +
-           config::to_string(parts_.config.user_namespace) + "\",\"reason\":" + json_string(userns_reason_) + "}" +
-           ",\"network\":{\"per_task\":true,\"pool_ready\":" + std::to_string(netns_pool_->ready()) + "}}";
+    return {{"tasks_running", metrics_.tasks_running.load()},
+            {"workers_running", metrics_.workers_running.load()},
+            {"max_tasks", max_tasks_},
+            {"max_workers", parts_.config.workers.max_concurrent},
+            {"spawn_pool", {{"size", spawns.pool_size}, {"ready", spawns.pool_ready}}},
+            {"user_namespace",
+             {{"enabled", userns_ != nullptr},
+              {"configured", config::to_string(parts_.config.user_namespace)},
+              {"reason", userns_reason_}}},
+            {"network", {{"per_task", true}, {"pool_ready", netns_pool_->ready()}}}};
 }
 
-std::string Executor::workers_json() const
+nlohmann::json Executor::workers() const
 {
     nlohmann::json workers = nlohmann::json::array();
     const std::int64_t now = parts_.clock.now_ms();
     for (const auto& [task_id, execution] : executions_)
         execution->describe_workers(workers, now);
-    return workers.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return workers;
 }
 
 std::optional<std::string> Executor::running_log_dir(const std::string& task_id, const std::string& node_id) const

@@ -4,10 +4,10 @@
 
 #include <optional>
 
-#include "jcs_dom.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/proto/ed25519.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "signed_body.hpp"
 
 namespace nps::proto::ndp {
@@ -43,21 +43,21 @@ std::optional<std::string_view> string_member(simdjson::dom::element root, std::
 Result<std::string> announce_signed_body(std::string_view frame_json)
 {
     simdjson::dom::parser parser;
-    const auto root = NPS_TRY(detail::parse_json(parser, frame_json, "announce"));
+    const auto root = NPS_TRY(json::parse_document(parser, frame_json, "announce"));
     return signed_body_of(root);
 }
 
 Result<std::string> announce_wire_form(std::string_view frame_json)
 {
     simdjson::dom::parser parser;
-    const auto root = NPS_TRY(detail::parse_json(parser, frame_json, "announce"));
+    const auto root = NPS_TRY(json::parse_document(parser, frame_json, "announce"));
     return detail::signed_body(root, {.excluded = {"frame"}}, kInvalid, "announce");
 }
 
 Result<void> verify_announce_signature(std::string_view frame_json, std::string_view public_key)
 {
     simdjson::dom::parser parser;
-    const auto root = NPS_TRY(detail::parse_json(parser, frame_json, "announce"));
+    const auto root = NPS_TRY(json::parse_document(parser, frame_json, "announce"));
     const auto text = string_member(root, "signature");
     if (!text)
         return protocol_error(std::string(kSignatureInvalid), "announce: no signature");
@@ -77,7 +77,7 @@ Result<std::string> sign_announce(std::string_view frame_json, std::string_view 
 Result<SignatureStatus> check_announce_trust(std::string_view frame_json, const AnnounceTrust& trust)
 {
     simdjson::dom::parser parser;
-    const auto root = NPS_TRY(detail::parse_json(parser, frame_json, "announce"));
+    const auto root = NPS_TRY(json::parse_document(parser, frame_json, "announce"));
     const auto nid = string_member(root, "nid");
     if (!nid)
         return protocol_error(std::string(kInvalid), "announce: 'nid' is required and must be a string");

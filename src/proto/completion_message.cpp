@@ -2,8 +2,8 @@
 #include "nps/proto/completion_message.hpp"
 
 #include "jcs_dom.hpp"
-#include "json_fields.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "nps/proto/states.hpp"
 #include "nps/proto/task_frame.hpp"
 
@@ -12,13 +12,14 @@ namespace nps::proto {
 namespace {
 
 using namespace detail;
+using namespace json;
 
 constexpr std::string_view kMalformed = code::kNwpHttpFrameBodyMalformed;
 
 Result<CompletionMessage> decode(std::string_view json_text)
 {
     simdjson::dom::parser parser;
-    const element root_value = NPS_TRY(parse_json(parser, json_text, "completion message"));
+    const element root_value = NPS_TRY(json::parse_document(parser, json_text, "completion message"));
     const object root = NPS_TRY(read_object(root_value, kMalformed, "completion message"));
     std::string canonical;
     NPS_TRY_VOID(jcs_append(root_value, canonical));  // duplicate keys, depth, UTF-8
@@ -46,7 +47,7 @@ bool looks_like_completion_message(std::string_view json_text)
 {
     try {
         simdjson::dom::parser parser;
-        auto root = parse_json(parser, json_text, "completion message");
+        auto root = json::parse_document(parser, json_text, "completion message");
         if (!root || !root->is_object())
             return false;
         const object fields = root->get_object().value_unsafe();

@@ -2,11 +2,11 @@
 // NIP IdentFrame canonical form and verification (see nps/proto/ident.hpp).
 #include "nps/proto/ident.hpp"
 
-#include "jcs_dom.hpp"
 #include "message_text.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/ed25519.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "signed_body.hpp"
 
 namespace nps::proto::nip {
@@ -80,7 +80,7 @@ Result<void> check_lineage(simdjson::dom::element root)
 Result<std::string> ident_signed_body(std::string_view frame_json)
 {
     simdjson::dom::parser parser;
-    const auto root = NPS_TRY(detail::parse_json(parser, frame_json, "IdentFrame"));
+    const auto root = NPS_TRY(json::parse_document(parser, frame_json, "IdentFrame"));
     return signed_body_of(root);
 }
 
@@ -109,14 +109,14 @@ Result<AssuranceLevel> effective_assurance(std::string_view frame_json,
                                            std::optional<std::string_view> certificate_level)
 {
     simdjson::dom::parser parser;
-    const auto root = NPS_TRY(detail::parse_json(parser, frame_json, "IdentFrame"));
+    const auto root = NPS_TRY(json::parse_document(parser, frame_json, "IdentFrame"));
     return level_of(root, certificate_level);
 }
 
 Result<void> verify_ident_frame(std::string_view frame_json, const IdentVerifyOptions& options)
 {
     simdjson::dom::parser parser;
-    const auto root = NPS_TRY(detail::parse_json(parser, frame_json, "IdentFrame"));
+    const auto root = NPS_TRY(json::parse_document(parser, frame_json, "IdentFrame"));
     if (!root.is_object())
         return protocol_error(std::string(kSignatureInvalid), "IdentFrame: not a JSON object");
     const std::optional<std::string_view> cert_level =

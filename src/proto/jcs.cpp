@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "jcs_dom.hpp"
-#include "json_text.hpp"
 #include "message_text.hpp"
 #include "nps/base/json_string.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "utf8.hpp"
 
 namespace nps::proto {
@@ -184,18 +184,6 @@ private:
 
 }  // namespace
 
-Result<simdjson::dom::element> parse_json(simdjson::dom::parser& parser, std::string_view text,
-                                          std::string_view what)
-{
-    const std::optional<std::string> widened = widen_big_integers(text);
-    const std::string_view input = widened ? std::string_view(*widened) : text;
-    simdjson::dom::element root;
-    if (const auto err = parser.parse(input.data(), input.size()).get(root); err != simdjson::SUCCESS)
-        return protocol_error(std::string(kMalformed),
-                              std::string(what) + ": invalid JSON: " + simdjson::error_message(err));
-    return root;
-}
-
 Result<void> jcs_append(simdjson::dom::element value, std::string& out, std::string_view path,
                         std::string_view omit_member)
 {
@@ -216,7 +204,7 @@ Result<std::string> jcs_canonicalize(std::string_view json_text)
 {
     try {
         simdjson::dom::parser parser;
-        const auto root = NPS_TRY(detail::parse_json(parser, json_text, "JSON document"));
+        const auto root = NPS_TRY(json::parse_document(parser, json_text, "JSON document"));
         return detail::jcs_of(root);
     } catch (const std::bad_alloc&) {
         return internal_error("JCS canonicalization: out of memory");

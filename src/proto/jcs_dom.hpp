@@ -12,12 +12,6 @@
 
 namespace nps::proto::detail {
 
-// Parses `text` into `parser` (widening integers simdjson cannot hold, see
-// json_text.hpp). Fails with NWP-HTTP-FRAME-BODY-MALFORMED, the message
-// naming `what` and simdjson's reason.
-Result<simdjson::dom::element> parse_json(simdjson::dom::parser& parser, std::string_view text,
-                                          std::string_view what);
-
 // Appends the RFC 8785 form of `value` to `out`. `omit_member`, when not
 // empty, leaves that member out of `value` if `value` is an object (only at
 // the top level). `path` prefixes error messages ("dag.nodes[0]").

@@ -7,6 +7,7 @@
 // could ask for gigabytes. The visitor writes JSON as events arrive and
 // checks every limit before anything grows.
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "nps/proto/msgpack_json.hpp"
 
 #include <msgpack.hpp>
@@ -17,7 +18,6 @@
 #include <set>
 #include <vector>
 
-#include "jcs_dom.hpp"
 #include "nps/base/json_string.hpp"
 #include "nps/proto/jcs.hpp"
 #include "utf8.hpp"
@@ -280,12 +280,12 @@ Result<std::string> msgpack_to_json(std::string_view msgpack, const MsgpackLimit
 Result<std::string> json_to_msgpack(std::string_view json_text)
 {
     // Integers up to 2^64-1 stay integers: parse as is first, and widen
-    // literals beyond 64 bits to doubles (parse_json) only when simdjson
-    // refuses the text (parse_json also gives the error of invalid JSON).
+    // literals beyond 64 bits to doubles (json::parse_document) only when simdjson
+    // refuses the text (which also gives the error of invalid JSON).
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     if (parser.parse(json_text.data(), json_text.size()).get(root) != simdjson::SUCCESS)
-        root = NPS_TRY(detail::parse_json(parser, json_text, "json payload"));
+        root = NPS_TRY(json::parse_document(parser, json_text, "json payload"));
     try {
         msgpack::sbuffer buffer;
         Packer packer(buffer);

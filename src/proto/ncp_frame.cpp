@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
-#include "jcs_dom.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "nps/proto/msgpack_json.hpp"
 
 namespace nps::proto::ncp {
@@ -199,7 +199,7 @@ Result<std::string> encode_frame(std::uint8_t frame_type, Tier tier, std::string
     case Tier::json: {
         // Validate, so that we never frame a text the peer cannot parse.
         simdjson::dom::parser parser;
-        NPS_TRY(detail::parse_json(parser, json_text, "json payload"));
+        NPS_TRY(json::parse_document(parser, json_text, "json payload"));
         payload = std::string(json_text);
         break;
     }

@@ -5,12 +5,11 @@
 #include <algorithm>
 #include <limits>
 
-#include "jcs_dom.hpp"
-#include "json_fields.hpp"
 #include "message_text.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/announce.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::proto::ndp {
@@ -18,6 +17,7 @@ namespace nps::proto::ndp {
 namespace {
 
 using namespace detail;
+using namespace json;
 
 constexpr std::string_view kProfile = code::kNdpAnnounceProfileViolation;
 
@@ -147,7 +147,7 @@ std::string_view decision_name(Decision decision)
 Result<AnnounceFacts> announce_facts(std::string_view frame_json)
 {
     simdjson::dom::parser parser;
-    const element root = NPS_TRY(parse_json(parser, frame_json, "announce"));
+    const element root = NPS_TRY(json::parse_document(parser, frame_json, "announce"));
     const object obj = NPS_TRY(read_object(root, kProfile, "announce"));
     AnnounceFacts facts;
     if (auto v = optional_member(obj, "graph_seq")) {
@@ -195,7 +195,7 @@ Admission RegistryModel::admit(std::string_view frame_json, const Result<void>& 
 
     // 0. wire types.
     simdjson::dom::parser parser;
-    auto root = parse_json(parser, frame_json, "announce");
+    auto root = json::parse_document(parser, frame_json, "announce");
     if (!root)
         return rejected(std::move(root).error());
     auto parsed = read_entry(*root, options_.profile);

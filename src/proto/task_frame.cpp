@@ -14,6 +14,7 @@
 #include "nps/proto/dag.hpp"
 #include "nps/proto/dedup.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "task_frame_parts.hpp"
 
 namespace nps::proto {
@@ -189,7 +190,7 @@ Result<void> decode_callback_fields(const object& root, TaskFrame& frame)
 Result<TaskFrame> decode(std::string_view json_text)
 {
     simdjson::dom::parser parser;
-    const element root_value = NPS_TRY(parse_json(parser, json_text, "TaskFrame"));
+    const element root_value = NPS_TRY(json::parse_document(parser, json_text, "TaskFrame"));
     const object root = NPS_TRY(read_object(root_value, kMalformed, "TaskFrame"));
 
     // The whole-frame canonical form first: it rejects duplicate keys,

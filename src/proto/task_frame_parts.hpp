@@ -5,11 +5,14 @@
 #include <string>
 #include <string_view>
 
-#include "json_fields.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::proto::detail {
+
+// The decoders read with the one JSON reader.
+using namespace json;
 
 inline constexpr std::string_view kMalformed = code::kNwpHttpFrameBodyMalformed;
 inline constexpr std::string_view kDagInvalid = code::kNopTaskDagInvalid;

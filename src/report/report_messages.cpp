@@ -11,6 +11,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/net/http_client.hpp"
+#include "nps/proto/json_to_value.hpp"
 #include "nps/proto/states.hpp"
 
 namespace nps::report {
@@ -216,7 +217,7 @@ std::string describe_answer(long status, std::string_view body)
 {
     std::string text = "HTTP " + std::to_string(status);
     if (body.size() <= limits::kMaxReportResponseBytes) {
-        const Json parsed = Json::parse(body, nullptr, false);
+        const Json parsed = proto::json::parse_to_value(body, limits::kMaxJsonDepth).value_or(nullptr);
         if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_string()) {
             text += " " + printable(parsed["error"].get<std::string>(), 80);
             if (parsed.contains("message") && parsed["message"].is_string())

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "nps/base/limits.hpp"
-#include "nps/proto/json_type.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "nps/spawn/quantity.hpp"
 #include "nps/spawn/spawn_spec.hpp"
 #include "spec_rules.hpp"
@@ -25,29 +25,23 @@ using simdjson::dom::object;
 
 constexpr std::int64_t kBytesPerMiB = 1 << 20;
 
+// The one JSON reader's, with the SpawnSpec's code.
 Error wrong_type(element value, std::string_view expected, std::string_view path)
 {
-    return spec_error(path,
-                      "expected " + std::string(expected) + ", got " + std::string(proto::json_type_name(value)));
+    return proto::json::type_error(value, expected, kSpawnSpecInvalid, path);
 }
-
-Error rule_failed(std::string_view path, const Error& e) { return spec_error(path, e.message); }
 
 Result<std::string_view> read_string(element value, std::string_view path)
 {
-    std::string_view s;
-    if (value.get(s) != simdjson::SUCCESS)
-        return wrong_type(value, "a string", path);
-    return s;
+    return proto::json::read_string(value, kSpawnSpecInvalid, path);
 }
 
 Result<object> read_object(element value, std::string_view path)
 {
-    object o;
-    if (value.get(o) != simdjson::SUCCESS)
-        return wrong_type(value, "an object", path);
-    return o;
+    return proto::json::read_object(value, kSpawnSpecInvalid, path);
 }
+
+Error rule_failed(std::string_view path, const Error& e) { return spec_error(path, e.message); }
 
 // A JSON integer literal (no fraction, no exponent) in [min, max].
 Result<std::int64_t> read_integer(element value, std::string_view path, std::int64_t min, std::int64_t max)

@@ -3,13 +3,7 @@
 // frame and the worker's environment.
 #include "nps/supervisor/worker_protocol.hpp"
 
-#include <simdjson.h>
-
-#include <memory>
-
-#include "json_util.hpp"
 #include "nps/base/json_string.hpp"
-#include "nps/proto/jcs.hpp"
 
 namespace nps::supervisor {
 
@@ -20,72 +14,50 @@ Error delegate_error(const std::string& what)
     return internal_error("Invalid DelegateFrame for a worker: " + what);
 }
 
-Result<std::string> required_string(const simdjson::dom::object& frame, const char* key, bool required)
+// An identity field of the frame: a string without NUL, not empty when
+// required; "" when an optional one is absent.
+Result<std::string> identity_field(const nlohmann::json& frame, const char* key, bool required)
 {
-    simdjson::dom::element value;
-    if (frame.at_key(key).get(value) != simdjson::SUCCESS || value.is_null()) {
+    const auto value = frame.find(key);
+    if (value == frame.end() || value->is_null()) {
         if (required)
             return delegate_error(std::string(key) + ": required");
         return std::string();
     }
-    std::string_view s;
-    if (value.get(s) != simdjson::SUCCESS)
+    if (!value->is_string())
         return delegate_error(std::string(key) + ": expected a string");
+    const auto& s = value->get_ref<const std::string&>();
     if (required && s.empty())
         return delegate_error(std::string(key) + ": must not be empty");
-    if (s.find('\0') != std::string_view::npos)
+    if (s.find('\0') != std::string::npos)
         return delegate_error(std::string(key) + ": must not contain NUL");
-    return std::string(s);
-}
-
-// The frame's own text without insignificant whitespace: the worker gets the
-// bytes we were given, numbers and escapes untouched, on one line.
-Result<std::string> one_line(std::string_view json_text)
-{
-    std::unique_ptr<char[]> out(new char[json_text.size() + 1]);
-    std::size_t length = 0;
-    if (simdjson::minify(json_text.data(), json_text.size(), out.get(), length) != simdjson::SUCCESS)
-        return delegate_error("not JSON");
-    return std::string(out.get(), length);
+    return s;
 }
 
 }  // namespace
 
-Result<DelegateLine> encode_delegate_frame(std::string_view json_text)
+Result<DelegateLine> encode_delegate_frame(const nlohmann::json& frame)
 {
-    if (json_text.size() > limits::kMaxDelegateFrameBytes)
-        return delegate_error("larger than " + std::to_string(limits::kMaxDelegateFrameBytes) + " bytes");
-    simdjson::dom::parser parser;
-    simdjson::dom::element root;
-    std::string line;
-    if (parser.parse(json_text.data(), json_text.size()).get(root) == simdjson::SUCCESS) {
-        line = NPS_TRY(one_line(json_text));
-    } else {
-        // An integer beyond 64 bits (valid JSON simdjson cannot hold): the
-        // worker gets the frame's canonical form, which spells it as a double.
-        auto canonical = proto::jcs_canonicalize(json_text);
-        if (!canonical || parser.parse(canonical->data(), canonical->size()).get(root) != simdjson::SUCCESS)
-            return delegate_error("not JSON");
-        line = std::move(*canonical);
-    }
-    simdjson::dom::object frame;
-    if (root.get(frame) != simdjson::SUCCESS)
+    if (!frame.is_object())
         return delegate_error("not a JSON object");
-
     DelegateLine out;
     Assignment& a = out.assignment;
-    a.task_id = NPS_TRY(required_string(frame, "parent_task_id", true));
-    a.subtask_id = NPS_TRY(required_string(frame, "subtask_id", true));
-    a.node_id = NPS_TRY(required_string(frame, "node_id", true));
-    a.agent_nid = NPS_TRY(required_string(frame, "target_agent_nid", true));
-    a.action = NPS_TRY(required_string(frame, "action", true));
-    a.deadline_at = NPS_TRY(required_string(frame, "deadline_at", true));
-    a.idempotency_key = NPS_TRY(required_string(frame, "idempotency_key", false));
-    simdjson::dom::element scope;
-    if (frame.at_key("delegated_scope").get(scope) == simdjson::SUCCESS && !scope.is_null())
-        out.delegated_scope_json = simdjson::to_string(scope);
-
-    out.line = std::move(line);
+    a.task_id = NPS_TRY(identity_field(frame, "parent_task_id", true));
+    a.subtask_id = NPS_TRY(identity_field(frame, "subtask_id", true));
+    a.node_id = NPS_TRY(identity_field(frame, "node_id", true));
+    a.agent_nid = NPS_TRY(identity_field(frame, "target_agent_nid", true));
+    a.action = NPS_TRY(identity_field(frame, "action", true));
+    a.deadline_at = NPS_TRY(identity_field(frame, "deadline_at", true));
+    a.idempotency_key = NPS_TRY(identity_field(frame, "idempotency_key", false));
+    try {
+        if (const auto scope = frame.find("delegated_scope"); scope != frame.end() && !scope->is_null())
+            out.delegated_scope_json = scope->dump();
+        out.line = frame.dump();
+    } catch (const nlohmann::json::exception& e) {  // a string that is not UTF-8
+        return delegate_error(e.what());
+    }
+    if (out.line.size() > limits::kMaxDelegateFrameBytes)
+        return delegate_error("larger than " + std::to_string(limits::kMaxDelegateFrameBytes) + " bytes");
     out.line.push_back('\n');
     return out;
 }

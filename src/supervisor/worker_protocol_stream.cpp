@@ -7,8 +7,7 @@
 #include <algorithm>
 #include <set>
 
-#include "json_util.hpp"
-#include "nps/proto/jcs.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "nps/supervisor/worker_protocol.hpp"
 
 namespace nps::supervisor {
@@ -171,7 +170,7 @@ Result<std::string> read_data(const object& frame)
         return std::string("null");
     if (!value->is_object())
         return invalid("data: expected an object");
-    auto canonical = proto::jcs_canonicalize(simdjson::to_string(*value));
+    auto canonical = proto::json::canonical_json(*value);
     if (!canonical)
         return invalid("data: " + canonical.error().message);
     return std::move(*canonical);
@@ -197,9 +196,9 @@ Result<StreamEvent> StreamDecoder::accept(std::string_view line)
 
 Result<StreamEvent> StreamDecoder::decode(std::string_view line)
 {
-    element root;
+    const auto root = proto::json::parse_document(shared_parser(), line, "stdout line");
     object frame;
-    if (!detail::parse_json(shared_parser(), line, root) || root.get(frame) != simdjson::SUCCESS)
+    if (!root || root->get(frame) != simdjson::SUCCESS)
         return StreamEvent{};
     if (!member(frame, "seq") && !member(frame, "is_final") && !member(frame, "frame"))
         return StreamEvent{};  // a JSON log line (structured logging), not a frame

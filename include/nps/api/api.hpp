@@ -73,10 +73,10 @@ struct ApiHooks {
     std::function<void()> deposited;                          // a TaskFrame landed in an inbox
     std::function<void(const std::string& task_id)> cancelled;  // a task was cancelled
     std::function<std::string()> metrics;                       // more of GET /metrics (Prometheus text)
-    std::function<std::string()> executor;                      // GET /healthz "executor": a JSON object text
+    std::function<nlohmann::json()> executor;                   // GET /healthz "executor": an object
     std::function<std::string()> not_ready;                     // GET /readyz: why not ready, "" when ready
-    std::function<std::string()> workers;                       // GET /v1/workers: a JSON array text
-    std::function<Result<std::string>()> images;                // GET /v1/images: a JSON array text
+    std::function<nlohmann::json()> workers;                    // GET /v1/workers: an array
+    std::function<Result<nlohmann::json>()> images;             // GET /v1/images: an array
     // The log directory of the node's running worker, if one runs (a
     // followed log reads it as it grows).
     std::function<std::optional<std::string>(const std::string& task_id, const std::string& node_id)> running_log;

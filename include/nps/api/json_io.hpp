@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // JSON request bodies and JSON responses of the API.
 //
-// Request bodies are untrusted: parse_json_object() checks the nesting depth
-// with a linear scan before handing the text to nlohmann-json (whose parser
-// recurses), so a hostile body cannot exhaust the loop thread's stack.
-// Field readers fail with NWP-HTTP-PARAM-INVALID naming the field.
+// Request bodies are untrusted: parse_json_object() reads them with the one
+// JSON reader (nps/proto/json_reader.hpp) and holds them as nlohmann-json
+// values, at most limits::kMaxJsonDepth deep. Field readers fail with
+// NWP-HTTP-PARAM-INVALID naming the field.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +21,6 @@
 namespace nps::api {
 
 using Json = nlohmann::json;
-
-// Deepest nesting of objects/arrays in a JSON text (strings skipped).
-std::size_t json_nesting_depth(std::string_view text);
 
 // The body as a JSON object; NWP-HTTP-FRAME-BODY-MALFORMED otherwise.
 Result<Json> parse_json_object(std::string_view text);

@@ -24,6 +24,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "nps/base/clock.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/config/config.hpp"
@@ -89,10 +91,10 @@ public:
     }
     // Any thread: {"tasks_running", "workers_running", "max_tasks", "max_workers", "spawn_pool",
     // "user_namespace": {"enabled", "configured", "reason"}, "network": {"per_task", "pool_ready"}} for /healthz.
-    std::string status_json() const;
-    // Loop thread: the workers of the running tasks as a JSON array text
+    nlohmann::json status() const;
+    // Loop thread: the workers of the running tasks as a JSON array
     // (GET /v1/workers), by task id then node id.
-    std::string workers_json() const;
+    nlohmann::json workers() const;
     // The log directory of a node's running worker (GET …/log?follow=1).
     std::optional<std::string> running_log_dir(const std::string& task_id, const std::string& node_id) const;
     const supervisor::Supervisor& supervisor() const { return *supervisor_; }

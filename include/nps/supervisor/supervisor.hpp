@@ -37,6 +37,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "nps/base/clock.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
@@ -67,7 +69,7 @@ struct WorkerSpec {
     // The SpawnSpec's limits; nullopt or zero: the supervisor's policy.
     std::optional<std::chrono::milliseconds> idle_timeout;
     std::optional<std::chrono::milliseconds> max_runtime;
-    std::string delegate_frame;                           // DelegateFrame JSON (worker_protocol.hpp)
+    nlohmann::json delegate_frame;                        // the DelegateFrame (worker_protocol.hpp)
     std::uint32_t attempt = 1;                            // NPS_ATTEMPT, 1-based
     std::optional<std::int64_t> cgn_budget;               // NPS_CGN_BUDGET
 };

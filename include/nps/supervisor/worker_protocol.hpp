@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
 #include "nps/proto/error_codes.hpp"
@@ -46,13 +48,14 @@ struct DelegateLine {
     std::string delegated_scope_json;  // copied into the cancel frame; "" when absent
 };
 
-// Checks the DelegateFrame JSON the caller built (NPS-5 §3.2) and makes its
-// stdin line. Required: an object of at most limits::kMaxDelegateFrameBytes
-// with string parent_task_id, subtask_id, node_id, target_agent_nid, action
-// and deadline_at (idempotency_key optional, a string), none empty or holding
-// a NUL (they become environment variables). Other fields pass through
-// unchecked. Errors are internal errors naming the field: the frame is ours.
-Result<DelegateLine> encode_delegate_frame(std::string_view json_text);
+// Checks the DelegateFrame the caller built (NPS-5 §3.2) and makes its stdin
+// line. Required: an object with string parent_task_id, subtask_id, node_id,
+// target_agent_nid, action and deadline_at (idempotency_key optional, a
+// string), none empty or holding a NUL (they become environment variables),
+// whose line is at most limits::kMaxDelegateFrameBytes. Other fields pass
+// through unchecked. Errors are internal errors naming the field: the frame
+// is ours, built in-process (the value, not JSON text, crosses the layers).
+Result<DelegateLine> encode_delegate_frame(const nlohmann::json& frame);
 
 // The cancel DelegateFrame (§5.2), '\n'-terminated: action "cancel", params
 // {task_id, subtask_id}, and the identity fields of the original.

@@ -2,14 +2,10 @@
 #include "json_document.hpp"
 
 #include "nps/base/limits.hpp"
+#include "nps/proto/json_reader.hpp"
+#include "nps/proto/json_to_value.hpp"
 
 namespace nps::image::detail {
-
-namespace {
-
-struct TooDeep {};
-
-}  // namespace
 
 bool has_nul(std::string_view s)
 {
@@ -23,26 +19,17 @@ Result<nlohmann::json> parse_json_document(std::string_view text, std::size_t ma
     if (text.size() > max_bytes)
         return internal_error("Refusing " + name + ": " + std::to_string(text.size()) + " bytes, more than the limit of " +
                               std::to_string(max_bytes));
-    nlohmann::json value;
-    try {
-        // The callback sees every value with its depth; nlohmann's parser is
-        // iterative, so the bound protects only what we build from it, but
-        // no image document legitimately nests deeper.
-        const nlohmann::json::parser_callback_t bound = [](int depth, nlohmann::json::parse_event_t,
-                                                           nlohmann::json&) {
-            if (depth > static_cast<int>(limits::kMaxImageJsonDepth))
-                throw TooDeep{};
-            return true;
-        };
-        value = nlohmann::json::parse(text.begin(), text.end(), bound);
-    } catch (const TooDeep&) {
+    // simdjson reads (it checks UTF-8); nlohmann holds the value.
+    thread_local simdjson::dom::parser parser;
+    const auto root = proto::json::parse_document(parser, text, name);
+    if (!root)
+        return internal_error("Failed to parse " + root.error().message);
+    auto held = proto::json::to_value(*root, limits::kMaxImageJsonDepth);
+    if (!held)
         return internal_error("Refusing " + name + ": JSON nested deeper than " +
                               std::to_string(limits::kMaxImageJsonDepth) + " levels");
-    } catch (const nlohmann::json::exception& e) {
-        return internal_error("Failed to parse " + name + ": " + e.what());
-    }
-    if (value.is_object() || (top == TopLevel::object_or_array && value.is_array()))
-        return value;
+    if (held->is_object() || (top == TopLevel::object_or_array && held->is_array()))
+        return std::move(*held);
     return internal_error("Invalid " + name + ": the document is not a JSON " +
                           (top == TopLevel::object ? "object" : "object or array"));
 }

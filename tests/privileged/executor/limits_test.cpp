@@ -318,9 +318,14 @@ TEST_CASE("logs: past workers.logs_max_bytes finished workers' logs go, oldest f
     }
     REQUIRE(dirs_in_order.size() == 5);
     // The prune runs on a pool thread after each worker's end (at most one a
-    // second): wait for it rather than for a fixed time.
+    // second) and is logged when it is done: wait for both rather than for a
+    // fixed time.
+    const auto pruned_logged = [&] {
+        return f.runner().log().find("to keep all worker logs under workers.logs_max_bytes = 100Ki") !=
+               std::string::npos;
+    };
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (std::chrono::steady_clock::now() < deadline && total_bytes() > 100 * 1024)
+    while (std::chrono::steady_clock::now() < deadline && (total_bytes() > 100 * 1024 || !pruned_logged()))
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     INFO(f.runner().log());
     CHECK(total_bytes() <= 100 * 1024);

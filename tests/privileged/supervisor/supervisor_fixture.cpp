@@ -33,13 +33,13 @@ const cgroup::CgroupBase* host_cgroup_base()
     return base ? &*base : nullptr;
 }
 
-std::string test_delegate_frame(const std::string& node_id)
+nlohmann::json test_delegate_frame(const std::string& node_id)
 {
-    return R"({"frame":"0x41","parent_task_id":"task-1","subtask_id":"3f1c2a4e-0000-4000-8000-000000000001",)"
+    return nlohmann::json::parse(R"({"frame":"0x41","parent_task_id":"task-1","subtask_id":"3f1c2a4e-0000-4000-8000-000000000001",)"
            R"("node_id":")" + node_id + R"(","target_agent_nid":"urn:nps:agent:test:worker",)"
            R"("action":"nwp://test/act","params":{"x":2},)"
            R"("delegated_scope":{"nodes":[")" + node_id + R"("],"actions":["nwp://test/act"],"max_token_budget":10},)"
-           R"("deadline_at":"2030-01-01T00:00:00Z","idempotency_key":"idem-1"})";
+           R"("deadline_at":"2030-01-01T00:00:00Z","idempotency_key":"idem-1"})");
 }
 
 WorkerSpec sh_worker(const std::string& script)

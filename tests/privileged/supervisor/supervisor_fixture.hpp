@@ -22,7 +22,7 @@ enum class Cgroups { none, host };
 const cgroup::CgroupBase* host_cgroup_base();
 
 // A DelegateFrame for a test worker (task "task-1", node "n1", …).
-std::string test_delegate_frame(const std::string& node_id = "n1");
+nlohmann::json test_delegate_frame(const std::string& node_id = "n1");
 
 // A worker running `/bin/sh -c script` in the busybox rootfs.
 supervisor::WorkerSpec sh_worker(const std::string& script);

@@ -405,7 +405,7 @@ TEST_CASE("start() refuses a bad spec synchronously")
 {
     Harness h(Cgroups::none);
     auto spec = sh_worker("true");
-    spec.delegate_frame = R"({"parent_task_id":"t"})";
+    spec.delegate_frame = {{"parent_task_id", "t"}};
     WorkerCallbacks callbacks{.on_outcome = [](const WorkerOutcome&) { FAIL("no outcome expected"); }};
     auto refused = h.supervisor().start(std::move(spec), callbacks);
     REQUIRE_FALSE(refused);

@@ -8,12 +8,27 @@
 
 using nps::api::Json;
 
-TEST_CASE("nesting depth ignores brackets inside strings")
+TEST_CASE("request bodies: nesting is counted outside strings only")
 {
-    CHECK(nps::api::json_nesting_depth("{}") == 1);
-    CHECK(nps::api::json_nesting_depth(R"({"a":[{"b":"[[[["}]})") == 3);
-    CHECK(nps::api::json_nesting_depth(R"({"a":"\"[[["})") == 1);
-    CHECK(nps::api::json_nesting_depth(std::string(10000, '[')) == 10000);
+    CHECK(nps::api::parse_json_object("{}"));
+    CHECK(nps::api::parse_json_object(R"({"a":[{"b":"[[[["}]})"));
+    CHECK(nps::api::parse_json_object(R"({"a":"\"[[["})"));
+    const std::string at_limit = std::string(31, '[') + std::string(31, ']');
+    CHECK(nps::api::parse_json_object("{\"a\":" + at_limit + "}"));
+    CHECK_FALSE(nps::api::parse_json_object("{\"a\":[" + at_limit + "]}"));
+    CHECK_FALSE(nps::api::parse_json_object(std::string(10000, '[')));
+}
+
+TEST_CASE("request bodies: numbers keep the kinds the field readers expect")
+{
+    auto body = nps::api::parse_json_object(R"({"n":5,"neg":-1,"f":1.5,"big":123456789012345678901234567890})");
+    REQUIRE(body);
+    CHECK((*body)["n"].is_number_unsigned());
+    CHECK((*body)["neg"].is_number_integer());
+    CHECK_FALSE((*body)["neg"].is_number_unsigned());
+    CHECK((*body)["f"].is_number_float());
+    CHECK((*body)["big"].is_number_float());
+    CHECK(*nps::api::required_uint32(*body, "n") == 5);
 }
 
 TEST_CASE("request bodies: objects only, depth-capped")

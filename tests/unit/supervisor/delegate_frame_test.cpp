@@ -27,13 +27,12 @@ const char* kFrame = R"({
 
 }  // namespace
 
-TEST_CASE("encode_delegate_frame: one line, the fields read, the text kept")
+TEST_CASE("encode_delegate_frame: one line, the fields read, the frame kept")
 {
-    auto d = encode_delegate_frame(kFrame);
+    auto d = encode_delegate_frame(Json::parse(kFrame));
     REQUIRE_MESSAGE(d, (d ? "" : d.error().describe()));
     CHECK(d->line.back() == '\n');
     CHECK(std::count(d->line.begin(), d->line.end(), '\n') == 1);
-    CHECK(d->line.find("1.50") != std::string::npos);  // numbers as written
     CHECK(Json::parse(d->line) == Json::parse(kFrame));
     CHECK(d->assignment.task_id == "task-1");
     CHECK(d->assignment.subtask_id == "7d0c8f3e-1111-4c4c-9d9d-000000000001");
@@ -51,41 +50,46 @@ TEST_CASE("encode_delegate_frame: refusals name the field")
         CAPTURE(field);
         Json missing = frame;
         missing.erase(field);
-        auto r = encode_delegate_frame(missing.dump());
+        auto r = encode_delegate_frame(missing);
         REQUIRE_FALSE(r);
         CHECK(r.error().message.find(field) != std::string::npos);
         Json wrong = frame;
         wrong[field] = 5;
-        CHECK_FALSE(encode_delegate_frame(wrong.dump()));
+        CHECK_FALSE(encode_delegate_frame(wrong));
         Json empty = frame;
         empty[field] = "";
-        CHECK_FALSE(encode_delegate_frame(empty.dump()));
+        CHECK_FALSE(encode_delegate_frame(empty));
     }
     Json nul = frame;
     nul["node_id"] = std::string("a\0b", 3);
-    CHECK_FALSE(encode_delegate_frame(nul.dump()));
-    CHECK_FALSE(encode_delegate_frame("[1]"));
-    CHECK_FALSE(encode_delegate_frame("{"));
+    CHECK_FALSE(encode_delegate_frame(nul));
+    CHECK_FALSE(encode_delegate_frame(Json::array({1})));
+    Json not_utf8 = frame;
+    not_utf8["params"]["url"] = "\xff";
+    CHECK_FALSE(encode_delegate_frame(not_utf8));
+    Json huge = frame;
+    huge["params"]["blob"] = std::string(nps::limits::kMaxDelegateFrameBytes, 'x');
+    CHECK_FALSE(encode_delegate_frame(huge));
     Json key = frame;
     key.erase("idempotency_key");
-    auto no_key = encode_delegate_frame(key.dump());
+    auto no_key = encode_delegate_frame(key);
     REQUIRE(no_key);
     CHECK(no_key->assignment.idempotency_key.empty());
 }
 
-TEST_CASE("encode_delegate_frame: a number beyond 64 bits travels in canonical form")
+TEST_CASE("encode_delegate_frame: a number beyond 64 bits travels as a double")
 {
     Json frame = Json::parse(kFrame);
     std::string text = frame.dump();
     text.insert(text.size() - 1, R"(,"big":123456789012345678901234567890)");
-    auto d = encode_delegate_frame(text);
+    auto d = encode_delegate_frame(Json::parse(text));
     REQUIRE(d);
     CHECK(d->line.find("1.2345678901234568e+29") != std::string::npos);
 }
 
 TEST_CASE("the cancel frame")
 {
-    auto d = encode_delegate_frame(kFrame);
+    auto d = encode_delegate_frame(Json::parse(kFrame));
     REQUIRE(d);
     const std::string line = encode_cancel_frame(*d);
     CHECK(line.back() == '\n');
@@ -103,7 +107,7 @@ TEST_CASE("the cancel frame")
 
 TEST_CASE("the worker's environment")
 {
-    auto d = encode_delegate_frame(kFrame);
+    auto d = encode_delegate_frame(Json::parse(kFrame));
     REQUIRE(d);
     auto env = worker_environment(d->assignment, 2, 5000, {"PATH=/bin", "NPS_TASK_ID=forged", "NPS_TASK_IDX=kept"});
     auto has = [&](const std::string& entry) { return std::find(env.begin(), env.end(), entry) != env.end(); };

@@ -1,15 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "json_fields.hpp"
+#include "nps/proto/json_reader.hpp"
 
 #include <algorithm>
 
+#include "jcs_dom.hpp"
+#include "json_text.hpp"
 #include "message_text.hpp"
-
 #include "nps/base/ascii.hpp"
 
-namespace nps::proto {
+namespace nps::proto::json {
 
-std::string_view json_type_name(simdjson::dom::element value)
+using simdjson::dom::element_type;
+
+Result<element> parse_document(simdjson::dom::parser& parser, std::string_view text, std::string_view what,
+                               std::string_view code)
+{
+    const std::optional<std::string> widened = detail::widen_big_integers(text);
+    const std::string_view input = widened ? std::string_view(*widened) : text;
+    element root;
+    if (const auto err = parser.parse(input.data(), input.size()).get(root); err != simdjson::SUCCESS)
+        return protocol_error(std::string(code), std::string(what) + ": invalid JSON: " + simdjson::error_message(err));
+    return root;
+}
+
+Result<std::string> canonical_json(element value, std::string_view path) { return detail::jcs_of(value, path); }
+
+std::string_view json_type_name(element value)
 {
     using simdjson::dom::element_type;
     switch (value.type()) {
@@ -24,12 +40,6 @@ std::string_view json_type_name(simdjson::dom::element value)
     }
     return "an unknown value";
 }
-
-}  // namespace nps::proto
-
-namespace nps::proto::detail {
-
-using simdjson::dom::element_type;
 
 Error field_error(std::string_view code, std::string_view path, std::string_view problem)
 {
@@ -79,7 +89,7 @@ Result<void> check_known_members(const object& obj, std::initializer_list<std::s
         (void)value;
         if (std::find(known.begin(), known.end(), key) != known.end())
             continue;
-        const std::string where = member_path(path, key);
+        const std::string where = detail::member_path(path, key);
         const std::string key_folded = folded(key);
         for (std::string_view candidate : known)
             if (folded(candidate) == key_folded)
@@ -92,9 +102,7 @@ Result<void> check_known_members(const object& obj, std::initializer_list<std::s
     return {};
 }
 
-namespace {
-
-Error wrong_type(element value, std::string_view expected, std::string_view code, std::string_view path)
+Error type_error(element value, std::string_view expected, std::string_view code, std::string_view path)
 {
     std::string problem = "expected ";
     problem += expected;
@@ -103,13 +111,11 @@ Error wrong_type(element value, std::string_view expected, std::string_view code
     return field_error(code, path, problem);
 }
 
-}  // namespace
-
 Result<std::string_view> read_string(element value, std::string_view code, std::string_view path)
 {
     std::string_view s;
     if (value.get(s) != simdjson::SUCCESS)
-        return wrong_type(value, "a string", code, path);
+        return type_error(value, "a string", code, path);
     return s;
 }
 
@@ -117,7 +123,7 @@ Result<bool> read_bool(element value, std::string_view code, std::string_view pa
 {
     bool b = false;
     if (value.get(b) != simdjson::SUCCESS)
-        return wrong_type(value, "a boolean", code, path);
+        return type_error(value, "a boolean", code, path);
     return b;
 }
 
@@ -125,7 +131,7 @@ Result<object> read_object(element value, std::string_view code, std::string_vie
 {
     object obj;
     if (value.get(obj) != simdjson::SUCCESS)
-        return wrong_type(value, "an object", code, path);
+        return type_error(value, "an object", code, path);
     return obj;
 }
 
@@ -133,7 +139,7 @@ Result<array> read_array(element value, std::string_view code, std::string_view 
 {
     array arr;
     if (value.get(arr) != simdjson::SUCCESS)
-        return wrong_type(value, "an array", code, path);
+        return type_error(value, "an array", code, path);
     return arr;
 }
 
@@ -167,7 +173,7 @@ Result<std::uint64_t> read_uint(element value, std::string_view code, std::strin
     default:
         break;
     }
-    return wrong_type(value, "an integer", code, path);
+    return type_error(value, "an integer", code, path);
 }
 
-}  // namespace nps::proto::detail
+}  // namespace nps::proto::json
