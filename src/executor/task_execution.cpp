@@ -191,7 +191,7 @@ void TaskExecution::start()
             if (r.dedup_key != lease_.dedup_key || !store::is_terminal_node_state(r.state))
                 continue;
             options.prior.push_back({.node_id = r.node_id,
-                                     .state = r.state,
+                                     .state = proto::parse_node_state(r.state).value_or(proto::NodeState::pending),
                                      .attempts = r.attempts,
                                      .error_code = r.error_code,
                                      .error_message = r.error_message,

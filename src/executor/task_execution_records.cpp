@@ -70,7 +70,7 @@ void TaskExecution::on_node(const nop::NodeUpdate& update)
     store::NodeResult result{.task_id = task_id(),
                              .node_id = update.node_id,
                              .dedup_key = lease_.dedup_key,
-                             .state = update.state,
+                             .state = std::string(proto::to_string(update.state)),
                              .attempts = update.attempts,
                              .error_code = update.error_code,
                              .error_message = update.error_message,
@@ -89,7 +89,7 @@ void TaskExecution::on_task_end(const nop::TaskEnd& end)
     ended_ = true;
     if (!abandoned_ && fence_ == Fence::lease) {
         // The lease stays renewed until the end is written.
-        unrecorded_end_ = store::TaskOutcome{.state = end.state,
+        unrecorded_end_ = store::TaskOutcome{.state = std::string(proto::to_string(end.state)),
                                              .error_code = end.error_code,
                                              .error_message = end.error_message,
                                              .aggregate_json = end.aggregate_json};

@@ -78,7 +78,7 @@ void TaskRun::State::event(const std::string& name, const Json& detail)
 void TaskRun::State::report(std::size_t i, proto::NodeState state)
 {
     const NodeRun& n = nodes[i];
-    NodeUpdate update{.node_id = id(i), .state = std::string(proto::to_string(state)), .attempts = n.attempts};
+    NodeUpdate update{.node_id = id(i), .state = state, .attempts = n.attempts};
     const bool has_result = n.phase == NodePhase::completed || n.phase == NodePhase::compensating ||
                             n.phase == NodePhase::compensated || n.phase == NodePhase::compensation_failed;
     if (has_result)
@@ -101,9 +101,8 @@ void TaskRun::State::apply_prior()
             continue;
         NodeRun& n = nodes[*i];
         using proto::NodeState;
-        const std::optional<NodeState> state = proto::parse_node_state(prior.state);
         NodePhase settled = NodePhase::pending;
-        switch (state.value_or(NodeState::pending)) {
+        switch (prior.state) {
         case NodeState::completed:
         case NodeState::compensating:
             settled = NodePhase::completed;  // an interrupted compensation is run again (compensations are idempotent)
@@ -284,9 +283,8 @@ void TaskRun::State::end_task(proto::TaskState state, std::optional<std::string>
         detail["error_code"] = *code;
     if (message)
         detail["error_message"] = *message;
-    const std::string text(proto::to_string(state));
-    event("task:" + ascii_lower(text), detail);
-    host.on_task_end(TaskEnd{.state = text,
+    event("task:" + ascii_lower(proto::to_string(state)), detail);
+    host.on_task_end(TaskEnd{.state = state,
                              .error_code = std::move(code),
                              .error_message = std::move(message),
                              .aggregate_json = std::move(aggregate_json)});

@@ -67,6 +67,7 @@
 
 #include "nps/base/clock.hpp"
 #include "nps/base/result.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::nop {
@@ -99,11 +100,11 @@ struct AttemptOutcome {
     std::string killed_reason;    // from the supervisor ("" = none); recorded, not interpreted
 };
 
-// A node's state changed. state uses the store's spelling: PENDING RUNNING
-// COMPLETED FAILED CANCELLED SKIPPED COMPENSATING COMPENSATED COMPENSATION_FAILED.
+// A node's state changed (spelled for the store and the wire by
+// proto::to_string).
 struct NodeUpdate {
     std::string node_id;
-    std::string state;
+    proto::NodeState state = proto::NodeState::pending;
     std::uint32_t attempts = 0;   // attempts dispatched so far (compensations not counted)
     std::optional<std::string> error_code;
     std::optional<std::string> error_message;
@@ -112,7 +113,7 @@ struct NodeUpdate {
 };
 
 struct TaskEnd {
-    std::string state;            // COMPLETED FAILED CANCELLED
+    proto::TaskState state = proto::TaskState::failed;  // completed, failed or cancelled
     std::optional<std::string> error_code;
     std::optional<std::string> error_message;
     std::optional<std::string> aggregate_json;

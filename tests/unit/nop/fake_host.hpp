@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/nop/task_run.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::test::nop {
@@ -29,7 +30,27 @@ using nps::nop::AttemptStatus;
 using nps::nop::NodeUpdate;
 using nps::nop::TaskEnd;
 using nps::nop::TaskHost;
+using nps::proto::NodeState;
 using Json = nlohmann::ordered_json;
+
+// What the engine reported, its states spelled as on the wire: the tests
+// compare them with the spec's text.
+struct RecordedUpdate {
+    std::string node_id;
+    std::string state;
+    std::uint32_t attempts = 0;
+    std::optional<std::string> error_code;
+    std::optional<std::string> error_message;
+    std::optional<std::string> result_json;
+    std::optional<std::string> killed_reason;
+};
+
+struct RecordedEnd {
+    std::string state;
+    std::optional<std::string> error_code;
+    std::optional<std::string> error_message;
+    std::optional<std::string> aggregate_json;
+};
 
 class FakeHost final : public TaskHost {
 public:
@@ -72,13 +93,22 @@ public:
     void on_node(const NodeUpdate& update) override
     {
         note_call("on_node");
-        updates.push_back(update);
+        updates.push_back({.node_id = update.node_id,
+                           .state = std::string(proto::to_string(update.state)),
+                           .attempts = update.attempts,
+                           .error_code = update.error_code,
+                           .error_message = update.error_message,
+                           .result_json = update.result_json,
+                           .killed_reason = update.killed_reason});
     }
     void on_task_end(const TaskEnd& task_end) override
     {
         note_call("on_task_end");
         ++ends;
-        end = task_end;
+        end = RecordedEnd{.state = std::string(proto::to_string(task_end.state)),
+                          .error_code = task_end.error_code,
+                          .error_message = task_end.error_message,
+                          .aggregate_json = task_end.aggregate_json};
     }
 
     // The live timers armed with this delay.
@@ -121,16 +151,16 @@ public:
     std::string state_of(const std::string& node_id) const
     {
         std::string state;
-        for (const NodeUpdate& u : updates)
+        for (const RecordedUpdate& u : updates)
             if (u.node_id == node_id)
                 state = u.state;
         return state;
     }
 
-    std::optional<NodeUpdate> last_update(const std::string& node_id) const
+    std::optional<RecordedUpdate> last_update(const std::string& node_id) const
     {
-        std::optional<NodeUpdate> out;
-        for (const NodeUpdate& u : updates)
+        std::optional<RecordedUpdate> out;
+        for (const RecordedUpdate& u : updates)
             if (u.node_id == node_id)
                 out = u;
         return out;
@@ -144,8 +174,8 @@ public:
     std::map<TimerId, Timer> timers;
     std::vector<std::string> events;
     std::vector<std::string> details;
-    std::vector<NodeUpdate> updates;
-    std::optional<TaskEnd> end;
+    std::vector<RecordedUpdate> updates;
+    std::optional<RecordedEnd> end;
     int ends = 0;
     std::vector<std::string> calls_after_end;
 

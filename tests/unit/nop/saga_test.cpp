@@ -264,9 +264,9 @@ TEST_CASE("saga: resuming a task whose node failed under an earlier claim")
     const auto task = frame({node("a", {}, compensable("a")), node("b", {"a"}, compensable("b")), node("c", {"b"})});
     RunOptions options{.mode = Mode::conformance};
     options.prior = {
-        NodeUpdate{.node_id = "a", .state = "COMPLETED", .attempts = 1, .result_json = "{}"},
-        NodeUpdate{.node_id = "b", .state = "COMPENSATED", .attempts = 1, .result_json = "{}"},
-        NodeUpdate{.node_id = "c", .state = "FAILED", .attempts = 3, .error_code = "NWP-NODE-UNAVAILABLE",
+        NodeUpdate{.node_id = "a", .state = NodeState::completed, .attempts = 1, .result_json = "{}"},
+        NodeUpdate{.node_id = "b", .state = NodeState::compensated, .attempts = 1, .result_json = "{}"},
+        NodeUpdate{.node_id = "c", .state = NodeState::failed, .attempts = 3, .error_code = "NWP-NODE-UNAVAILABLE",
                    .error_message = "gone"},
     };
     TaskRun run(task, host, options);

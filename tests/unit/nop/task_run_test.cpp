@@ -414,10 +414,10 @@ TEST_CASE("engine: resume skips prior terminal nodes and feeds their results on"
                              node("side", {"fetch"})});
     RunOptions options{.mode = Mode::conformance};
     options.prior = {
-        NodeUpdate{.node_id = "fetch", .state = "COMPLETED", .attempts = 2, .result_json = R"({"value":2})"},
-        NodeUpdate{.node_id = "side", .state = "SKIPPED"},
-        NodeUpdate{.node_id = "gate", .state = "RUNNING", .attempts = 1},  // not settled: runs again
-        NodeUpdate{.node_id = "ghost", .state = "COMPLETED", .result_json = "{}"},  // unknown: ignored
+        NodeUpdate{.node_id = "fetch", .state = NodeState::completed, .attempts = 2, .result_json = R"({"value":2})"},
+        NodeUpdate{.node_id = "side", .state = NodeState::skipped},
+        NodeUpdate{.node_id = "gate", .state = NodeState::running, .attempts = 1},  // not settled: runs again
+        NodeUpdate{.node_id = "ghost", .state = NodeState::completed, .result_json = "{}"},  // unknown: ignored
     };
     TaskRun run(task, host, options);
     run.start();
@@ -443,7 +443,7 @@ TEST_CASE("engine: resume with every node settled completes at once")
 {
     FakeHost host;
     RunOptions options;
-    options.prior = {NodeUpdate{.node_id = "a", .state = "COMPLETED", .attempts = 1, .result_json = R"({"x":1})"}};
+    options.prior = {NodeUpdate{.node_id = "a", .state = NodeState::completed, .attempts = 1, .result_json = R"({"x":1})"}};
     TaskRun run(frame({node("a")}), host, options);
     run.start();
     CHECK(host.dispatched.empty());

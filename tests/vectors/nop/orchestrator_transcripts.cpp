@@ -403,7 +403,7 @@ Json run_vector(const Json& input, Mode mode, std::vector<std::string>& problems
     }
 
     const TaskEnd& end = *host.task_end;
-    out["terminal_state"] = lowercase(end.state);
+    out["terminal_state"] = lowercase(std::string(nps::proto::to_string(end.state)));
     out["error_code"] = end.error_code ? Json(*end.error_code) : Json(nullptr);
     out["aggregate"] = end.aggregate_json ? Json::parse(*end.aggregate_json) : Json(nullptr);
 
@@ -414,11 +414,12 @@ Json run_vector(const Json& input, Mode mode, std::vector<std::string>& problems
     Json counts = Json::object();
     for (const auto& [node, update] : last) {
         if (!in_transcript.contains(node)) {
-            if (update.state != "CANCELLED")
-                problems.push_back("node " + node + " ended " + update.state + " without a canonical event");
+            if (update.state != nps::proto::NodeState::cancelled)
+                problems.push_back("node " + node + " ended " + std::string(nps::proto::to_string(update.state)) +
+                                   " without a canonical event");
             continue;
         }
-        states[node] = lowercase(update.state);
+        states[node] = lowercase(std::string(nps::proto::to_string(update.state)));
         counts[node] = update.attempts;
         if (static_cast<int>(update.attempts) != attempt_events[node])
             problems.push_back("node " + node + " reports " + std::to_string(update.attempts) + " attempts but has " +
