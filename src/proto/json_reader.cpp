@@ -27,7 +27,6 @@ Result<std::string> canonical_json(element value, std::string_view path) { retur
 
 std::string_view json_type_name(element value)
 {
-    using simdjson::dom::element_type;
     switch (value.type()) {
     case element_type::OBJECT: return "an object";
     case element_type::ARRAY: return "an array";

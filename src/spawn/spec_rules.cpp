@@ -4,6 +4,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/reference.hpp"
+#include "nps/proto/json_reader.hpp"
 #include "nps/spawn/spawn_spec.hpp"
 
 namespace nps::spawn {
@@ -21,10 +22,7 @@ bool is_env_char(char c) { return is_env_start(c) || (c >= '0' && c <= '9'); }
 
 Error spec_error(std::string_view path, std::string_view text)
 {
-    std::string message(path);
-    message += ": ";
-    message += text;
-    return protocol_error(kSpawnSpecInvalid, std::move(message));
+    return proto::json::field_error(kSpawnSpecInvalid, path, text);
 }
 
 Result<void> check_image(std::string_view image)
