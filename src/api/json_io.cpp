@@ -24,7 +24,7 @@ Error param_error(const char* field, const std::string& what)
 Result<Json> parse_json_object(std::string_view text)
 {
     // simdjson reads (and checks UTF-8); the copy to a held value bounds the depth.
-    thread_local simdjson::dom::parser parser;
+    simdjson::dom::parser parser;  // per call: no buffer kept for the thread's life
     const auto root = proto::json::parse_document(parser, text, "Request body");
     if (!root)
         return protocol_error(proto::code::kNwpHttpFrameBodyMalformed, "Request body is not valid JSON");

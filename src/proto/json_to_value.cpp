@@ -78,7 +78,7 @@ std::optional<nlohmann::json> to_value(element value, std::size_t max_depth)
 
 std::optional<nlohmann::json> parse_to_value(std::string_view text, std::size_t max_depth)
 {
-    thread_local simdjson::dom::parser parser;
+    simdjson::dom::parser parser;  // per call: no buffer kept for the thread's life
     const auto root = parse_document(parser, text, "JSON text");
     if (!root)
         return std::nullopt;

@@ -20,7 +20,7 @@ Result<nlohmann::json> parse_json_document(std::string_view text, std::size_t ma
         return internal_error("Refusing " + name + ": " + std::to_string(text.size()) + " bytes, more than the limit of " +
                               std::to_string(max_bytes));
     // simdjson reads (it checks UTF-8); nlohmann holds the value.
-    thread_local simdjson::dom::parser parser;
+    simdjson::dom::parser parser;  // per call: no buffer kept for the thread's life
     const auto root = proto::json::parse_document(parser, text, name);
     if (!root)
         return internal_error("Failed to parse " + root.error().message);
