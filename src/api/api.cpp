@@ -11,7 +11,6 @@
 #include "nps/api/process_metrics.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/log.hpp"
-#include "nps/config/area_options.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/store/write_health.hpp"
@@ -25,7 +24,7 @@ Api::Api(const config::Config& config, store::StorePool& stores, const Clock& cl
       clock_(clock),
       loop_(loop),
       host_(std::move(host)),
-      spawn_resolver_(config::resolver_options(config), clock,
+      spawn_resolver_(config.spawn, clock,
                       [this](const std::string& nid) -> Result<store::Announce> {
                           return NPS_TRY(stores_.acquire())->resolve_announce(nid);
                       }),

@@ -11,7 +11,7 @@
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
 #include "nps/base/limits.hpp"
-#include "nps/config/area_options.hpp"
+#include "nps/executor/executor_options.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/spawn/spawn_ceilings.hpp"
 
@@ -96,7 +96,7 @@ void Api::resolve_spawn_spec(const net::HttpRequest& request, const Reply& reply
         if (!resolution)
             return reply(resolution.error());
         // As a launch would refuse it (on the loop: a reload changes the ceilings here).
-        if (auto within = spawn::check_spawn_ceilings(resolution->spec, config::spawn_ceilings(config_.workers));
+        if (auto within = spawn::check_spawn_ceilings(resolution->spec, executor::spawn_ceilings(config_.workers));
             !within)
             return reply(within.error());
         reply(json_response(200, resolution_json(*resolution)));

@@ -16,7 +16,6 @@
 #include "nps/cli/import_progress.hpp"
 #include "nps/cli/verb_runner.hpp"
 #include "nps/cli/verbs.hpp"
-#include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/image/content_digest.hpp"
 #include "nps/image/image_store.hpp"
@@ -188,7 +187,7 @@ int image_pull(int argc, char** argv, int first)
     auto ctx = open_store(*args);
     if (!ctx)
         return report_error(ctx.error());
-    request.settings = config::registry_settings(ctx->config);
+    request.settings = ctx->config.registries;
     ImportProgressDisplay display(stderr, ImportProgressDisplay::mode_for(STDERR_FILENO, quiet), {}, "Pulling");
     if (!quiet)
         request.notice = [&](const std::string& message) {

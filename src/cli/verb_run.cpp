@@ -179,7 +179,7 @@ Result<RunRequest> build_request(const ParsedArgs& args, const config::Config& c
         request.limits.pids_max = value;
     }
     // The daemon's worker defaults where no flag was given (0: none).
-    const config::WorkerPolicy& w = config.workers;
+    const executor::WorkerPolicy& w = config.workers;
     if (!request.limits.memory_bytes && w.default_memory_bytes > 0)
         request.limits.memory_bytes = w.default_memory_bytes;
     if (!request.limits.cpu_millicores && w.default_cpu_millicores > 0)
@@ -290,9 +290,9 @@ Result<void> apply_userns(const ParsedArgs& args, const config::Config& config, 
                           RunRequest& request)
 {
     sandbox::UsernsMode mode = sandbox::UsernsMode::automatic;
-    if (args.flag("--userns") || config.user_namespace == config::UserNamespaceMode::on)
+    if (args.flag("--userns") || config.user_namespace == sandbox::UsernsMode::on)
         mode = sandbox::UsernsMode::on;
-    if (args.flag("--no-userns") || (!args.flag("--userns") && config.user_namespace == config::UserNamespaceMode::off))
+    if (args.flag("--no-userns") || (!args.flag("--userns") && config.user_namespace == sandbox::UsernsMode::off))
         mode = sandbox::UsernsMode::off;
     // An image's layers are idmapped where they live, in the state directory.
     const bool image = args.value("--image").has_value();

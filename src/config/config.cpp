@@ -172,20 +172,6 @@ Result<void> apply_store(const TableReader& t, Config& c)
     return {};
 }
 
-}  // namespace
-
-const char* to_string(UserNamespaceMode mode)
-{
-    switch (mode) {
-    case UserNamespaceMode::on: return "on";
-    case UserNamespaceMode::off: return "off";
-    case UserNamespaceMode::automatic: break;
-    }
-    return "auto";
-}
-
-namespace {
-
 // An operator-configured service: http or https, a host, no user-info
 // (credentials do not belong in a config URL), no query or fragment.
 Result<std::optional<std::string>> service_url(const TableReader& t, const std::string& key)
@@ -225,24 +211,24 @@ Result<void> apply_spawn(const TableReader& t, Config& c)
                                 "fetch_timeout_seconds", "max_spec_bytes", "max_redirects", "cache_max_age_seconds",
                                 "cache_entries"}));
     if (auto v = NPS_TRY(allow_list(t, "allow_destinations", limits::kMaxSpawnAllowDestinations)))
-        c.spawn_allow_destinations = std::move(*v);
+        c.spawn.allow_destinations = std::move(*v);
     if (auto v = NPS_TRY(t.string("ca_file"))) {
         if (v->empty() || v->front() != '/')
             return t.fail("ca_file", "must be an absolute path to a PEM file");
-        c.spawn_ca_file = *v;
+        c.spawn.ca_file = *v;
     }
-    c.spawn_registry_url = NPS_TRY(service_url(t, "registry_url"));
-    c.spawn_nwp_resolver_url = NPS_TRY(service_url(t, "nwp_resolver_url"));
+    c.spawn.registry_url = NPS_TRY(service_url(t, "registry_url"));
+    c.spawn.nwp_resolver_url = NPS_TRY(service_url(t, "nwp_resolver_url"));
     if (auto v = NPS_TRY(t.integer("fetch_timeout_seconds", 1, limits::kMaxSpawnFetchTimeoutSeconds)))
-        c.spawn_fetch_timeout_seconds = static_cast<std::uint32_t>(*v);
+        c.spawn.fetch.timeout_ms = static_cast<int>(*v) * 1000;
     if (auto v = NPS_TRY(t.integer("max_spec_bytes", 1024, static_cast<std::int64_t>(limits::kMaxSpawnSpecBytes))))
-        c.spawn_max_spec_bytes = static_cast<std::size_t>(*v);
+        c.spawn.fetch.max_body_bytes = static_cast<std::size_t>(*v);
     if (auto v = NPS_TRY(t.integer("max_redirects", 0, limits::kMaxSpawnRedirects)))
-        c.spawn_max_redirects = static_cast<unsigned>(*v);
+        c.spawn.fetch.max_redirects = static_cast<unsigned>(*v);
     if (auto v = NPS_TRY(t.integer("cache_max_age_seconds", 0, limits::kMaxSpawnCacheMaxAgeSeconds)))
-        c.spawn_cache_max_age_seconds = *v;
+        c.spawn.cache_max_age_seconds = *v;
     if (auto v = NPS_TRY(t.integer("cache_entries", 0, static_cast<std::int64_t>(limits::kMaxSpawnCacheEntries))))
-        c.spawn_cache_entries = static_cast<std::size_t>(*v);
+        c.spawn.cache_entries = static_cast<std::size_t>(*v);
     return {};
 }
 
@@ -376,12 +362,6 @@ Result<void> apply_report(const TableReader& t, Config& c)
 }
 
 }  // namespace
-
-std::int64_t WorkerPolicy::default_max_cpu_millicores()
-{
-    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-    return std::max<std::int64_t>(std::int64_t{4000}, cpus > 0 ? cpus * 1000 : 0);
-}
 
 bool is_service_url(std::string_view url)
 {

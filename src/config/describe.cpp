@@ -69,9 +69,9 @@ const char* to_string(SettingSource source)
 std::vector<Setting> describe(const Config& c, const std::set<std::string>& from_file,
                               const std::set<std::string>& from_flags)
 {
-    const WorkerPolicy& w = c.workers;
+    const executor::WorkerPolicy& w = c.workers;
     Json auth = Json::array();
-    for (const auto& [host, entry] : c.images_auth)
+    for (const auto& [host, entry] : c.registries.credentials)
         auth.push_back(host);
     Json trusted = Json::array();
     for (const auto& key : c.announce_trust.keys)
@@ -110,9 +110,9 @@ std::vector<Setting> describe(const Config& c, const std::set<std::string>& from
         {"sandbox.userns_id_count", c.userns_id_count},
         {"images.gc_max_bytes", memory(c.images_gc_max_bytes)},
         {"images.gc_max_disk_percent", c.images_gc_max_disk_percent},
-        {"images.default_registry", c.images_default_registry},
-        {"images.insecure_registries", c.images_insecure_registries},
-        {"images.ca_file", c.images_ca_file},
+        {"images.default_registry", c.registries.default_registry},
+        {"images.insecure_registries", c.registries.insecure_registries},
+        {"images.ca_file", c.registries.ca_file},
         {"images.auth", std::move(auth)},
         {"workers.max_concurrent", w.max_concurrent},
         {"workers.default_idle_timeout_seconds", w.default_idle_timeout_seconds},
@@ -132,15 +132,15 @@ std::vector<Setting> describe(const Config& c, const std::set<std::string>& from
         {"workers.log_retention_hours", w.log_retention_hours},
         {"workers.logs_max_bytes", memory(w.logs_max_bytes)},
         {"workers.spawn_pool", w.spawn_pool},
-        {"spawn.allow_destinations", entries_text(c.spawn_allow_destinations)},
-        {"spawn.ca_file", optional_text(c.spawn_ca_file)},
-        {"spawn.registry_url", optional_text(c.spawn_registry_url)},
-        {"spawn.nwp_resolver_url", optional_text(c.spawn_nwp_resolver_url)},
-        {"spawn.fetch_timeout_seconds", c.spawn_fetch_timeout_seconds},
-        {"spawn.max_spec_bytes", c.spawn_max_spec_bytes},
-        {"spawn.max_redirects", c.spawn_max_redirects},
-        {"spawn.cache_max_age_seconds", c.spawn_cache_max_age_seconds},
-        {"spawn.cache_entries", c.spawn_cache_entries},
+        {"spawn.allow_destinations", entries_text(c.spawn.allow_destinations)},
+        {"spawn.ca_file", optional_text(c.spawn.ca_file)},
+        {"spawn.registry_url", optional_text(c.spawn.registry_url)},
+        {"spawn.nwp_resolver_url", optional_text(c.spawn.nwp_resolver_url)},
+        {"spawn.fetch_timeout_seconds", c.spawn.fetch.timeout_ms / 1000},
+        {"spawn.max_spec_bytes", c.spawn.fetch.max_body_bytes},
+        {"spawn.max_redirects", c.spawn.fetch.max_redirects},
+        {"spawn.cache_max_age_seconds", c.spawn.cache_max_age_seconds},
+        {"spawn.cache_entries", c.spawn.cache_entries},
         {"ndp.require_signed", c.announce_trust.require_signed},
         {"ndp.trusted_keys", std::move(trusted)},
         {"upstream.npsd_url", optional_text(c.upstream.npsd_url)},

@@ -74,14 +74,14 @@ const std::vector<Key>& keys()
         // [images]
         restart_only("images.gc_max_bytes", NPS_FIELD(images_gc_max_bytes)),
         restart_only("images.gc_max_disk_percent", NPS_FIELD(images_gc_max_disk_percent)),
-        restart_only("images.default_registry", NPS_FIELD(images_default_registry)),
-        restart_only("images.insecure_registries", NPS_FIELD(images_insecure_registries)),
-        restart_only("images.ca_file", NPS_FIELD(images_ca_file)),
+        restart_only("images.default_registry", NPS_FIELD(registries.default_registry)),
+        restart_only("images.insecure_registries", NPS_FIELD(registries.insecure_registries)),
+        restart_only("images.ca_file", NPS_FIELD(registries.ca_file)),
         {"images.auth",
          [](const Config& a, const Config& b) {
-             if (a.images_auth.size() != b.images_auth.size())
+             if (a.registries.credentials.size() != b.registries.credentials.size())
                  return true;
-             for (auto i = a.images_auth.begin(), j = b.images_auth.begin(); i != a.images_auth.end(); ++i, ++j)
+             for (auto i = a.registries.credentials.begin(), j = b.registries.credentials.begin(); i != a.registries.credentials.end(); ++i, ++j)
                  if (i->first != j->first || i->second.username != j->second.username ||
                      i->second.password != j->second.password || i->second.password_file != j->second.password_file)
                      return true;
@@ -108,15 +108,15 @@ const std::vector<Key>& keys()
         reloadable("workers.max_pids", NPS_FIELD(workers.max_pids)),
         reloadable("workers.max_runtime_seconds_ceiling", NPS_FIELD(workers.max_runtime_seconds_ceiling)),
         // [spawn]
-        restart_only("spawn.allow_destinations", NPS_FIELD(spawn_allow_destinations)),
-        restart_only("spawn.ca_file", NPS_FIELD(spawn_ca_file)),
-        restart_only("spawn.registry_url", NPS_FIELD(spawn_registry_url)),
-        restart_only("spawn.nwp_resolver_url", NPS_FIELD(spawn_nwp_resolver_url)),
-        restart_only("spawn.fetch_timeout_seconds", NPS_FIELD(spawn_fetch_timeout_seconds)),
-        restart_only("spawn.max_spec_bytes", NPS_FIELD(spawn_max_spec_bytes)),
-        restart_only("spawn.max_redirects", NPS_FIELD(spawn_max_redirects)),
-        restart_only("spawn.cache_max_age_seconds", NPS_FIELD(spawn_cache_max_age_seconds)),
-        restart_only("spawn.cache_entries", NPS_FIELD(spawn_cache_entries)),
+        restart_only("spawn.allow_destinations", NPS_FIELD(spawn.allow_destinations)),
+        restart_only("spawn.ca_file", NPS_FIELD(spawn.ca_file)),
+        restart_only("spawn.registry_url", NPS_FIELD(spawn.registry_url)),
+        restart_only("spawn.nwp_resolver_url", NPS_FIELD(spawn.nwp_resolver_url)),
+        restart_only("spawn.fetch_timeout_seconds", NPS_FIELD(spawn.fetch.timeout_ms)),
+        restart_only("spawn.max_spec_bytes", NPS_FIELD(spawn.fetch.max_body_bytes)),
+        restart_only("spawn.max_redirects", NPS_FIELD(spawn.fetch.max_redirects)),
+        restart_only("spawn.cache_max_age_seconds", NPS_FIELD(spawn.cache_max_age_seconds)),
+        restart_only("spawn.cache_entries", NPS_FIELD(spawn.cache_entries)),
         // [report]
         restart_only("report.task_store_url", NPS_FIELD(report.task_store_url)),
         restart_only("report.task_store_token", NPS_FIELD(report.task_store_token)),

@@ -26,7 +26,7 @@ Result<void> apply_registry_auth(const toml::node* node, const std::string& orig
             return internal_error("Invalid configuration in '" + origin + "': " + name + " must be a table");
         const TableReader t(value.as_table(), name, origin);
         NPS_TRY_VOID(t.check_keys({"username", "password", "password_file"}));
-        RegistryAuth entry;
+        image::RegistryCredentials entry;
         auto username = NPS_TRY(t.string("username"));
         if (!username || username->empty() || username->find(':') != std::string::npos || has_control(*username))
             return t.fail("username", "is required: a non-empty name without ':'");
@@ -41,10 +41,10 @@ Result<void> apply_registry_auth(const toml::node* node, const std::string& orig
             return t.fail("password_file", "must name a file");
         entry.password = password.value_or("");
         entry.password_file = password_file.value_or("");
-        for (const auto& [known, _] : c.images_auth)
+        for (const auto& [known, _] : c.registries.credentials)
             if (image::same_registry(known, registry))
                 return t.fail("username", "the registry '" + registry + "' is configured twice");
-        c.images_auth.emplace(registry, std::move(entry));
+        c.registries.credentials.emplace(registry, std::move(entry));
     }
     return {};
 }
@@ -66,18 +66,18 @@ Result<void> apply_images(const TableReader& t, Config& c)
     if (auto v = NPS_TRY(t.string("default_registry"))) {
         if (!image::is_valid_registry_host(*v))
             return t.fail("default_registry", "'" + *v + "' is not a registry HOST[:PORT]");
-        c.images_default_registry = *v;
+        c.registries.default_registry = *v;
     }
     if (auto v = NPS_TRY(t.strings("insecure_registries"))) {
         for (const auto& host : *v)
             if (!image::is_valid_registry_host(host))
                 return t.fail("insecure_registries", "'" + host + "' is not a registry HOST[:PORT]");
-        c.images_insecure_registries = *v;
+        c.registries.insecure_registries = *v;
     }
     if (auto v = NPS_TRY(t.string("ca_file"))) {
         if (v->empty())
             return t.fail("ca_file", "must name a file");
-        c.images_ca_file = *v;
+        c.registries.ca_file = *v;
     }
     return apply_registry_auth(t.find("auth"), t.origin(), c);
 }

@@ -10,11 +10,11 @@ Result<void> apply_sandbox(const TableReader& t, Config& c)
                                 "userns_first_host_id", "userns_id_count"}));
     if (const toml::node* node = t.find("user_namespace")) {
         if (auto v = node->value_exact<bool>())
-            c.user_namespace = *v ? UserNamespaceMode::on : UserNamespaceMode::off;
+            c.user_namespace = *v ? sandbox::UsernsMode::on : sandbox::UsernsMode::off;
         else if (auto text = node->value_exact<std::string>(); text && *text == "auto")
-            c.user_namespace = UserNamespaceMode::automatic;
+            c.user_namespace = sandbox::UsernsMode::automatic;
         else if (text && (*text == "on" || *text == "off"))
-            c.user_namespace = *text == "on" ? UserNamespaceMode::on : UserNamespaceMode::off;
+            c.user_namespace = *text == "on" ? sandbox::UsernsMode::on : sandbox::UsernsMode::off;
         else
             return t.fail("user_namespace", "must be \"auto\", \"on\" or \"off\" (or true / false)");
     }

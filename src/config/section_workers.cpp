@@ -18,7 +18,7 @@ constexpr std::uint64_t kMaxWorkerLogsTotalBytes = std::uint64_t{1} << 50;
 
 // [workers] limits: the defaults a SpawnSpec without limits gets, the
 // ceilings it may ask up to, each ceiling at least its default.
-Result<void> apply_worker_limits(const TableReader& t, WorkerPolicy& w)
+Result<void> apply_worker_limits(const TableReader& t, executor::WorkerPolicy& w)
 {
     for (auto [key, target] : {std::pair{"default_memory", &w.default_memory_bytes},
                                std::pair{"max_memory", &w.max_memory_bytes}}) {
@@ -77,7 +77,7 @@ Result<void> apply_workers(const TableReader& t, Config& c)
                                 "stop_grace_seconds", "log_max_bytes", "log_keep", "log_retention_hours",
                                 "spawn_pool", "logs_max_bytes", "default_memory", "default_cpu", "default_pids",
                                 "max_memory", "max_cpu", "max_pids", "max_runtime_seconds_ceiling", "default_disk", "max_disk"}));
-    WorkerPolicy& w = c.workers;
+    executor::WorkerPolicy& w = c.workers;
     if (auto v = NPS_TRY(t.integer("max_concurrent", 1, static_cast<std::int64_t>(limits::kMaxConcurrentWorkers))))
         w.max_concurrent = static_cast<std::size_t>(*v);
     if (auto v = NPS_TRY(t.integer("default_idle_timeout_seconds", 0, limits::kMaxRunSeconds)))

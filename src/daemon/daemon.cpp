@@ -20,7 +20,6 @@
 #include "nps/base/unique_fd.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
-#include "nps/config/area_options.hpp"
 #include "nps/config/reload.hpp"
 #include "nps/event/event_loop.hpp"
 #include "nps/event/job_pool.hpp"
@@ -191,11 +190,50 @@ void reload_config(config::Config& running, const ConfigLoader& load, executor::
         return;
     }
     log::set_format(running.log_json ? log::Format::json : log::Format::text);
-    executor.policy_changed();
+    executor.policy_changed(running.executor, running.workers);
     log::info("SIGHUP: configuration reloaded, now in effect: " + join(outcome.applied));
 }
 
 }  // namespace
+
+executor::ExecutorOptions executor_options(const config::Config& config)
+{
+    return {
+        .state_dir = config.state_dir,
+        .runner_nid = config.runner_nid,
+        .inboxes = config.inboxes,
+        .claims = config.executor,
+        .workers = config.workers,
+        .allow_unenforced_limits = config.allow_unenforced_limits,
+        .seccomp_allow = config.seccomp_allow,
+        .user_namespace = config.user_namespace,
+        .userns_first_host_id = static_cast<std::uint32_t>(config.userns_first_host_id),
+        .userns_id_count = static_cast<std::uint32_t>(config.userns_id_count),
+        .registries = config.registries,
+        .resolver = config.spawn,
+    };
+}
+
+report::DelivererOptions deliverer_options(const config::Config& config)
+{
+    const config::ReportPolicy& r = config.report;
+    return {
+        .database_path = config.database_path(),
+        .store_url = config.store_url,
+        .synchronous = config.synchronous,
+        .owner_prefix = config.runner_nid.empty() ? std::string("nps-runner") : config.runner_nid,
+        .task_store_url = r.task_store_url,
+        .task_store_token = r.task_store_token,
+        .npsd_url = r.npsd_url,
+        .npsd_token = r.npsd_token,
+        .ca_file = r.ca_file,
+        .timeout = std::chrono::seconds(r.timeout_seconds),
+        .retry_initial = std::chrono::milliseconds(r.retry_initial_ms),
+        .retry_max = std::chrono::milliseconds(r.retry_max_ms),
+        .max_age = std::chrono::seconds(r.max_age_seconds),
+        .callback_allow = r.callback_allow_destinations,
+    };
+}
 
 Result<void> run(config::Config config, ConfigLoader reload)
 {
@@ -227,10 +265,10 @@ Result<void> run(config::Config config, ConfigLoader reload)
     // The report outbox's deliverer (docs/reporting.md): node states to the
     // task store, task callbacks, completion messages (long-polls on our own
     // inbox of a reply_to NID are woken); told whenever the executor records.
-    auto report_options = config::deliverer_options(config);
+    auto report_options = deliverer_options(config);
     report_options.notice_deposited = [&api](const std::string& nid) { api.wake_waiters(nid); };
     auto deliverer = NPS_TRY(report::Deliverer::start(std::move(report_options), clock, *loop));
-    auto executor = NPS_TRY(executor::Executor::create({.config = config,
+    auto executor = NPS_TRY(executor::Executor::create({.options = executor_options(config),
                                               .clock = clock,
                                               .loop = *loop,
                                               .store = *loop_store,

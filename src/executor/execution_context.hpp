@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // What every TaskExecution of one `serve` shares: the loop and the things
-// that live on it, and the policy from the configuration.
+// that live on it, and the executor's options.
 #pragma once
 
 #include <functional>
 
 #include "nps/base/clock.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
-#include "nps/config/config.hpp"
+#include "nps/executor/executor_options.hpp"
 #include "nps/event/event_loop.hpp"
 #include "nps/event/job_pool.hpp"
 #include "nps/executor/executor_metrics.hpp"
@@ -21,7 +21,9 @@
 namespace nps::executor {
 
 struct ExecutionContext {
-    const config::Config& config;
+    // The executor's: on the loop thread, a reload changes its claim and
+    // worker policy (Executor::policy_changed).
+    const ExecutorOptions& options;
     const Clock& clock;
     event::EventLoop& loop;
     store::Store& store;  // the loop thread's connection

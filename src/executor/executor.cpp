@@ -10,7 +10,6 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/base/log.hpp"
-#include "nps/config/area_options.hpp"
 #include "nps/executor/recovery.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
@@ -32,23 +31,6 @@ constexpr int kLogCapPruneMinIntervalMs = 1000;
 
 }  // namespace
 
-sandbox::UsernsMode userns_mode(config::UserNamespaceMode mode)
-{
-    switch (mode) {
-    case config::UserNamespaceMode::on: return sandbox::UsernsMode::on;
-    case config::UserNamespaceMode::off: return sandbox::UsernsMode::off;
-    case config::UserNamespaceMode::automatic: break;
-    }
-    return sandbox::UsernsMode::automatic;
-}
-
-sandbox::UsernsSlotsOptions userns_range(const config::Config& config)
-{
-    return sandbox::userns_slots_options(static_cast<std::uint32_t>(config.userns_first_host_id),
-                                         static_cast<std::uint32_t>(config.userns_id_count),
-                                         sandbox::kUsernsLockDir);
-}
-
 Executor::Executor(const ExecutorParts& parts) : parts_(parts) {}
 
 Executor::~Executor()
@@ -67,19 +49,19 @@ Executor::~Executor()
 Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
 {
     std::unique_ptr<Executor> e(new Executor(parts));
-    const config::Config& config = parts.config;
+    const ExecutorOptions& options = e->parts_.options;
 
     store::StorePool& stores = parts.stores;
     e->resolver_ = std::make_unique<spawn::SpawnSpecResolver>(
-        config::resolver_options(config), parts.clock, [&stores](const std::string& nid) -> Result<store::Announce> {
+        options.resolver, parts.clock, [&stores](const std::string& nid) -> Result<store::Announce> {
             return NPS_TRY(stores.acquire())->resolve_announce(nid);
         });
 
-    auto options = config::supervisor_options(config);
-    options.log_root = config.state_dir + "/logs";
-    options.cgroup_base = parts.cgroups;
-    options.clock = &parts.clock;
-    e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(options)));
+    auto supervision = supervisor_options(options.workers);
+    supervision.log_root = options.state_dir + "/logs";
+    supervision.cgroup_base = parts.cgroups;
+    supervision.clock = &parts.clock;
+    e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(supervision)));
     e->jobs_ = NPS_TRY(event::JobPool::create(parts.loop, kLaunchThreads, "nps-launch"));
 
     // A loopback-only network namespace per task (the SpawnSpec has no
@@ -92,27 +74,29 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     e->netns_pool_ = std::move(*netns);
     // The user namespace: probed once, here (sandbox.user_namespace), where
     // the image layers and the workers' directories are.
-    auto userns = sandbox::decide_user_namespace(userns_mode(config.user_namespace), userns_range(config),
-                                                 config.state_dir + "/workers", sandbox::RootfsKind::overlay);
+    auto userns = sandbox::decide_user_namespace(
+        options.user_namespace,
+        sandbox::userns_slots_options(options.userns_first_host_id, options.userns_id_count, sandbox::kUsernsLockDir),
+        options.state_dir + "/workers", sandbox::RootfsKind::overlay);
     if (!userns)
         return userns.error();
     e->userns_ = std::move(userns->slots);
     e->userns_reason_ = userns->reason;
-    if (!config.seccomp_allow.empty())
-        e->seccomp_ = NPS_TRY(sandbox::SeccompProgram::compile(config.seccomp_allow));
+    if (!options.seccomp_allow.empty())
+        e->seccomp_ = NPS_TRY(sandbox::SeccompProgram::compile(options.seccomp_allow));
 
     e->context_.reset(new ExecutionContext{
-        .config = config,
+        .options = options,
         .clock = parts.clock,
         .loop = parts.loop,
         .store = parts.store,
         .supervisor = *e->supervisor_,
         .jobs = *e->jobs_,
-        .launch = {.config = config, .resolver = *e->resolver_},
+        .launch = {.options = options, .resolver = *e->resolver_},
         .netns_pool = e->netns_pool_.get(),
         .userns = e->userns_.get(),
         .seccomp = e->seccomp_.get(),
-        .enforcement = config.allow_unenforced_limits ? cgroup::Enforcement::allow_unenforced
+        .enforcement = options.allow_unenforced_limits ? cgroup::Enforcement::allow_unenforced
                                                       : cgroup::Enforcement::strict,
         .metrics = e->metrics_,
         .recorded = parts.recorded,
@@ -124,16 +108,17 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
 
 std::size_t Executor::configured_max_tasks() const
 {
-    const auto& config = parts_.config;
-    return std::max<std::size_t>(config.executor.max_tasks ? config.executor.max_tasks : config.workers.max_concurrent,
+    const ExecutorOptions& options = parts_.options;
+    return std::max<std::size_t>(options.claims.max_tasks ? options.claims.max_tasks : options.workers.max_concurrent,
                                  1);
 }
 
-void Executor::policy_changed()
+void Executor::policy_changed(const ClaimPolicy& claims, const WorkerPolicy& workers)
 {
+    parts_.options.claims = claims;
+    parts_.options.workers = workers;
     max_tasks_ = configured_max_tasks();
-    auto policy = config::supervisor_options(parts_.config);
-    supervisor_->update_policy(policy);
+    supervisor_->update_policy(supervisor_options(workers));
     prune_logs_for_cap();  // a lowered workers.logs_max_bytes holds at once
     claim_round();
 }
@@ -144,11 +129,11 @@ nlohmann::json Executor::status() const
     return {{"tasks_running", metrics_.tasks_running.load()},
             {"workers_running", metrics_.workers_running.load()},
             {"max_tasks", max_tasks_},
-            {"max_workers", parts_.config.workers.max_concurrent},
+            {"max_workers", parts_.options.workers.max_concurrent},
             {"spawn_pool", {{"size", spawns.pool_size}, {"ready", spawns.pool_ready}}},
             {"user_namespace",
              {{"enabled", userns_ != nullptr},
-              {"configured", config::to_string(parts_.config.user_namespace)},
+              {"configured", sandbox::to_string(parts_.options.user_namespace)},
               {"reason", userns_reason_}}},
             {"network", {{"per_task", true}, {"pool_ready", netns_pool_->ready()}}}};
 }
@@ -181,7 +166,7 @@ void Executor::start()
 {
     log::notice(std::string("sandbox: user namespace ") + (userns_ ? "on" : "off") + " (" + userns_reason_ +
                 "); a loopback-only network namespace per task");
-    auto report = remove_stale_workers(parts_.config.state_dir, parts_.cgroups);
+    auto report = remove_stale_workers(parts_.options.state_dir, parts_.cgroups);
     if (report.worker_dirs || report.cgroups || report.killed)
         log::notice("recovery: removed " + std::to_string(report.worker_dirs) + " worker dir(s) and " +
                     std::to_string(report.cgroups) + " cgroup(s) a dead runner left, killing " +
@@ -191,7 +176,7 @@ void Executor::start()
     check_default_limits();
     prune_logs();
     started_ = true;
-    if (parts_.config.inboxes.empty()) {
+    if (parts_.options.inboxes.empty()) {
         log::info("executor: no inbox to claim from (give --inbox NID or runner.inboxes); serving the API only");
         return;
     }
@@ -202,24 +187,24 @@ void Executor::start()
 
 void Executor::resume_own_leases()
 {
-    const auto& config = parts_.config;
+    const ExecutorOptions& options = parts_.options;
     auto tasks = parts_.store.list_tasks({.state = std::string(store::kTaskRunning), .limit = limits::kMaxTaskListLimit});
     if (!tasks) {
         log::warning("recovery: " + tasks.error().describe());
         return;
     }
     for (const auto& task : *tasks) {
-        if (task.lease_owner != config.runner_nid)
+        if (task.lease_owner != options.runner_nid)
             continue;
         // Our own live lease from before a crash: give it back and take it
         // again at once, so the task resumes now instead of when it expires.
-        if (auto released = parts_.store.release(task.task_id, config.runner_nid); !released)
+        if (auto released = parts_.store.release(task.task_id, options.runner_nid); !released)
             continue;  // it expired meanwhile: the claim loop gets it like any other
-        if (std::find(config.inboxes.begin(), config.inboxes.end(), task.nid) == config.inboxes.end())
+        if (std::find(options.inboxes.begin(), options.inboxes.end(), task.nid) == options.inboxes.end())
             continue;
         auto lease = parts_.store.claim({.nid = task.nid,
-                                         .runner_nid = config.runner_nid,
-                                         .lease_seconds = config.executor.lease_seconds,
+                                         .runner_nid = options.runner_nid,
+                                         .lease_seconds = options.claims.lease_seconds,
                                          .task_id = task.task_id});
         if (lease && *lease) {
             log::notice("recovery: resuming task " + task.task_id + " this runner held before it restarted");
@@ -230,7 +215,7 @@ void Executor::resume_own_leases()
 
 void Executor::arm_claim_timer()
 {
-    claim_timer_ = parts_.loop.add_timer_after(std::chrono::milliseconds(parts_.config.executor.claim_interval_ms),
+    claim_timer_ = parts_.loop.add_timer_after(std::chrono::milliseconds(parts_.options.claims.claim_interval_ms),
                                                [this] {
                                                    claim_timer_ = 0;
                                                    claim_round();
@@ -244,8 +229,8 @@ void Executor::arm_claim_timer()
 // (unless sandbox.allow_unenforced_limits).
 void Executor::check_default_limits() const
 {
-    const config::WorkerPolicy& w = parts_.config.workers;
-    const bool allowed = parts_.config.allow_unenforced_limits;
+    const WorkerPolicy& w = parts_.options.workers;
+    const bool allowed = parts_.options.allow_unenforced_limits;
     for (auto [controller, value] : {std::pair{"memory", w.default_memory_bytes}, std::pair{"cpu", w.default_cpu_millicores},
                                      std::pair{"pids", w.default_pids}}) {
         if (value == 0 || (parts_.cgroups && !parts_.cgroups->enforced_by(controller).empty()))
@@ -276,7 +261,7 @@ void Executor::prune_logs()
 
 void Executor::worker_logs_closed(const std::string& log_dir)
 {
-    const std::uint64_t cap = parts_.config.workers.logs_max_bytes;
+    const std::uint64_t cap = parts_.options.workers.logs_max_bytes;
     if (cap == 0 || stopping_)
         return;
     // A few stat calls: the directory holds 2 × (log_keep + 1) files at most.
@@ -286,7 +271,7 @@ void Executor::worker_logs_closed(const std::string& log_dir)
 
 void Executor::prune_logs_for_cap()
 {
-    const std::uint64_t cap = parts_.config.workers.logs_max_bytes;
+    const std::uint64_t cap = parts_.options.workers.logs_max_bytes;
     if (cap == 0 || log_bytes_ <= cap || log_cap_timer_ != 0 || stopping_)
         return;
     const auto next = last_log_prune_ + std::chrono::milliseconds(kLogCapPruneMinIntervalMs);
@@ -296,15 +281,15 @@ void Executor::prune_logs_for_cap()
     }
     log_cap_timer_ = parts_.loop.add_timer(next, [this] {
         log_cap_timer_ = 0;
-        if (log_bytes_ > parts_.config.workers.logs_max_bytes)
+        if (log_bytes_ > parts_.options.workers.logs_max_bytes)
             run_log_prune();
     });
 }
 
 void Executor::run_log_prune()
 {
-    const std::uint32_t hours = parts_.config.workers.log_retention_hours;
-    const std::uint64_t cap = parts_.config.workers.logs_max_bytes;
+    const std::uint32_t hours = parts_.options.workers.log_retention_hours;
+    const std::uint64_t cap = parts_.options.workers.logs_max_bytes;
     if ((hours == 0 && cap == 0) || stopping_)
         return;
     if (log_prune_running_) {
@@ -373,14 +358,14 @@ void Executor::cancelled(const std::string& task_id)
 
 void Executor::claim_round()
 {
-    const auto& config = parts_.config;
-    if (stopping_ || claiming_ || config.inboxes.empty())
+    const ExecutorOptions& options = parts_.options;
+    if (stopping_ || claiming_ || options.inboxes.empty())
         return;
     claiming_ = true;  // execute() may retire a task at once and ask again
     std::size_t idle_inboxes = 0;
-    while (executions_.size() < max_tasks_ && idle_inboxes < config.inboxes.size()) {
-        const std::string& nid = config.inboxes[next_inbox_ % config.inboxes.size()];
-        next_inbox_ = (next_inbox_ + 1) % config.inboxes.size();
+    while (executions_.size() < max_tasks_ && idle_inboxes < options.inboxes.size()) {
+        const std::string& nid = options.inboxes[next_inbox_ % options.inboxes.size()];
+        next_inbox_ = (next_inbox_ + 1) % options.inboxes.size();
         // Our own executions are normally under our live lease, which no
         // head claim takes; one whose lease was lost (lapsed, released) is
         // still winding down and must not be claimed back into a second
@@ -390,8 +375,8 @@ void Executor::claim_round()
         for (const auto& [id, execution] : executions_)
             running.push_back(execution->message_id());
         auto lease = parts_.store.claim({.nid = nid,
-                                         .runner_nid = config.runner_nid,
-                                         .lease_seconds = config.executor.lease_seconds,
+                                         .runner_nid = options.runner_nid,
+                                         .lease_seconds = options.claims.lease_seconds,
                                          .passing_over = std::move(running)});
         if (!lease) {
             log::warning("executor: claim from " + nid + ": " + lease.error().describe());
@@ -472,9 +457,9 @@ void Executor::begin_shutdown(std::function<void()> stopped)
         });
         return;
     }
-    log::info("executor: waiting up to " + std::to_string(parts_.config.executor.shutdown_grace_seconds) + " s for " +
+    log::info("executor: waiting up to " + std::to_string(parts_.options.claims.shutdown_grace_seconds) + " s for " +
               std::to_string(executions_.size()) + " running task(s)");
-    grace_timer_ = parts_.loop.add_timer_after(std::chrono::seconds(parts_.config.executor.shutdown_grace_seconds),
+    grace_timer_ = parts_.loop.add_timer_after(std::chrono::seconds(parts_.options.claims.shutdown_grace_seconds),
                                                [this] {
                                                    grace_timer_ = 0;
                                                    end_grace();

@@ -183,7 +183,7 @@ std::optional<std::string> TaskExecution::running_log_dir(const std::string& nod
 
 void TaskExecution::start()
 {
-    nop::RunOptions options{.mode = ctx_.config.executor.conformance ? nop::Mode::conformance : nop::Mode::production,
+    nop::RunOptions options{.mode = ctx_.options.claims.conformance ? nop::Mode::conformance : nop::Mode::production,
                             .max_parallel = ctx_.supervisor.options().max_concurrent,
                             .clock = &ctx_.clock};
     if (auto prior = ctx_.store.node_results(task_id()); prior) {
@@ -207,8 +207,8 @@ void TaskExecution::start()
                   " node(s) an earlier claim finished", {.task_id = task_id()});
     run_ = std::make_unique<nop::TaskRun>(task_, *this, std::move(options));
     // claimed_ is a little after the claim was asked for: the margin covers it.
-    lease_sure_until_ = claimed_ + std::chrono::seconds(ctx_.config.executor.lease_seconds);
-    renew_timer_ = ctx_.loop.add_timer_after(std::chrono::milliseconds(ctx_.config.executor.lease_seconds * 1000 / 3),
+    lease_sure_until_ = claimed_ + std::chrono::seconds(ctx_.options.claims.lease_seconds);
+    renew_timer_ = ctx_.loop.add_timer_after(std::chrono::milliseconds(ctx_.options.claims.lease_seconds * 1000 / 3),
                                              [this] { renew_lease(); });
     run_->start();
 }
@@ -240,7 +240,7 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
     auto prepared = std::make_shared<std::optional<Prepared>>();
     ctx_.jobs.submit(
         [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name(),
-         policy = ctx_.config.workers, userns = ctx_.userns] {
+         policy = ctx_.options.workers, userns = ctx_.userns] {
             *prepared = prepare_worker(launch, agent, name, policy, userns);
         },
         [this, node = attempt.node_id, serial, prepared] { prepared_for(node, serial, std::move(**prepared)); });
@@ -517,12 +517,12 @@ void TaskExecution::preflight(const std::vector<std::pair<std::string, std::stri
     ++outstanding_;
     auto rejection = std::make_shared<std::optional<Error>>();
     ctx_.jobs.submit(
-        [rejection, probes, launch = ctx_.launch, policy = ctx_.config.workers] {
+        [rejection, probes, launch = ctx_.launch, policy = ctx_.options.workers] {
             for (const auto& [agent, action] : probes) {
                 auto resolution = resolve_agent_spec(launch, agent, policy);
                 Result<void> ready = resolution ? Result<void>() : Result<void>(resolution.error());
                 if (ready) {
-                    auto images = thread_image_store(launch.config.state_dir);
+                    auto images = thread_image_store(launch.options.state_dir);
                     ready = images ? ensure_image(launch, **images, resolution->spec.image)
                                    : Result<void>(images.error());
                 }

@@ -21,7 +21,7 @@ void TaskExecution::launch_ahead(const nop::Attempt& attempt, std::uint64_t seri
         ++ctx_.metrics.workers_prepared_ahead_failed;
         auto fresh = std::make_shared<std::optional<Prepared>>();
         ctx_.jobs.submit(
-            [fresh, launch = ctx_.launch, agent, name = next_worker_name(), policy = ctx_.config.workers,
+            [fresh, launch = ctx_.launch, agent, name = next_worker_name(), policy = ctx_.options.workers,
              userns = ctx_.userns] { *fresh = prepare_worker(launch, agent, name, policy, userns); },
             [this, node, serial, fresh] { prepared_for(node, serial, std::move(**fresh)); });
     };
@@ -43,7 +43,7 @@ void TaskExecution::anticipate(const std::string& agent)
     ++ahead_jobs_;
     auto prepared = std::make_shared<std::optional<Prepared>>();
     ctx_.jobs.submit(
-        [prepared, launch = ctx_.launch, agent, name = next_worker_name(), policy = ctx_.config.workers,
+        [prepared, launch = ctx_.launch, agent, name = next_worker_name(), policy = ctx_.options.workers,
          userns = ctx_.userns] { *prepared = prepare_worker(launch, agent, name, policy, userns); },
         [this, ahead, prepared] {
             --ahead_jobs_;

@@ -156,10 +156,10 @@ void TaskExecution::renew_lease()
     if (ended_ && !unrecorded_end_)
         return;
     const event::EventLoop::TimePoint asked = event::EventLoop::now();
-    auto renewed = ctx_.store.renew(task_id(), lease_.runner_nid, ctx_.config.executor.lease_seconds);
-    std::chrono::milliseconds next(ctx_.config.executor.lease_seconds * 1000 / 3);
+    auto renewed = ctx_.store.renew(task_id(), lease_.runner_nid, ctx_.options.claims.lease_seconds);
+    std::chrono::milliseconds next(ctx_.options.claims.lease_seconds * 1000 / 3);
     if (renewed)
-        lease_sure_until_ = asked + std::chrono::seconds(ctx_.config.executor.lease_seconds);
+        lease_sure_until_ = asked + std::chrono::seconds(ctx_.options.claims.lease_seconds);
     if (!renewed) {
         if (is_lease_lost(renewed.error())) {
             lease_refused(renewed.error());

@@ -5,7 +5,6 @@
 
 #include <cerrno>
 
-#include "nps/config/area_options.hpp"
 #include "nps/spawn/spawn_ceilings.hpp"
 
 namespace nps::executor {
@@ -39,19 +38,19 @@ Result<void> PreparedWorker::release()
 }
 
 Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent,
-                                             const config::WorkerPolicy& policy)
+                                             const WorkerPolicy& policy)
 {
     auto resolution = context.resolver.resolve_agent(agent);
     if (!resolution)
         return resolution.error().code.empty()
                    ? protocol_error(spawn::kSpawnSpecInvalid, resolution.error().describe())
                    : std::move(resolution).error();
-    if (auto within = spawn::check_spawn_ceilings(resolution->spec, config::spawn_ceilings(policy)); !within)
+    if (auto within = spawn::check_spawn_ceilings(resolution->spec, spawn_ceilings(policy)); !within)
         return protocol_error(spawn::kSpawnSpecInvalid, "Agent '" + agent + "': " + within.error().message);
     return resolution;
 }
 
-cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const config::WorkerPolicy& policy)
+cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const WorkerPolicy& policy)
 {
     auto or_default = [](const std::optional<std::int64_t>& asked, std::int64_t fallback) {
         return asked ? asked : fallback > 0 ? std::optional<std::int64_t>(fallback) : std::nullopt;
@@ -80,7 +79,7 @@ Result<void> ensure_image(const LaunchContext& context, image::ImageStore& image
     auto found = images.resolve(reference);
     if (found)
         return {};
-    image::PullRequest pull{.reference = reference, .settings = config::registry_settings(context.config)};
+    image::PullRequest pull{.reference = reference, .settings = context.options.registries};
     auto pulled = images.pull(pull);
     if (!pulled)
         return unavailable("Image '" + reference + "' is not in the image store (" + found.error().describe() +
@@ -91,7 +90,7 @@ Result<void> ensure_image(const LaunchContext& context, image::ImageStore& image
 
 Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
                                                        const std::string& worker_name,
-                                                       const config::WorkerPolicy& policy,
+                                                       const WorkerPolicy& policy,
                                                        sandbox::UsernsSlots* userns)
 {
     auto prepared = std::make_unique<PreparedWorker>();
@@ -99,11 +98,11 @@ Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& cont
     const spawn::SpawnSpec& spec = prepared->resolution.spec;
     prepared->limits = worker_limits(spec, policy);
 
-    image::ImageStore* images = NPS_TRY(thread_image_store(context.config.state_dir));
+    image::ImageStore* images = NPS_TRY(thread_image_store(context.options.state_dir));
     NPS_TRY_VOID(ensure_image(context, *images, spec.image));
 
     image::WorkerRootfsRequest request{.ref = spec.image,
-                                       .worker_dir = context.config.state_dir + "/workers/" + worker_name,
+                                       .worker_dir = context.options.state_dir + "/workers/" + worker_name,
                                        .holder = "worker " + worker_name,
                                        .disk_bytes = policy.default_disk};
     if (userns) {

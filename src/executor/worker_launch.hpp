@@ -20,7 +20,7 @@
 
 #include "nps/base/result.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
-#include "nps/config/config.hpp"
+#include "nps/executor/executor_options.hpp"
 #include "nps/image/image_process.hpp"
 #include "nps/image/image_store.hpp"
 #include "nps/image/worker_rootfs.hpp"
@@ -51,22 +51,24 @@ struct PreparedWorker {
     Result<void> release();
 };
 
+// Used on JobPool threads: only the options a reload never changes
+// (state_dir, registries) are read through it.
 struct LaunchContext {
-    const config::Config& config;
+    const ExecutorOptions& options;
     spawn::SpawnSpecResolver& resolver;
 };
 
 // Resolves `agent` to its SpawnSpec only (preflight and dispatch share it),
 // refused when it asks more than `policy`'s ceilings (spawn_ceilings.hpp).
 // `policy` is a copy taken on the loop thread: a reload changes the running
-// configuration there.
+// worker policy there.
 Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const std::string& agent,
-                                             const config::WorkerPolicy& policy);
+                                             const WorkerPolicy& policy);
 
 // The cgroup limits of a worker of `spec`: the SpawnSpec's memory and CPU,
 // else `policy`'s defaults; pids always the default (a SpawnSpec has no
 // pids field). A default of 0 leaves that limit off.
-cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const config::WorkerPolicy& policy);
+cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const WorkerPolicy& policy);
 
 // This thread's connection to the image store of `state_dir`, opened on first
 // use (the pool's threads keep theirs; an ImageStore is not shared).
@@ -86,7 +88,7 @@ Result<void> ensure_image(const LaunchContext& context, image::ImageStore& image
 // NOP-RESOURCE-INSUFFICIENT.
 Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& context, const std::string& agent,
                                                        const std::string& worker_name,
-                                                       const config::WorkerPolicy& policy,
+                                                       const WorkerPolicy& policy,
                                                        sandbox::UsernsSlots* userns);
 
 }  // namespace nps::executor

@@ -141,6 +141,16 @@ std::string idmapped_rootfs_problem(int userns_fd, const std::string& scratch_di
 
 }  // namespace
 
+const char* to_string(UsernsMode mode)
+{
+    switch (mode) {
+    case UsernsMode::on: return "on";
+    case UsernsMode::off: return "off";
+    case UsernsMode::automatic: break;
+    }
+    return "auto";
+}
+
 Result<UserNamespaceFd> UserNamespaceFd::create(uid_t host_uid, gid_t host_gid, std::uint32_t count)
 {
     if (host_uid == 0 || host_gid == 0)

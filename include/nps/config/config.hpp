@@ -16,17 +16,15 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/base/result.hpp"
+#include "nps/executor/executor_options.hpp"
+#include "nps/image/registry.hpp"
 #include "nps/proto/announce.hpp"
 #include "nps/proto/destination_policy.hpp"
+#include "nps/sandbox/userns.hpp"
+#include "nps/spawn/resolver.hpp"
 #include "nps/store/store.hpp"
-#include "nps/supervisor/supervisor.hpp"
 
 namespace nps::config {
-
-enum class UserNamespaceMode { automatic, on, off };
-
-// "auto", "on", "off".
-const char* to_string(UserNamespaceMode mode);
 
 inline constexpr const char* kDefaultConfigPath = "/etc/nps-runner/config.toml";
 inline constexpr const char* kDefaultStateDir = "/var/lib/nps-runner";
@@ -39,57 +37,6 @@ inline constexpr const char* kRunnerGroup = "nps-runner";
 // The bearer token `serve` generates in the state directory when
 // api.require_token holds and no api.token/api.token_file is set.
 inline constexpr const char* kGeneratedTokenFile = "api.token";
-
-// [images.auth."host:port"]: credentials for one registry.
-struct RegistryAuth {
-    std::string username;
-    std::string password;       // exactly one of password and password_file
-    std::string password_file;  // read (first line) when a pull needs it
-};
-
-// [workers]: the supervisor's policy (docs/configuration.md, docs/supervisor.md).
-struct WorkerPolicy {
-    // The defaults are the supervisor's own (supervisor/supervisor.hpp, worker_log.hpp).
-    std::size_t max_concurrent = supervisor::kDefaultMaxConcurrent;  // running workers; more wait in a queue
-    std::uint32_t default_idle_timeout_seconds = 0;    // when the SpawnSpec has none; 0: no idle limit
-    std::uint32_t default_max_runtime_seconds =        // when the SpawnSpec has none; 0: no limit
-        static_cast<std::uint32_t>(supervisor::kDefaultMaxRuntime.count());
-    std::uint32_t stop_grace_seconds =                 // cancel frame → SIGTERM → SIGKILL, this apart
-        static_cast<std::uint32_t>(supervisor::kDefaultStopGrace.count());
-    std::uint64_t log_max_bytes = supervisor::LogLimits{}.max_bytes;  // per log file (stdout.log, stderr.log)
-    std::uint32_t log_keep = supervisor::LogLimits{}.keep;            // rotated files kept per stream
-    std::uint32_t log_retention_hours = 168;        // finished workers' logs are deleted after; 0: kept forever
-    std::size_t spawn_pool = supervisor::kDefaultSpawnPool;  // parked sandbox children (docs/supervisor.md); 0: none
-    // A worker's disk: its overlay upper, /tmp and /dev/shm together (docs/sandbox.md "Disk").
-    std::uint64_t default_disk = limits::kDefaultWorkerDiskBytes;  // every worker's; `run` without --disk
-    std::uint64_t max_disk = limits::kDefaultMaxWorkerDiskBytes;   // ceiling of default_disk and `run --disk`
-    // Total of all workers' log directories: above it, finished workers'
-    // logs go, oldest first; 0: no cap.
-    std::uint64_t logs_max_bytes = std::uint64_t{1} << 30;
-    // Limits of a worker whose SpawnSpec sets none (0: no limit of that
-    // kind), and the ceilings of what a SpawnSpec may ask (0: no ceiling);
-    // each ceiling is at least its default (docs/configuration.md "Limits"
-    // says why these values).
-    std::int64_t default_memory_bytes = std::int64_t{512} << 20;  // 512Mi
-    std::int64_t default_cpu_millicores = 1000;                 // 1 CPU
-    std::int64_t default_pids = 256;
-    std::int64_t max_memory_bytes = std::int64_t{4} << 30;      // 4Gi
-    std::int64_t max_cpu_millicores = default_max_cpu_millicores();
-    std::int64_t max_pids = 4096;
-    std::uint32_t max_runtime_seconds_ceiling = 24 * 3600;
-
-    // max_cpu's default: 4 CPUs, or all of this host's online CPUs if it has more.
-    static std::int64_t default_max_cpu_millicores();
-};
-
-// [runner]: how `serve` claims and executes tasks (docs/executor.md).
-struct ExecutorPolicy {
-    std::uint32_t lease_seconds = 60;        // asked for each claim; renewed every third of it
-    std::uint32_t claim_interval_ms = 500;   // look for claimable tasks (other processes' deposits, expired leases)
-    std::size_t max_tasks = 0;               // tasks executed at once; 0: workers.max_concurrent
-    bool conformance = false;                // one attempt at a time in portable order (execution = "conformance")
-    std::uint32_t shutdown_grace_seconds = 30;  // SIGTERM: running tasks may finish this long, then are stopped
-};
 
 // [report] (docs/reporting.md): where node states, task callbacks and
 // completion messages go,
@@ -122,7 +69,7 @@ struct Config {
     std::string state_dir = kDefaultStateDir;
     std::string runner_nid;             // default: urn:nps:node:<hostname>:nps-runner
     std::vector<std::string> inboxes;   // NIDs this runner claims from
-    ExecutorPolicy executor;
+    executor::ClaimPolicy executor;
     bool log_json = false;              // log_format = "json": one JSON object per log line
 
     // [api]
@@ -161,35 +108,27 @@ struct Config {
     std::vector<std::string> seccomp_allow; // system calls allowed beyond the default filter
     // Workers (and `run`) in a user namespace: auto (on where the kernel
     // allows it, probed at start), on ("true"), off ("false").
-    UserNamespaceMode user_namespace = UserNamespaceMode::automatic;
-    // Worker slot i maps ids 0..count-1 onto first + i*count.. (docs/sandbox.md):
-    // 0x70000000, above systemd's container and dynamic ranges and any /etc/subuid
-    // range an installer hands out (checked at start).
-    std::int64_t userns_first_host_id = 0x7000'0000;
-    std::int64_t userns_id_count = 65'536;        // ids mapped per slot
+    sandbox::UsernsMode user_namespace = sandbox::UsernsMode::automatic;
+    // The workers' host ids (sandbox/userns.hpp); int64 so that the file's
+    // out-of-range values are refused, not wrapped.
+    std::int64_t userns_first_host_id = sandbox::kDefaultUsernsFirstHostId;
+    std::int64_t userns_id_count = sandbox::kDefaultUsernsIdCount;  // ids mapped per slot
 
     // [images] (docs/images.md): thresholds above which `image gc` evicts
     // unpacked layers of images not in use. 0 / 100 disable.
     std::uint64_t images_gc_max_bytes = 0;         // images/ (blobs + unpacked layers)
     unsigned images_gc_max_disk_percent = 90;      // fullness of the filesystem holding images/
-    // [images] registry pulls (docs/images.md "Pull").
-    std::string images_default_registry;                   // "host[:port]" for references naming none
-    std::vector<std::string> images_insecure_registries;   // "host[:port]" reached over plain http
-    std::string images_ca_file;                            // PEM trusted besides the system CAs
-    std::map<std::string, RegistryAuth> images_auth;       // by "host[:port]"
+    // [images] registry pulls (docs/images.md "Pull"): default_registry,
+    // insecure_registries, ca_file and [images.auth."host:port"].
+    image::RegistrySettings registries;
 
-    WorkerPolicy workers;
+    executor::WorkerPolicy workers;
 
     // [spawn] (docs/spawnspec.md): SpawnSpec resolution.
-    std::vector<proto::DestinationAllowEntry> spawn_allow_destinations;  // private destinations allowed (IP, CIDR, host name)
-    std::optional<std::string> spawn_ca_file;            // PEM CAs trusted besides the system store
-    std::optional<std::string> spawn_registry_url;       // remote NDP registry for NIDs not announced locally
-    std::optional<std::string> spawn_nwp_resolver_url;   // nps-registry resolving nwp:// targets
-    std::uint32_t spawn_fetch_timeout_seconds = limits::kDefaultSpawnFetchTimeoutSeconds;
-    std::size_t spawn_max_spec_bytes = limits::kDefaultSpawnSpecBytes;
-    unsigned spawn_max_redirects = limits::kDefaultSpawnRedirects;
-    std::int64_t spawn_cache_max_age_seconds = limits::kDefaultSpawnCacheMaxAgeSeconds;
-    std::size_t spawn_cache_entries = limits::kDefaultSpawnCacheEntries;
+    // allow_destinations, ca_file, registry_url, nwp_resolver_url,
+    // fetch_timeout_seconds (fetch.timeout_ms), max_spec_bytes
+    // (fetch.max_body_bytes), max_redirects, cache_max_age_seconds, cache_entries.
+    spawn::ResolverOptions spawn;
 
     ReportPolicy report;
     UpstreamPolicy upstream;

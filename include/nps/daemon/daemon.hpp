@@ -18,11 +18,22 @@
 
 #include "nps/base/result.hpp"
 #include "nps/config/config.hpp"
+#include "nps/executor/executor_options.hpp"
+#include "nps/report/deliverer.hpp"
 
 namespace nps::daemon {
 
 // Produces the configuration as `serve` would at start (file, then flags).
 using ConfigLoader = std::function<Result<config::Config>()>;
+
+// The executor's options under `config`: [runner], [workers], [sandbox],
+// [images] pulls and [spawn].
+executor::ExecutorOptions executor_options(const config::Config& config);
+
+// The deliverer's options under `config`: [report], with the task store of
+// [store] and leases named after runner.nid (notice_deposited and resolver
+// are the caller's).
+report::DelivererOptions deliverer_options(const config::Config& config);
 
 // Runs until a termination signal; returns an error if startup fails.
 // `reload` may be empty: SIGHUP is then logged and ignored.

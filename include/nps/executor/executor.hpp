@@ -3,7 +3,7 @@
 // and runs them (docs/executor.md).
 //
 //  - Claiming: whenever a deposit lands through this API, a task retires, or
-//    every [runner] claim_interval_ms (deposits by other processes sharing
+//    every claim_interval_ms (deposits by other processes sharing
 //    runner.db, leases that expired), it claims inbox heads, round-robin over
 //    the inboxes, while fewer than max_tasks tasks run. The worker cap of
 //    the supervisor is the back-pressure inside a task.
@@ -11,7 +11,7 @@
 //  - Start-up recovery: leftovers of a dead predecessor are removed
 //    (recovery.hpp), and tasks whose live lease names this runner are taken
 //    back at once and resume after their terminal nodes.
-//  - Shutdown: claiming stops; running tasks get [runner]
+//  - Shutdown: claiming stops; running tasks get
 //    shutdown_grace_seconds to finish; then their workers are killed and their
 //    leases released, so another runner resumes them without waiting for
 //    the leases to expire.
@@ -28,10 +28,10 @@
 
 #include "nps/base/clock.hpp"
 #include "nps/cgroup/delegation.hpp"
-#include "nps/config/config.hpp"
 #include "nps/event/event_loop.hpp"
 #include "nps/event/job_pool.hpp"
 #include "nps/executor/executor_metrics.hpp"
+#include "nps/executor/executor_options.hpp"
 #include "nps/sandbox/netns_pool.hpp"
 #include "nps/sandbox/seccomp.hpp"
 #include "nps/sandbox/userns.hpp"
@@ -45,12 +45,8 @@ namespace nps::executor {
 struct ExecutionContext;  // execution_context.hpp
 class TaskExecution;      // task_execution.hpp
 
-// sandbox.user_namespace and the id range it works with (shared with `run`).
-sandbox::UsernsMode userns_mode(config::UserNamespaceMode mode);
-sandbox::UsernsSlotsOptions userns_range(const config::Config& config);
-
 struct ExecutorParts {
-    const config::Config& config;
+    ExecutorOptions options;
     const Clock& clock;
     event::EventLoop& loop;
     store::Store& store;                        // the loop thread's connection
@@ -72,10 +68,10 @@ public:
     void wake();
     // Any thread: the task was cancelled in the store.
     void cancelled(const std::string& task_id);
-    // The configuration's reloadable policy changed (config/reload.hpp):
-    // takes the new task and worker caps and worker policy, and claims
-    // again if the caps grew.
-    void policy_changed();
+    // A reload (config/reload.hpp) changed the claim or worker policy: takes
+    // the new task and worker caps and worker policy, and claims again if the
+    // caps grew.
+    void policy_changed(const ClaimPolicy& claims, const WorkerPolicy& workers);
     // Stops claiming; calls `stopped` (from the loop) once no task runs.
     // A second call ends the grace at once.
     void begin_shutdown(std::function<void()> stopped);

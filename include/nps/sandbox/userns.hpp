@@ -39,6 +39,15 @@ inline constexpr const char* kUsernsLockDir = "/run/nps-runner/userns";
 // sandbox.user_namespace: auto resolves to on or off once, at start.
 enum class UsernsMode { automatic, on, off };
 
+// "auto", "on", "off".
+const char* to_string(UsernsMode mode);
+
+// Worker slot i maps ids 0..count-1 onto first + i*count.. (docs/sandbox.md):
+// 0x70000000, above systemd's container and dynamic ranges and any
+// /etc/subuid range an installer hands out (checked at start).
+inline constexpr std::uint32_t kDefaultUsernsFirstHostId = 0x7000'0000;
+inline constexpr std::uint32_t kDefaultUsernsIdCount = 65'536;
+
 class UserNamespaceFd {
 public:
     // Clones a short-lived child into a new user namespace, writes its maps
@@ -55,7 +64,7 @@ private:
 
 struct UsernsSlotsOptions {
     std::uint32_t first_host_id = 0;  // > 0
-    std::uint32_t count = 65536;      // ids per slot
+    std::uint32_t count = kDefaultUsernsIdCount;  // ids per slot
     std::uint32_t slots = 1;          // 1..limits::kUsernsMaxSlots, and first + slots*count must fit 32 bits
     std::string lock_dir;             // made (0700) when missing
 };

@@ -177,10 +177,10 @@ TEST_CASE("[images]: registry keys for image pull")
 {
     auto defaults = parse_config("", "test.toml");
     REQUIRE(defaults);
-    CHECK(defaults->images_default_registry.empty());
-    CHECK(defaults->images_insecure_registries.empty());
-    CHECK(defaults->images_ca_file.empty());
-    CHECK(defaults->images_auth.empty());
+    CHECK(defaults->registries.default_registry.empty());
+    CHECK(defaults->registries.insecure_registries.empty());
+    CHECK(defaults->registries.ca_file.empty());
+    CHECK(defaults->registries.credentials.empty());
 
     auto c = parse_config(R"(
 [images]
@@ -196,13 +196,13 @@ password_file = "/etc/nps-runner/registry-password"
 )",
                           "test.toml");
     REQUIRE_MESSAGE(c.has_value(), (c ? std::string() : c.error().describe()));
-    CHECK(c->images_default_registry == "registry.example.com:5000");
-    CHECK(c->images_insecure_registries == std::vector<std::string>{"127.0.0.1:5000", "localhost"});
-    CHECK(c->images_ca_file == "/etc/nps-runner/registry-ca.pem");
-    REQUIRE(c->images_auth.size() == 2);
-    CHECK(c->images_auth.at("registry.example.com:5000").username == "puller");
-    CHECK(c->images_auth.at("registry.example.com:5000").password == "secret");
-    CHECK(c->images_auth.at("127.0.0.1:5000").password_file == "/etc/nps-runner/registry-password");
+    CHECK(c->registries.default_registry == "registry.example.com:5000");
+    CHECK(c->registries.insecure_registries == std::vector<std::string>{"127.0.0.1:5000", "localhost"});
+    CHECK(c->registries.ca_file == "/etc/nps-runner/registry-ca.pem");
+    REQUIRE(c->registries.credentials.size() == 2);
+    CHECK(c->registries.credentials.at("registry.example.com:5000").username == "puller");
+    CHECK(c->registries.credentials.at("registry.example.com:5000").password == "secret");
+    CHECK(c->registries.credentials.at("127.0.0.1:5000").password_file == "/etc/nps-runner/registry-password");
 
     struct Case {
         const char* toml;

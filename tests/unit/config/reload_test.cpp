@@ -132,7 +132,7 @@ max_depth = 77
     CHECK(running.socket == before.socket);
     CHECK(running.synchronous == before.synchronous);
     CHECK(running.allow_host_network == before.allow_host_network);
-    CHECK(running.spawn_allow_destinations == before.spawn_allow_destinations);
+    CHECK(running.spawn.allow_destinations == before.spawn.allow_destinations);
     CHECK(running.report.task_store_url == before.report.task_store_url);
     CHECK(running.max_depth == 77);
 }

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "config_errors.hpp"
-#include "nps/config/area_options.hpp"
+#include "nps/daemon/daemon.hpp"
 #include "nps/config/config.hpp"
 #include "nps/report/deliverer.hpp"
 #include "temp_dir.hpp"
@@ -38,7 +38,7 @@ TEST_CASE("[report] defaults: no task store, the spec's callback rules, 24 h of 
     CHECK(r.max_age_seconds == 86'400);
     CHECK(r.callback_allow_destinations.empty());
 
-    const auto options = nps::config::deliverer_options(*c);
+    const auto options = nps::daemon::deliverer_options(*c);
     CHECK(options.database_path == c->state_dir + "/runner.db");
     CHECK(options.owner_prefix == c->runner_nid);
     CHECK_FALSE(options.task_store_url);
@@ -73,7 +73,7 @@ callback_allow_destinations = ["127.0.0.1", "10.0.0.0/8", "hooks.lan"]
     CHECK(r.max_age_seconds == 600);
     CHECK(r.callback_allow_destinations.size() == 3);
 
-    const auto options = nps::config::deliverer_options(*c);
+    const auto options = nps::daemon::deliverer_options(*c);
     CHECK(options.synchronous == nps::store::Synchronous::normal);
     CHECK(options.task_store_url == "https://orchestrator.lan:8443/v1/tasks");
     CHECK(options.task_store_token == "s3cret-token");

@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include "config_errors.hpp"
-#include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/spawn/resolver.hpp"
 
@@ -14,16 +13,16 @@ TEST_CASE("[spawn] defaults: public destinations only, the reference runner's li
 {
     auto c = parse_config("", "test.toml");
     REQUIRE(c);
-    CHECK(c->spawn_allow_destinations.empty());
-    CHECK_FALSE(c->spawn_ca_file);
-    CHECK_FALSE(c->spawn_registry_url);
-    CHECK_FALSE(c->spawn_nwp_resolver_url);
-    CHECK(c->spawn_fetch_timeout_seconds == 30);
-    CHECK(c->spawn_max_spec_bytes == 65536);
-    CHECK(c->spawn_max_redirects == 5);
-    CHECK(c->spawn_cache_max_age_seconds == 3600);
-    CHECK(c->spawn_cache_entries == 256);
-    const auto options = nps::config::resolver_options(*c);
+    CHECK(c->spawn.allow_destinations.empty());
+    CHECK_FALSE(c->spawn.ca_file);
+    CHECK_FALSE(c->spawn.registry_url);
+    CHECK_FALSE(c->spawn.nwp_resolver_url);
+    CHECK(c->spawn.fetch.timeout_ms == 30'000);
+    CHECK(c->spawn.fetch.max_body_bytes == 65536);
+    CHECK(c->spawn.fetch.max_redirects == 5);
+    CHECK(c->spawn.cache_max_age_seconds == 3600);
+    CHECK(c->spawn.cache_entries == 256);
+    const auto& options = c->spawn;
     CHECK(options.allow_destinations.empty());
     CHECK(options.fetch.timeout_ms == 30000);
     CHECK(options.fetch.max_body_bytes == 65536);
@@ -44,16 +43,16 @@ cache_max_age_seconds = 60
 cache_entries = 0
 )", "test.toml");
     REQUIRE_MESSAGE(c, c.error().message);
-    CHECK(c->spawn_allow_destinations.size() == 4);
-    CHECK(c->spawn_ca_file == "/etc/nps-runner/specs-ca.pem");
-    CHECK(c->spawn_registry_url == "http://127.0.0.1:17437");
-    CHECK(c->spawn_nwp_resolver_url == "https://registry.lan:17436/base/");
-    CHECK(c->spawn_fetch_timeout_seconds == 5);
-    CHECK(c->spawn_max_spec_bytes == 4096);
-    CHECK(c->spawn_max_redirects == 0);
-    CHECK(c->spawn_cache_max_age_seconds == 60);
-    CHECK(c->spawn_cache_entries == 0);
-    const auto options = nps::config::resolver_options(*c);
+    CHECK(c->spawn.allow_destinations.size() == 4);
+    CHECK(c->spawn.ca_file == "/etc/nps-runner/specs-ca.pem");
+    CHECK(c->spawn.registry_url == "http://127.0.0.1:17437");
+    CHECK(c->spawn.nwp_resolver_url == "https://registry.lan:17436/base/");
+    CHECK(c->spawn.fetch.timeout_ms == 5000);
+    CHECK(c->spawn.fetch.max_body_bytes == 4096);
+    CHECK(c->spawn.fetch.max_redirects == 0);
+    CHECK(c->spawn.cache_max_age_seconds == 60);
+    CHECK(c->spawn.cache_entries == 0);
+    const auto& options = c->spawn;
     CHECK(options.allow_destinations.size() == 4);
     CHECK(options.fetch.timeout_ms == 5000);
     CHECK(options.fetch.max_redirects == 0);

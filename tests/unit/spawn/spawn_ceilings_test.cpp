@@ -3,7 +3,7 @@
 // what it asks, above any of them it is refused naming field, value and key.
 #include <doctest/doctest.h>
 
-#include "nps/config/area_options.hpp"
+#include "nps/executor/executor_options.hpp"
 #include "nps/config/config.hpp"
 #include "nps/spawn/spawn_ceilings.hpp"
 
@@ -13,7 +13,7 @@ using nps::spawn::SpawnSpec;
 
 namespace {
 
-const SpawnCeilings kShipped = nps::config::spawn_ceilings(nps::config::WorkerPolicy{});
+const SpawnCeilings kShipped = nps::executor::spawn_ceilings(nps::executor::WorkerPolicy{});
 
 SpawnSpec spec_of(const char* json)
 {
@@ -73,11 +73,11 @@ TEST_CASE("each field above its ceiling is refused, naming field, value and ceil
 
 TEST_CASE("the ceilings follow a changed policy")
 {
-    nps::config::WorkerPolicy policy;
+    nps::executor::WorkerPolicy policy;
     policy.max_memory_bytes = 256ll << 20;
     policy.max_cpu_millicores = 500;
     policy.max_runtime_seconds_ceiling = 60;
-    auto ceilings = nps::config::spawn_ceilings(policy);
+    auto ceilings = nps::executor::spawn_ceilings(policy);
     CHECK(refusal(spec_of(R"({"image":"w","resource_limits":{"memory":"257Mi"}})"), ceilings) ==
           "resource_limits.memory: 257Mi exceeds the operator's ceiling workers.max_memory = 256Mi");
     CHECK(refusal(spec_of(R"({"image":"w","resource_limits":{"cpu":"1"}})"), ceilings) ==

@@ -2,8 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "nps/base/clock.hpp"
-#include "nps/config/area_options.hpp"
 #include "nps/config/config.hpp"
+#include "nps/executor/executor_options.hpp"
 #include "nps/supervisor/lifecycle.hpp"
 #include "nps/supervisor/supervisor.hpp"
 
@@ -139,7 +139,7 @@ spawn_pool = 5
 )",
                                             "test.toml");
     REQUIRE(config);
-    const SupervisorOptions o = nps::config::supervisor_options(*config);
+    const SupervisorOptions o = nps::executor::supervisor_options(config->workers);
     CHECK(o.max_concurrent == 3);
     CHECK(o.default_idle_timeout == 30s);
     CHECK(o.default_max_runtime == 90s);
@@ -151,12 +151,12 @@ spawn_pool = 5
     CHECK(o.cgroup_base == nullptr);
     // The defaults: no idle limit, 4 h.
     const auto defaults = resolve_limits(std::nullopt, std::nullopt,
-                                         nps::config::supervisor_options(*nps::config::parse_config("", "t")).default_idle_timeout,
-                                         nps::config::supervisor_options(*nps::config::parse_config("", "t")).default_max_runtime);
+                                         nps::executor::supervisor_options(nps::config::parse_config("", "t")->workers).default_idle_timeout,
+                                         nps::executor::supervisor_options(nps::config::parse_config("", "t")->workers).default_max_runtime);
     CHECK_FALSE(defaults.idle_timeout);
     CHECK(defaults.max_runtime == std::chrono::hours(4));
-    CHECK(nps::config::supervisor_options(*nps::config::parse_config("", "t")).spawn_pool == kDefaultSpawnPool);
-    CHECK(nps::config::supervisor_options(*nps::config::parse_config("[workers]\nspawn_pool = 0\n", "t")).spawn_pool == 0);
+    CHECK(nps::executor::supervisor_options(nps::config::parse_config("", "t")->workers).spawn_pool == kDefaultSpawnPool);
+    CHECK(nps::executor::supervisor_options(nps::config::parse_config("[workers]\nspawn_pool = 0\n", "t")->workers).spawn_pool == 0);
     auto too_big = nps::config::parse_config("[workers]\nspawn_pool = 65\n", "t");
     REQUIRE_FALSE(too_big);
     CHECK(too_big.error().message.find("spawn_pool") != std::string::npos);
