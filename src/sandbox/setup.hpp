@@ -14,8 +14,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "nps/base/unique_fd.hpp"
+#include "nps/sandbox/seccomp.hpp"
 #include "nps/sandbox/spawner.hpp"
 
 #ifndef CLONE_PIDFD
@@ -170,19 +174,29 @@ struct CloneArgs {
     std::uint64_t cgroup;
 };
 
-// A fresh space (no host_dir) needs a size: tmpfs takes size=0 as "half of RAM".
-Result<void> validate_writable(const SandboxSpec& spec);
+// What both spawns, direct (spawner.cpp) and pooled (spawn_pool.cpp), check
+// and prepare before a child may run (spawn_parent.cpp).
+struct ParentPrep {
+    std::string rootfs;         // spec.rootfs, resolved
+    std::string space_options;  // a fresh writable space's tmpfs options (owned by the namespace's root)
+    std::shared_ptr<const SeccompProgram> default_seccomp;  // held when spec.seccomp is null
+    const SeccompProgram* seccomp = nullptr;                // the program the child loads
+    UniqueFd error_read;   // the child's Failure reports; EOF without one: it exec'd
+    UniqueFd error_write;  // the child's end (CLOEXEC); the parent closes its copy once the child has it
+};
 
-// spec.user_namespace maps no host root and holds spec.uid and spec.gid.
-Result<void> validate_user_namespace(const SandboxSpec& spec);
+// Checks the spec — a program and a rootfs given, a fresh space's size within
+// limits (tmpfs takes size=0 as "half of RAM"), a user namespace that maps no
+// host root and holds spec.uid and spec.gid — and prepares the above.
+Result<ParentPrep> prepare_parent(const SandboxSpec& spec);
 
-// Appended to a fresh space's tmpfs options: ",uid=N,gid=N", the host ids of
-// the sandbox's root in this user namespace.
-std::string tmpfs_owner_options(const UserNamespace& ns);
+// The index of env's PATH entry (the last if several), if any.
+std::optional<std::size_t> path_entry(const std::vector<std::string>& env);
 
-// "Failed to <step> <object>" for a Failure the child reported; the object
-// is what the parent knows the step worked on.
-std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, Step step);
+// Waits until `child` has exec'd or reported a failed step on
+// prep.error_read; a failed child is reaped and its step worded as
+// "Failed to <step> <object>".
+Result<void> await_exec(const ParentPrep& prep, Child& child, const SandboxSpec& spec);
 
 // --- Child side ---
 

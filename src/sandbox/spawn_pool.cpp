@@ -306,29 +306,10 @@ Result<PooledChild> SpawnPool::spawn(const SandboxSpec& spec, const cgroup::Cgro
 Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::CgroupLimits& limits,
                                          cgroup::Enforcement enforcement)
 {
-    if (spec.argv.empty() || spec.argv.front().empty())
-        return internal_error("Failed to spawn a sandbox: no program given");
-    if (spec.rootfs.empty())
-        return internal_error("Failed to spawn a sandbox: no rootfs given");
     if (spec.cgroup || (spec.user_namespace && spec.user_namespace->fd < 0))
         return PoolAttempt{.missed = "caller-made cgroups and user namespaces without an fd need sandbox::spawn()"};
-    if (spec.user_namespace)
-        NPS_TRY_VOID(detail::validate_user_namespace(spec));
-    NPS_TRY_VOID(detail::validate_writable(spec));
-    char resolved[PATH_MAX];
-    if (!::realpath(spec.rootfs.c_str(), resolved))
-        return system_error_errno("Failed to resolve the rootfs '" + spec.rootfs + "'");
-    const std::string rootfs = resolved;
-    std::shared_ptr<const SeccompProgram> default_seccomp;
-    const SeccompProgram* seccomp = spec.seccomp;
-    if (!seccomp) {
-        default_seccomp = NPS_TRY(SeccompProgram::default_program());
-        seccomp = default_seccomp.get();
-    }
-    int error_pipe[2];
-    if (::pipe2(error_pipe, O_CLOEXEC) < 0)
-        return system_error_errno("Failed to create the sandbox error pipe");
-    UniqueFd error_read(error_pipe[0]), error_write(error_pipe[1]);
+    detail::ParentPrep prep = NPS_TRY(detail::prepare_parent(spec));
+    const std::string& rootfs = prep.rootfs;
 
     std::unique_ptr<PooledSlot> slot = take();
     if (!slot)
@@ -337,28 +318,20 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
     // The plan, laid out in the shared area; the fds are filled in by the child.
     PlanArea area(slot->area, limits::kSpawnPoolPlanBytes);
     ChildPlan* plan = area.array<ChildPlan>(1);
-    const sock_fprog* program = seccomp->program();
+    const sock_fprog* program = prep.seccomp->program();
     sock_fprog* fprog = area.array<sock_fprog>(1);
     sock_filter* filter = area.array<sock_filter>(program->len);
     Rlimit* rlimits = area.array<Rlimit>(spec.rlimits.size());
     char* scratch = area.array<char>(PATH_MAX);
-    const std::string space_options =
-        space_tmpfs_options(spec.writable.bytes) +
-        (spec.user_namespace ? detail::tmpfs_owner_options(*spec.user_namespace) : std::string());
     char** envp = area.strings(spec.env);
-    const char* path = nullptr;
-    for (std::size_t i = 0; envp && i < spec.env.size(); ++i) {
-        if (spec.env[i].rfind("PATH=", 0) == 0)
-            path = envp[i] + 5;
-    }
-    if (!path)
-        path = area.string(kDefaultPath);
+    const auto path_index = detail::path_entry(spec.env);
+    const char* path = path_index && envp ? envp[*path_index] + 5 : area.string(kDefaultPath);
     *plan = ChildPlan{
         .mounts = {.rootfs = area.string(rootfs), .proc = area.string(rootfs + "/proc"),
                    .dev = area.string(rootfs + "/dev"), .tmp = area.string(rootfs + "/tmp"),
                    .read_only_root = spec.root == RootAccess::read_only,
                    .space_dir = spec.writable.host_dir.empty() ? nullptr : area.string(spec.writable.host_dir),
-                   .space_options = area.string(space_options), .idmap_fd = -1, .scratch = scratch,
+                   .space_options = area.string(prep.space_options), .idmap_fd = -1, .scratch = scratch,
                    .scratch_size = PATH_MAX},
         .argv = area.strings(spec.argv),
         .envp = envp,
@@ -393,7 +366,7 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
     std::copy(spec.rlimits.begin(), spec.rlimits.end(), rlimits);
     NPS_TRY_VOID(slot->cgroup->set_limits(*options_.cgroup_base, limits, enforcement));
 
-    int fds[kPassedCount] = {error_write.get(), spec.stdin_fd, spec.stdout_fd, spec.stderr_fd, -1, -1};
+    int fds[kPassedCount] = {prep.error_write.get(), spec.stdin_fd, spec.stdout_fd, spec.stderr_fd, -1, -1};
     std::size_t count = kFixedCount;
     if (spec.network == Network::none && spec.netns_fd >= 0) {
         plan->netns_fd = static_cast<int>(count);
@@ -422,23 +395,11 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
         const int err = errno;  // the child died after take() looked
         return PoolAttempt{.missed = std::string("the parked child did not take the plan: ") + ::strerrordesc_np(err)};
     }
-    error_write.reset();
+    prep.error_write.reset();
     slot->socket.reset();
 
-    Failure failure;
-    ssize_t n;
-    do {
-        n = ::read(error_read.get(), &failure, sizeof failure);
-    } while (n < 0 && errno == EINTR);
-    if (n == 0)
-        return PoolAttempt{.started = PooledChild{std::move(slot->child), std::move(*slot->cgroup)}};
-    int read_err = errno;
-    (void)slot->child.wait();
-    if (n < 0)
-        return system_error("Failed to read the sandbox error pipe", read_err);
-    if (n != sizeof failure)
-        return internal_error("Failed to set up the sandbox: short report from the child");
-    return system_error(detail::failure_message(spec, rootfs, failure.step), failure.err);
+    NPS_TRY_VOID(detail::await_exec(prep, slot->child, spec));
+    return PoolAttempt{.started = PooledChild{std::move(slot->child), std::move(*slot->cgroup)}};
 }
 
 }  // namespace nps::sandbox
