@@ -158,7 +158,7 @@ public:
 
 private:
     std::unique_ptr<Store> store_;
-    TaskOutcome outcome_{.state = kTaskCompleted};
+    TaskOutcome outcome_{.state = nps::proto::TaskState::completed};
 };
 
 // --- the raw side: sqlite3 C API, same statement texts ----------------------------

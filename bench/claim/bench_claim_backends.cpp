@@ -120,7 +120,7 @@ Cell run_cell(const OpenOptions& options, int tasks, unsigned k, int clients)
                         if (!seen.insert(id).second)
                             ++duplicates;
                 }
-                if (auto r = store.complete_batch(ids, runner, {.state = kTaskCompleted}); !r)
+                if (auto r = store.complete_batch(ids, runner, {.state = nps::proto::TaskState::completed}); !r)
                     die(r.error().describe());
                 done += static_cast<long>(ids.size());
             }

@@ -6,6 +6,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::api {
@@ -126,18 +127,19 @@ Result<net::HttpResponse> Api::complete(const net::HttpRequest& request, const s
 {
     auto body = NPS_TRY(parse_json_object(request.body));
     auto runner = NPS_TRY(runner_nid_field(body));
-    store::TaskOutcome outcome{.state = NPS_TRY(required_string(body, "state", 16))};
-    if (outcome.state != store::kTaskCompleted && outcome.state != store::kTaskFailed)
+    const auto state = proto::parse_task_state(NPS_TRY(required_string(body, "state", 16)));
+    if (state != proto::TaskState::completed && state != proto::TaskState::failed)
         return protocol_error(proto::code::kNwpHttpParamInvalid, "Field 'state' must be COMPLETED or FAILED");
+    store::TaskOutcome outcome{.state = *state};
     outcome.error_code = NPS_TRY(optional_string(body, "error_code", 64));
     outcome.error_message = NPS_TRY(optional_string(body, "error_message", 4096));
-    if (outcome.state == store::kTaskFailed && !outcome.error_code)
+    if (outcome.state == proto::TaskState::failed && !outcome.error_code)
         return protocol_error(proto::code::kNwpHttpParamInvalid, "A FAILED task needs 'error_code'");
     if (auto it = body.find("aggregate"); it != body.end() && !it->is_null())
         outcome.aggregate_json = it->dump();
     auto store = NPS_TRY(stores_.acquire());
     NPS_TRY_VOID(store->complete(task_id, runner, outcome));
-    return json_response(200, {{"task_id", task_id}, {"state", outcome.state}});
+    return json_response(200, {{"task_id", task_id}, {"state", std::string(proto::to_string(outcome.state))}});
 }
 
 }  // namespace nps::api

@@ -349,7 +349,7 @@ void Executor::cancelled(const std::string& task_id)
     // Counted here, whoever ran the task: a cancelled execution writes no
     // end of its own (the store has it already), and a task cancelled
     // while pending was never ours to run.
-    metrics_.count_task(store::kTaskCancelled);
+    metrics_.count_task(proto::TaskState::cancelled);
     jobs_->post([this, task_id] {
         if (auto it = executions_.find(task_id); it != executions_.end())
             it->second->cancelled_elsewhere();
@@ -399,7 +399,7 @@ void Executor::execute(store::Lease lease)
     if (!task) {
         // Validated at the door; a frame that no longer decodes (a newer
         // runner's extension?) fails rather than looping through claims.
-        store::TaskOutcome outcome{.state = store::kTaskFailed,
+        store::TaskOutcome outcome{.state = proto::TaskState::failed,
                                    .error_code =
                                        task.error().code.empty() ? proto::code::kNopTaskDagInvalid : task.error().code,
                                    .error_message = task.error().describe()};

@@ -65,10 +65,10 @@ void ExecutorMetrics::count_node(std::string_view state)
     }
 }
 
-void ExecutorMetrics::count_task(std::string_view state)
+void ExecutorMetrics::count_task(proto::TaskState state)
 {
     using proto::TaskState;
-    switch (proto::parse_task_state(state).value_or(TaskState::pending)) {
+    switch (state) {
     case TaskState::completed: ++tasks_completed; break;
     case TaskState::failed: ++tasks_failed; break;
     case TaskState::cancelled: ++tasks_cancelled; break;

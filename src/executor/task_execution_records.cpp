@@ -89,7 +89,7 @@ void TaskExecution::on_task_end(const nop::TaskEnd& end)
     ended_ = true;
     if (!abandoned_ && fence_ == Fence::lease) {
         // The lease stays renewed until the end is written.
-        unrecorded_end_ = store::TaskOutcome{.state = std::string(proto::to_string(end.state)),
+        unrecorded_end_ = store::TaskOutcome{.state = end.state,
                                              .error_code = end.error_code,
                                              .error_message = end.error_message,
                                              .aggregate_json = end.aggregate_json};
@@ -134,10 +134,10 @@ void TaskExecution::write_records()
     if (!completed && is_store_fault(completed.error()))
         return retry_later(completed.error());
     if (!completed)
-        log::warning("task " + task_id() + ": could not record its end (" + outcome.state +
+        log::warning("task " + task_id() + ": could not record its end (" + std::string(proto::to_string(outcome.state)) +
                      "): " + completed.error().describe(), {.task_id = task_id()});
     else
-        log::info("task " + task_id() + ": " + outcome.state + (outcome.error_code ? " " + *outcome.error_code : ""),
+        log::info("task " + task_id() + ": " + std::string(proto::to_string(outcome.state)) + (outcome.error_code ? " " + *outcome.error_code : ""),
                   {.task_id = task_id()});
     ctx_.metrics.count_task(outcome.state);
     ctx_.metrics.task_duration.observe(static_cast<std::uint64_t>(

@@ -101,9 +101,9 @@ Result<void> SqliteStore::release(const std::string& task_id, const std::string&
 Result<void> SqliteStore::complete_locked(std::int64_t now, const std::vector<std::string>& task_ids,
                                           const std::string& runner_nid, const TaskOutcome& outcome)
 {
-    if (!is_terminal_task_state(outcome.state))
-        return internal_error("Failed to complete task '" + task_ids.front() + "': '" + outcome.state +
-                              "' is not a terminal task state");
+    if (!proto::is_terminal(outcome.state))
+        return internal_error("Failed to complete task '" + task_ids.front() + "': '" +
+                              std::string(proto::to_string(outcome.state)) + "' is not a terminal task state");
     const std::string task_list = json_text(task_ids);
     std::unordered_set<std::string> fenced;
     {
@@ -111,7 +111,7 @@ Result<void> SqliteStore::complete_locked(std::int64_t now, const std::vector<st
         st->bindNoCopy(1, task_list);
         st->bindNoCopy(2, runner_nid);
         st->bind(3, static_cast<std::int64_t>(now));
-        st->bindNoCopy(4, outcome.state);
+        st->bind(4, std::string(proto::to_string(outcome.state)));
         bind_optional(*st, 5, outcome.error_code);
         bind_optional(*st, 6, outcome.error_message);
         bind_optional(*st, 7, outcome.aggregate_json);

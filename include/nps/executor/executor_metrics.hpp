@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "nps/proto/states.hpp"
+
 namespace nps::executor {
 
 // A Prometheus histogram of durations over ten fixed buckets (seconds).
@@ -54,7 +56,8 @@ struct ExecutorMetrics {
 
     // A node reached a terminal or saga state (store spelling).
     void count_node(std::string_view state);
-    void count_task(std::string_view state);
+    // A task ended (a state that is not an end counts nothing).
+    void count_task(proto::TaskState state);
 
     std::string render() const;
 };

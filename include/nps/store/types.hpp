@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "nps/proto/states.hpp"
+
 namespace nps::store {
 
 // Task states (NPS-5 §5), spelled as the spec spells them.
@@ -125,7 +127,7 @@ struct TaskRecord {
 };
 
 struct TaskOutcome {
-    std::string state{};  // kTaskCompleted / kTaskFailed / kTaskCancelled
+    proto::TaskState state = proto::TaskState::completed;  // a terminal state (others are refused)
     std::optional<std::string> error_code{};
     std::optional<std::string> error_message{};
     std::optional<std::string> aggregate_json{};

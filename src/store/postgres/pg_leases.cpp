@@ -62,9 +62,9 @@ constexpr const char* kCompleteAllSql =
 
 Result<void> check_terminal(const std::vector<std::string>& task_ids, const TaskOutcome& outcome)
 {
-    if (!is_terminal_task_state(outcome.state))
-        return internal_error("Failed to complete task '" + task_ids.front() + "': '" + outcome.state +
-                              "' is not a terminal task state");
+    if (!proto::is_terminal(outcome.state))
+        return internal_error("Failed to complete task '" + task_ids.front() + "': '" +
+                              std::string(proto::to_string(outcome.state)) + "' is not a terminal task state");
     return {};
 }
 
@@ -78,7 +78,7 @@ bool complete_all(PostgresStore& store, const std::vector<std::string>& task_ids
     p.text_array(task_ids)
         .text(runner_nid)
         .integer(static_cast<std::int64_t>(distinct.size()))
-        .text(outcome.state)
+        .text(std::string(proto::to_string(outcome.state)))
         .optional_text(outcome.error_code)
         .optional_text(outcome.error_message)
         .optional_text(outcome.aggregate_json)
@@ -107,7 +107,7 @@ Result<void> complete_locked(PostgresStore& store, Work& w, const std::vector<st
         p.text_array(task_ids)
             .text(runner_nid)
             .integer(w.now())
-            .text(outcome.state)
+            .text(std::string(proto::to_string(outcome.state)))
             .optional_text(outcome.error_code)
             .optional_text(outcome.error_message)
             .optional_text(outcome.aggregate_json);

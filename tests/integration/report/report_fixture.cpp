@@ -257,7 +257,7 @@ void Runner::record(const std::string& task_id, const std::string& node_id, cons
 
 void Runner::complete(const std::string& task_id, const std::string& state, std::optional<std::string> error_code)
 {
-    auto r = store->complete(task_id, kRunnerA, {.state = state, .error_code = std::move(error_code)});
+    auto r = store->complete(task_id, kRunnerA, {.state = nps::proto::parse_task_state(state).value(), .error_code = std::move(error_code)});
     REQUIRE_MESSAGE(r, (r ? std::string() : r.error().describe()));
 }
 

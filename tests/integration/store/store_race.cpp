@@ -173,7 +173,7 @@ void run_runner(int index, const std::string& db_path, const std::string& log_pa
             }
             if (cfg.hold_ms)
                 std::this_thread::sleep_for(std::chrono::milliseconds(cfg.hold_ms));
-            auto done = store.complete(lease.task_id, me, {.state = kTaskCompleted});
+            auto done = store.complete(lease.task_id, me, {.state = nps::proto::TaskState::completed});
             if (!done && done.error().code != "NOP-CLAIM-CONFLICT")
                 die(done.error().describe());
             log << "D " << lease.task_id << ' ' << (done ? "ok" : "conflict");

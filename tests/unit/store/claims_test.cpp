@@ -218,7 +218,7 @@ TEST_CASE_FIXTURE(StoreFixture, "complete records failures with their code")
     deposit("task-1");
     claim_head(kRunnerA);
     REQUIRE(store->complete("task-1", kRunnerA,
-                            {.state = kTaskFailed,
+                            {.state = nps::proto::TaskState::failed,
                              .error_code = "NOP-RUNTIME-MAX-RUNTIME",
                              .error_message = "node n1 ran too long"}));
     auto t = store->task("task-1");
@@ -231,7 +231,7 @@ TEST_CASE_FIXTURE(StoreFixture, "complete records failures with their code")
 
     deposit("task-2");
     claim_head(kRunnerA);
-    CHECK_FALSE(store->complete("task-2", kRunnerA, {.state = kTaskRunning}));
+    CHECK_FALSE(store->complete("task-2", kRunnerA, {.state = nps::proto::TaskState::running}));
     CHECK(store->task("task-2")->state == kTaskRunning);
 }
 
@@ -343,7 +343,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a runner NID that is not valid UTF-8 does not b
     deposit("task-2");
     const std::string odd = "runner-\xff\xfe";
     claim_head(odd, 30);
-    REQUIRE(store->complete("task-1", odd, {.state = kTaskFailed, .error_code = "NOP-RUNTIME-IDLE-TIMEOUT"}));
+    REQUIRE(store->complete("task-1", odd, {.state = nps::proto::TaskState::failed, .error_code = "NOP-RUNTIME-IDLE-TIMEOUT"}));
     claim_head(odd, 30);
     REQUIRE(store->release("task-2", odd));
     CHECK(store->events("task-1")->back().name == "task:failed");

@@ -233,7 +233,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a task with a callback_url ending writes a call
     REQUIRE(store->complete("plain", kRunnerA, completed()));
     auto odd = store->claim({.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 30, .task_id = "not-json"});
     REQUIRE(odd);
-    REQUIRE(store->complete("not-json", kRunnerA, {.state = kTaskFailed, .error_code = "NOP-TASK-TIMEOUT"}));
+    REQUIRE(store->complete("not-json", kRunnerA, {.state = nps::proto::TaskState::failed, .error_code = "NOP-TASK-TIMEOUT"}));
     clock.advance_ms(3'600'000);
     CHECK(*store->sweep_expired() == 1);  // cb-3, never claimed
 

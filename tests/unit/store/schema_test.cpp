@@ -228,7 +228,7 @@ TEST_CASE_FIXTURE(StoreFixture, "every transition of the store logs exactly one 
     REQUIRE(store->release("t1", kRunnerB));
     const auto l3 = claim_head(kRunnerA, 30);
     CHECK(l3.outcome == ClaimOutcome::granted);
-    REQUIRE(store->complete("t1", kRunnerA, {.state = kTaskFailed, .error_code = "NOP-RUNTIME-OOM"}));
+    REQUIRE(store->complete("t1", kRunnerA, {.state = nps::proto::TaskState::failed, .error_code = "NOP-RUNTIME-OOM"}));
     const auto e1 = names("t1");
     REQUIRE(e1.size() == 6);
     CHECK(e1[0].rfind("inbox:deposited {", 0) == 0);

@@ -133,7 +133,7 @@ std::string error_code_of(const nps::Result<T>& r)
 
 inline nps::store::TaskOutcome completed()
 {
-    return {.state = nps::store::kTaskCompleted, .aggregate_json = R"({"n1":{"ok":true}})"};
+    return {.state = nps::proto::TaskState::completed, .aggregate_json = R"({"n1":{"ok":true}})"};
 }
 
 }  // namespace store_test
