@@ -3,24 +3,36 @@
 
 #include <dlfcn.h>
 
-#include <cstdio>
+#include <string>
+
+#include "nps/base/log.hpp"
 
 namespace nps::lazy {
+
+namespace {
+
+std::string dl_error()
+{
+    const char* why = ::dlerror();
+    return why ? why : "unknown error";
+}
+
+}  // namespace
 
 void* LazyLibrary::symbol(const char* name)
 {
     std::call_once(opened_, [this] {
-        // RTLD_LOCAL: the library's symbols must not interpose on ours (we
-        // define functions of the same names).
+        // RTLD_LOCAL: the library's symbols stay out of the global scope,
+        // where they could satisfy another object's undefined references.
         handle_ = ::dlopen(soname_, RTLD_NOW | RTLD_LOCAL);
         if (!handle_)
-            std::fprintf(stderr, "nps-runner: Failed to load '%s': %s\n", soname_, ::dlerror());
+            log::error(std::string("Failed to load '") + soname_ + "': " + dl_error());
     });
     if (!handle_)
         return nullptr;
     void* address = ::dlsym(handle_, name);
     if (!address)
-        std::fprintf(stderr, "nps-runner: Failed to find '%s' in '%s': %s\n", name, soname_, ::dlerror());
+        log::error(std::string("Failed to find '") + name + "' in '" + soname_ + "': " + dl_error());
     return address;
 }
 

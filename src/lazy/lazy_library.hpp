@@ -11,8 +11,10 @@
 // prefix, so they show the indirection (docs/startup.md); calling a library
 // function by its own name fails to link.
 //
-// A library or symbol that cannot be loaded is reported once on stderr and
-// makes the forwarding function return its library's failure value.
+// A library or symbol that cannot be loaded is logged (log::error: the
+// forwarding functions have the library's signatures, with no room for an
+// Error) and makes the forwarding function return its library's failure
+// value.
 #pragma once
 
 #include <mutex>
@@ -25,7 +27,7 @@ public:
     LazyLibrary(const LazyLibrary&) = delete;
     LazyLibrary& operator=(const LazyLibrary&) = delete;
 
-    // The address of `name`, or nullptr (reported on stderr). Thread-safe;
+    // The address of `name`, or nullptr (logged). Thread-safe;
     // the library is opened on the first call and never closed.
     void* symbol(const char* name);
 

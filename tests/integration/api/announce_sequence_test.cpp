@@ -19,7 +19,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-const std::string kAgent = "urn:nps:agent:seq.test:fetch";
+const std::string kSequencedAgent = "urn:nps:agent:seq.test:fetch";
 
 std::int64_t now_ms()
 {
@@ -29,7 +29,7 @@ std::int64_t now_ms()
 
 Json announce(std::uint64_t graph_seq, const std::string& ref, std::int64_t timestamp_ms)
 {
-    return {{"nid", kAgent},
+    return {{"nid", kSequencedAgent},
             {"activation_mode", "ephemeral"},
             {"spawn_spec_ref", ref},
             {"ttl", 300},
@@ -39,12 +39,12 @@ Json announce(std::uint64_t graph_seq, const std::string& ref, std::int64_t time
 
 nps::test::Reply put(const nps::test::RunnerProcess& r, const Json& body)
 {
-    return http("PUT", r.url() + "/v1/ndp/announces/" + kAgent, body.dump());
+    return http("PUT", r.url() + "/v1/ndp/announces/" + kSequencedAgent, body.dump());
 }
 
 std::string resolved_ref(const nps::test::RunnerProcess& r)
 {
-    auto reply = http("GET", r.url() + "/v1/ndp/resolve?nid=" + kAgent);
+    auto reply = http("GET", r.url() + "/v1/ndp/resolve?nid=" + kSequencedAgent);
     REQUIRE_MESSAGE(reply.status == 200, reply.raw);
     return reply.body["spawn_spec_ref"];
 }
@@ -91,7 +91,7 @@ TEST_CASE("graph_seq: a retransmission is dropped, a rollback and a same-sequenc
     auto gone = put(r, offline);
     REQUIRE_MESSAGE(gone.status == 200, gone.raw);
     CHECK(gone.body["status"] == "offline");
-    check_error(http("GET", r.url() + "/v1/ndp/resolve?nid=" + kAgent), 404, "NDP-RESOLVE-NOT-FOUND");
+    check_error(http("GET", r.url() + "/v1/ndp/resolve?nid=" + kSequencedAgent), 404, "NDP-RESOLVE-NOT-FOUND");
     check_error(put(r, announce(6, "https://specs.example.com/v6.json", t + 40)), 400, "NDP-GRAPH-SEQ-ROLLBACK");
     auto back = put(r, announce(8, "https://specs.example.com/v8.json", t + 50));
     REQUIRE_MESSAGE(back.status == 200, back.raw);
@@ -112,7 +112,7 @@ TEST_CASE("an announce past its timestamp plus ttl is stale on arrival; a fresh 
     auto& r = d.runner;
     Json old = announce(1, "https://specs.example.com/old.json", now_ms() - 301'000);
     check_error(put(r, old), 404, "NDP-ANNOUNCE-STALE");
-    check_error(http("GET", r.url() + "/v1/ndp/resolve?nid=" + kAgent), 404, "NDP-RESOLVE-NOT-FOUND");
+    check_error(http("GET", r.url() + "/v1/ndp/resolve?nid=" + kSequencedAgent), 404, "NDP-RESOLVE-NOT-FOUND");
 
     // Fresh for about two more seconds: resolvable now, stale after.
     Json brief = announce(2, "https://specs.example.com/brief.json", now_ms() - 298'000);
@@ -120,7 +120,7 @@ TEST_CASE("an announce past its timestamp plus ttl is stale on arrival; a fresh 
     REQUIRE_MESSAGE(ok.status == 200, ok.raw);
     CHECK(resolved_ref(r) == "https://specs.example.com/brief.json");
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-    check_error(http("GET", r.url() + "/v1/ndp/resolve?nid=" + kAgent), 404, "NDP-RESOLVE-STALE");
+    check_error(http("GET", r.url() + "/v1/ndp/resolve?nid=" + kSequencedAgent), 404, "NDP-RESOLVE-STALE");
 }
 
 TEST_CASE("announces without graph_seq to a NID that never had one replace each other, as before")
@@ -128,7 +128,7 @@ TEST_CASE("announces without graph_seq to a NID that never had one replace each 
     nps::test::StartedRunner d;
     auto& r = d.runner;
     for (const char* ref : {"https://specs.example.com/a.json", "https://specs.example.com/b.json"}) {
-        auto reply = http("PUT", r.url() + "/v1/ndp/announces/" + kAgent,
+        auto reply = http("PUT", r.url() + "/v1/ndp/announces/" + kSequencedAgent,
                           Json{{"spawn_spec_ref", ref}, {"ttl", 300}}.dump());
         REQUIRE_MESSAGE(reply.status == 200, reply.raw);
         CHECK(reply.body["decision"] == "accepted");
@@ -138,7 +138,7 @@ TEST_CASE("announces without graph_seq to a NID that never had one replace each 
     auto seq = put(r, announce(3, "https://specs.example.com/c.json", now_ms()));
     REQUIRE_MESSAGE(seq.status == 200, seq.raw);
     Json unsequenced{{"spawn_spec_ref", "https://specs.example.com/d.json"}, {"ttl", 300}};
-    check_error(http("PUT", r.url() + "/v1/ndp/announces/" + kAgent, unsequenced.dump()), 400,
+    check_error(http("PUT", r.url() + "/v1/ndp/announces/" + kSequencedAgent, unsequenced.dump()), 400,
                 "NDP-GRAPH-SEQ-ROLLBACK");
     CHECK(resolved_ref(r) == "https://specs.example.com/c.json");
 }
