@@ -8,10 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
+#include <thread>
 
 #include "nps/base/unique_fd.hpp"
 #include "nps/proto/error_codes.hpp"
@@ -117,6 +120,65 @@ int bound_write_ahead_log(void*, sqlite3* db, const char* schema, int frames)
     return SQLITE_OK;
 }
 
+// The connection's pragmas and the schema's migration. Run again when SQLite
+// refused a lock without waiting (see open_sqlite).
+Result<int> set_up(SQLite::Database& db, const OpenOptions& options)
+{
+    // A new file gives the pages retention frees back to the file
+    // system (reclaim_space); the mode can only be chosen before the
+    // first table exists (docs/retention.md).
+    if (pragma(db, "PRAGMA page_count") == "0")
+        db.exec("PRAGMA auto_vacuum=INCREMENTAL");
+    // WAL: readers never block the writer and a commit appends to one
+    // file. The mode is persistent in the file; asking again is cheap.
+    // A file whose set-up another process is in the middle of answers its
+    // old mode: thrown as SQLITE_BUSY, so it is retried like a busy lock.
+    const std::string mode = pragma(db, "PRAGMA journal_mode=WAL");
+    if (mode != "wal")
+        throw SQLite::Exception("cannot switch to WAL journal mode (got '" + mode + "')", SQLITE_BUSY);
+    // FULL: the WAL is fsynced at every commit, so an acknowledged
+    // transaction survives power loss (docs/durability.md).
+    db.exec(options.synchronous == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+    // TEST ONLY (docs/durability.md, "Negative control"): the power-cut
+    // harness proves it can fail by running the daemon with no fsync at
+    // all. Never set it in production: a power loss then loses commits.
+    if (unsafe_no_sync_for_tests())
+        db.exec("PRAGMA synchronous=OFF");
+    db.exec("PRAGMA foreign_keys=ON");
+    // After a checkpoint, truncate a WAL that grew past 64 MiB (a burst)
+    // instead of keeping the big file around forever.
+    db.exec("PRAGMA journal_size_limit=67108864");
+    sqlite3_wal_hook(db.getHandle(), bound_write_ahead_log, nullptr);
+    db.exec("PRAGMA temp_store=MEMORY");
+    return detail::migrate(db, options.path);
+}
+
+// SQLite answers SQLITE_BUSY at once, without the busy handler, where
+// waiting could deadlock: a connection upgrading its lock while another
+// process sets up the same new file (its journal mode, its first tables) is
+// refused rather than made to wait. Several processes opening a new
+// runner.db together (`image import` run in parallel) meet this; such a
+// refusal is retried, a little later each time, for the busy timeout.
+bool refused_without_waiting(const SQLite::Exception& e)
+{
+    return e.getErrorCode() == SQLITE_BUSY;
+}
+
+Result<int> set_up_waiting(SQLite::Database& db, const OpenOptions& options)
+{
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(options.busy_timeout_ms, 0));
+    for (std::chrono::milliseconds pause(5);; pause = std::min(pause * 2, std::chrono::milliseconds(100))) {
+        try {
+            return set_up(db, options);
+        } catch (const SQLite::Exception& e) {
+            if (!refused_without_waiting(e) || std::chrono::steady_clock::now() + pause > deadline)
+                throw;
+        }
+        std::this_thread::sleep_for(pause);
+    }
+}
+
 }  // namespace
 
 }  // namespace nps::store
@@ -142,32 +204,7 @@ Result<std::unique_ptr<Store>> open_sqlite(const OpenOptions& options, const Clo
                 path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE | SQLite::OPEN_NOMUTEX, options.busy_timeout_ms);
         }
 
-        // A new file gives the pages retention frees back to the file
-        // system (reclaim_space); the mode can only be chosen before the
-        // first table exists (docs/retention.md).
-        if (pragma(*db, "PRAGMA page_count") == "0")
-            db->exec("PRAGMA auto_vacuum=INCREMENTAL");
-        // WAL: readers never block the writer and a commit appends to one
-        // file. The mode is persistent in the file; asking again is cheap.
-        const std::string mode = pragma(*db, "PRAGMA journal_mode=WAL");
-        if (mode != "wal")
-            return refuse(path, "cannot switch to WAL journal mode (got '" + mode + "')");
-        // FULL: the WAL is fsynced at every commit, so an acknowledged
-        // transaction survives power loss (docs/durability.md).
-        db->exec(options.synchronous == Synchronous::full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
-        // TEST ONLY (docs/durability.md, "Negative control"): the power-cut
-        // harness proves it can fail by running the daemon with no fsync at
-        // all. Never set it in production: a power loss then loses commits.
-        if (unsafe_no_sync_for_tests())
-            db->exec("PRAGMA synchronous=OFF");
-        db->exec("PRAGMA foreign_keys=ON");
-        // After a checkpoint, truncate a WAL that grew past 64 MiB (a burst)
-        // instead of keeping the big file around forever.
-        db->exec("PRAGMA journal_size_limit=67108864");
-        sqlite3_wal_hook(db->getHandle(), bound_write_ahead_log, nullptr);
-        db->exec("PRAGMA temp_store=MEMORY");
-
-        auto version = detail::migrate(*db, path);
+        auto version = set_up_waiting(*db, options);
         if (!version)
             return std::move(version).error();
         std::unique_ptr<Store> store =

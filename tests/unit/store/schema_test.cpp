@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Opening, pragmas, migrations, reopening, query plans and error translation.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
+
+#include <cstdio>
 
 #include "../../../src/store/sqlite_store.hpp"
 #include "store_fixture.hpp"
@@ -112,6 +117,42 @@ TEST_CASE("open refuses a file whose schema is newer, and a foreign SQLite file"
     auto refused = Store::open({.path = foreign}, clock);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().message.find("not an nps-runner schema") != std::string::npos);
+}
+
+// SQLite refuses some lock upgrades at once (SQLITE_BUSY, no busy handler)
+// while another process is setting the same new file up; parallel
+// `nps-runner image import`s into a fresh state directory met it.
+TEST_CASE("several processes opening a new runner.db at once all open it" * doctest::test_suite("sqlite"))
+{
+    TempDir dir;
+    for (int round = 0; round < 40; ++round) {
+        const std::string path = dir.file("runner-" + std::to_string(round) + ".db");
+        int start[2];
+        REQUIRE(::pipe(start) == 0);
+        std::vector<pid_t> children;
+        for (int i = 0; i < 12; ++i) {
+            const pid_t pid = ::fork();
+            REQUIRE(pid >= 0);
+            if (pid == 0) {
+                ::close(start[1]);
+                char go;
+                (void)::read(start[0], &go, 1);  // EOF once the parent has forked them all
+                nps::FakeClock clock;
+                auto store = Store::open({.path = path}, clock);
+                if (!store)
+                    std::fprintf(stderr, "%s\n", store.error().describe().c_str());
+                ::_exit(store ? 0 : 1);
+            }
+            children.push_back(pid);
+        }
+        ::close(start[0]);
+        ::close(start[1]);
+        for (pid_t pid : children) {
+            int status = 0;
+            REQUIRE(::waitpid(pid, &status, 0) == pid);
+            CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "round " << round);
+        }
+    }
 }
 
 TEST_CASE_FIXTURE(StoreFixture, "the claim path uses the partial index and never scans a table" * doctest::test_suite("sqlite"))
