@@ -3,6 +3,7 @@
 
 #include "nps/base/time_format.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/store/types.hpp"
 
 namespace nps::store::detail {
@@ -38,6 +39,14 @@ Error named_claim_refusal(const std::string& task_id, const std::string& nid, co
         return protocol_error(proto::code::kNopTaskNotFound,
                               "Task '" + task_id + "' expired from inbox '" + nid + "' unclaimed");
     return protocol_error(proto::code::kNopClaimConflict, "Task '" + task_id + "' is not claimable");
+}
+
+Result<void> check_terminal(const std::string& task_id, const TaskOutcome& outcome)
+{
+    if (!proto::is_terminal(outcome.state))
+        return internal_error("Failed to complete task '" + task_id + "': '" +
+                              std::string(proto::to_string(outcome.state)) + "' is not a terminal task state");
+    return {};
 }
 
 }  // namespace nps::store::detail

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "nps/base/result.hpp"
+#include "nps/store/types.hpp"
 
 namespace nps::store::detail {
 
@@ -29,5 +30,9 @@ Error lease_refusal(const std::string& task_id, const std::string& runner_nid, c
 // (no longer queued, or expired unclaimed) or NOP-CLAIM-CONFLICT (leased).
 Error named_claim_refusal(const std::string& task_id, const std::string& nid, const LeaseRow& row,
                           std::int64_t now);
+
+// complete() of task_id with an outcome that is not a terminal state: an
+// internal error (a caller's bug), checked before the store is touched.
+Result<void> check_terminal(const std::string& task_id, const TaskOutcome& outcome);
 
 }  // namespace nps::store::detail

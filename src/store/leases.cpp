@@ -101,9 +101,7 @@ Result<void> SqliteStore::release(const std::string& task_id, const std::string&
 Result<void> SqliteStore::complete_locked(std::int64_t now, const std::vector<std::string>& task_ids,
                                           const std::string& runner_nid, const TaskOutcome& outcome)
 {
-    if (!proto::is_terminal(outcome.state))
-        return internal_error("Failed to complete task '" + task_ids.front() + "': '" +
-                              std::string(proto::to_string(outcome.state)) + "' is not a terminal task state");
+    NPS_TRY_VOID(detail::check_terminal(task_ids.front(), outcome));
     const std::string task_list = json_text(task_ids);
     std::unordered_set<std::string> fenced;
     {

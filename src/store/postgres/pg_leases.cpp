@@ -60,14 +60,6 @@ constexpr const char* kCompleteAllSql =
 #undef NPS_PG_COMPLETE_SET
 #undef NPS_PG_NOT_ALL_FENCED
 
-Result<void> check_terminal(const std::vector<std::string>& task_ids, const TaskOutcome& outcome)
-{
-    if (!proto::is_terminal(outcome.state))
-        return internal_error("Failed to complete task '" + task_ids.front() + "': '" +
-                              std::string(proto::to_string(outcome.state)) + "' is not a terminal task state");
-    return {};
-}
-
 // kCompleteAllSql: true when every task was completed, false when one was
 // not fenced (nothing changed: complete_locked then says which and why).
 bool complete_all(PostgresStore& store, const std::vector<std::string>& task_ids, const std::string& runner_nid,
@@ -100,7 +92,7 @@ bool complete_all(PostgresStore& store, const std::vector<std::string>& task_ids
 Result<void> complete_locked(PostgresStore& store, Work& w, const std::vector<std::string>& task_ids,
                              const std::string& runner_nid, const TaskOutcome& outcome)
 {
-    NPS_TRY_VOID(check_terminal(task_ids, outcome));
+    NPS_TRY_VOID(detail::check_terminal(task_ids.front(), outcome));
     std::unordered_set<std::string> fenced;
     {
         Params p;
@@ -178,7 +170,7 @@ Result<void> PostgresStore::complete(const std::string& task_id, const std::stri
     return guarded<void>(
         [&] { return "Failed to complete task '" + task_id + "' for '" + runner_nid + "'"; },
         [&]() -> Result<void> {
-            NPS_TRY_VOID(check_terminal({task_id}, outcome));
+            NPS_TRY_VOID(detail::check_terminal(task_id, outcome));
             if (complete_all(*this, {task_id}, runner_nid, outcome))
                 return {};
             Work w(*this);
@@ -196,7 +188,7 @@ Result<void> PostgresStore::complete_batch(const std::vector<std::string>& task_
     return guarded<void>(
         [&] { return "Failed to complete " + std::to_string(task_ids.size()) + " tasks for '" + runner_nid + "'"; },
         [&]() -> Result<void> {
-            NPS_TRY_VOID(check_terminal(task_ids, outcome));
+            NPS_TRY_VOID(detail::check_terminal(task_ids.front(), outcome));
             if (complete_all(*this, task_ids, runner_nid, outcome))
                 return {};
             // All or nothing: one task not fenced rolls the batch back.
