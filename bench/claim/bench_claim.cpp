@@ -43,6 +43,7 @@
 namespace {
 
 using namespace nps::store;
+namespace proto = nps::proto;
 using Seconds = std::chrono::duration<double>;
 
 constexpr const char* kInbox = "urn:nps:agent:bench:inbox";
@@ -292,7 +293,7 @@ private:
         sqlite3_bind_text(complete_, 1, list.c_str(), static_cast<int>(list.size()), SQLITE_STATIC);
         sqlite3_bind_text(complete_, 2, kRunner, -1, SQLITE_STATIC);
         sqlite3_bind_int64(complete_, 3, nps::SystemClock::instance().now_ms());
-        sqlite3_bind_text(complete_, 4, kTaskCompleted, -1, SQLITE_STATIC);
+        sqlite3_bind_text(complete_, 4, proto::task_state_text::completed, -1, SQLITE_STATIC);
         for (int i = 5; i <= 7; ++i)
             sqlite3_bind_null(complete_, i);
         std::size_t fenced = 0;

@@ -31,13 +31,12 @@ bool ends_task(const std::string& name)
     return name == "task:completed" || name == "task:failed" || name == "task:cancelled" || name == "inbox:expired";
 }
 
-std::string final_state(const std::string& name)
+proto::TaskState final_state(const std::string& name)
 {
     using proto::TaskState;
-    const TaskState state = name == "task:completed"   ? TaskState::completed
-                            : name == "task:cancelled" ? TaskState::cancelled
-                                                       : TaskState::failed;
-    return std::string(proto::to_string(state));
+    return name == "task:completed"   ? TaskState::completed
+           : name == "task:cancelled" ? TaskState::cancelled
+                                      : TaskState::failed;
 }
 
 // "<node>:completed" and the like: the node will start no more workers
@@ -60,7 +59,7 @@ std::string sse_event(std::int64_t id, const std::string& task_id, const store::
            "\n\n";
 }
 
-std::string sse_end(const std::string& task_id, const std::string& state)
+std::string sse_end(const std::string& task_id, std::string_view state)
 {
     return "event: end\ndata: " + Json{{"task_id", task_id}, {"state", state}}.dump() + "\n\n";
 }
@@ -110,7 +109,7 @@ Result<net::HttpResponse> LiveFeeds::follow_events(const std::optional<std::stri
     EventFeed feed;
     if (task_id) {
         const auto task = NPS_TRY(store->task(*task_id));  // NOP-TASK-NOT-FOUND
-        if (store::is_terminal_task_state(task.state))
+        if (proto::is_terminal(task.state))
             feed.ended_state = task.state;
     }
     feed.stream = std::make_shared<net::ResponseStream>();
@@ -219,7 +218,7 @@ bool LiveFeeds::poll_events(EventFeed& feed, bool& more)
         if (!feed.stream->write(sse_event(feed.cursor, task_id, event)))
             return false;
         if (feed.task_id && ends_task(event.name)) {
-            feed.stream->write(sse_end(task_id, final_state(event.name)));
+            feed.stream->write(sse_end(task_id, proto::to_string(final_state(event.name))));
             feed.stream->end();
             return false;
         }
@@ -233,7 +232,7 @@ bool LiveFeeds::poll_events(EventFeed& feed, bool& more)
     if (feed.task_id && feed.ended_state) {
         // The task was over when the feed opened (a resume after its end):
         // its log is sent, the feed ends.
-        feed.stream->write(sse_end(*feed.task_id, *feed.ended_state));
+        feed.stream->write(sse_end(*feed.task_id, proto::to_string(*feed.ended_state)));
         feed.stream->end();
         return false;
     }

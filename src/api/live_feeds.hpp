@@ -39,6 +39,7 @@
 #include "nps/base/unique_fd.hpp"
 #include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/store/store_pool.hpp"
 
 namespace nps::api {
@@ -85,7 +86,7 @@ private:
         std::optional<std::string> task_id;
         std::int64_t cursor = 0;
         TimePoint last_write{};
-        std::optional<std::string> ended_state;  // the task was over when the feed opened
+        std::optional<proto::TaskState> ended_state;  // the task was over when the feed opened
     };
 
     struct LogFeed {

@@ -74,8 +74,8 @@ Result<net::HttpResponse> Api::claim(const net::HttpRequest& request, const std:
     // §4.3): tell it which nodes are already terminal under this dedup_key.
     Json terminal = Json::object();
     for (const auto& r : NPS_TRY(store->node_results(lease->task_id)))
-        if (r.dedup_key == lease->dedup_key && store::is_terminal_node_state(r.state))
-            terminal[r.node_id] = r.state;
+        if (r.dedup_key == lease->dedup_key && proto::is_terminal(r.state))
+            terminal[r.node_id] = proto::to_string(r.state);
     return json_response(200, {
                                   {"outcome", store::to_string(lease->outcome)},
                                   {"task_id", lease->task_id},

@@ -120,7 +120,7 @@ Result<net::HttpResponse> Api::node_log(const net::HttpRequest& request, const s
         if (detail.is_object() && detail.contains("log_dir") && detail["log_dir"].is_string())
             finished_dir = detail["log_dir"].get<std::string>();
     }
-    if (follow && !store::is_terminal_task_state(task.state))
+    if (follow && !proto::is_terminal(task.state))
         return feeds_->follow_log({.task_id = task_id,
                                    .node_id = node_id,
                                    .stream = stream,
@@ -132,7 +132,7 @@ Result<net::HttpResponse> Api::node_log(const net::HttpRequest& request, const s
     if (!log_dir)
         return protocol_error(proto::code::kNopTaskNotFound,
                               "Node '" + node_id + "' of task '" + task_id + "' has not run a worker on this runner" +
-                                  (store::is_terminal_task_state(task.state) ? "" : " yet (follow=1 waits for one)"));
+                                  (proto::is_terminal(task.state) ? "" : " yet (follow=1 waits for one)"));
     auto text = NPS_TRY(supervisor::read_log_tail(*log_dir + "/" + stream + ".log", static_cast<std::size_t>(bytes)));
     if (follow) {
         // The task is over: the log as it ends, as a followed stream would give it.

@@ -20,7 +20,7 @@ Result<net::HttpResponse> Api::overview()
     NPS_TASK_STATES(NPS_TASK_STATE_ZERO)
 #undef NPS_TASK_STATE_ZERO
     for (const auto& count : NPS_TRY(store->task_state_counts()))
-        tasks[count.state] = count.tasks;
+        tasks[std::string(proto::to_string(count.state))] = count.tasks;
     const store::ReportCounts reports = NPS_TRY(store->report_counts());
     Json workers = hooks_.workers ? hooks_.workers() : Json::array();
     return json_response(200, {{"runner_nid", config_.runner_nid},

@@ -6,22 +6,20 @@
 //                                  error_message, node_results}
 //   POST {base}/task/{id}/cancel  {task_id, state: "cancelled"}
 // {base} is the daemon's root (the inbox api.task_inbox) or /v1/inbox/{nid}.
-#include <algorithm>
-#include <cctype>
-
 #include "nps/base/ascii.hpp"
 #include "nps/api/api.hpp"
 #include "nps/api/json_io.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 
 namespace nps::api {
 
 namespace {
 
 // The SDKs' TaskState spelling of our task states.
-std::string sdk_state(const std::string& state)
+std::string sdk_state(proto::TaskState state)
 {
-    return ascii_lower(state);
+    return ascii_lower(proto::to_string(state));
 }
 
 }  // namespace
@@ -69,7 +67,7 @@ Result<net::HttpResponse> Api::sdk_task_status(const std::optional<std::string>&
     if (task.results_expired(clock_.now_ms()))
         return protocol_error(proto::code::kNopTaskResultExpired,
                               "The results of task '" + task_id + "' expired (its result_ttl_seconds); its state is " +
-                                  task.state);
+                                  std::string(proto::to_string(task.state)));
     auto store = NPS_TRY(stores_.acquire());
     Json node_results = Json::object();
     for (const auto& r : NPS_TRY(store->node_results(task_id)))

@@ -8,9 +8,11 @@
 #include <string_view>
 
 #include "nps/api/json_io.hpp"
+#include "nps/base/ascii.hpp"
 #include "nps/base/limits.hpp"
 #include "nps/base/time_format.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/proto/task_frame.hpp"
 
 namespace nps::api {
@@ -27,7 +29,7 @@ Json task_summary(const store::TaskRecord& t, std::int64_t now_ms)
     return {
         {"task_id", t.task_id},
         {"nid", t.nid},
-        {"state", t.state},
+        {"state", proto::to_string(t.state)},
         {"error_code", text_or_null(t.error_code)},
         {"created_at", format_rfc3339_ms(t.created_at_ms)},
         {"updated_at", format_rfc3339_ms(t.updated_at_ms)},
@@ -35,9 +37,6 @@ Json task_summary(const store::TaskRecord& t, std::int64_t now_ms)
         {"results_expired", t.results_expired(now_ms)},
     };
 }
-
-const char* const kTaskStates[] = {store::kTaskPending, store::kTaskRunning, store::kTaskCompleted,
-                                   store::kTaskFailed, store::kTaskCancelled};
 
 const char* const kKilledReasons[] = {"idle_timeout", "max_runtime", "oom",     "signal",
                                       "exit_status",  "spawn_failed", "shutdown"};
@@ -59,7 +58,7 @@ net::HttpResponse results_expired_response(const store::TaskRecord& task, std::i
     const std::int64_t expired_at = task.results_expired_at_ms.value_or(task.results_expire_at_ms.value_or(now_ms));
     return error_response(proto::code::kNopTaskResultExpired,
                           "The results of task '" + task.task_id + "' expired at " + format_rfc3339_ms(expired_at) +
-                              " (its result_ttl_seconds); its state is " + task.state,
+                              " (its result_ttl_seconds); its state is " + std::string(proto::to_string(task.state)),
                           {{"task", task_summary(task, now_ms)}});
 }
 
@@ -90,7 +89,7 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
         if (r.dedup_key != task.dedup_key)
             continue;
         nodes[r.node_id] = {
-            {"state", r.state},
+            {"state", proto::to_string(r.state)},
             {"attempts", r.attempts},
             {"error_code", text_or_null(r.error_code)},
             {"error_message", text_or_null(r.error_message)},
@@ -126,14 +125,11 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
     store::TaskListFilter filter;
     filter.limit = limits::kDefaultTaskListLimit;
     if (auto it = request.query.find("state"); it != request.query.end() && !it->second.empty()) {
-        std::string state = it->second;
-        for (auto& c : state)
-            c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        if (std::find(std::begin(kTaskStates), std::end(kTaskStates), state) == std::end(kTaskStates))
+        filter.state = proto::parse_task_state(ascii_upper(it->second));
+        if (!filter.state)
             return protocol_error(proto::code::kNwpHttpParamInvalid,
                                   "state '" + it->second +
                                       "' is not one of PENDING, RUNNING, COMPLETED, FAILED, CANCELLED");
-        filter.state = state;
     }
     if (auto it = request.query.find("nid"); it != request.query.end() && !it->second.empty())
         filter.nid = it->second;
@@ -192,12 +188,11 @@ Result<store::NodeResult> parse_node_report(const Json& body, const std::string&
     if (auto at = NPS_TRY(optional_string(body, "reported_at", 64)); at && !parse_rfc3339_ms(*at))
         return protocol_error(proto::code::kNwpHttpParamInvalid, "reported_at '" + *at + "' is not an RFC 3339 time");
     result.dedup_key = NPS_TRY(required_string(body, "dedup_key", 64));
-    result.state = NPS_TRY(required_string(body, "state", 32));
-    for (auto& c : result.state)
-        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (!store::is_valid_node_state(result.state))
-        return protocol_error(proto::code::kNwpHttpParamInvalid,
-                              "state '" + result.state + "' is not a NOP node state");
+    const std::string state = NPS_TRY(required_string(body, "state", 32));
+    const auto parsed = proto::parse_node_state(ascii_upper(state));
+    if (!parsed)
+        return protocol_error(proto::code::kNwpHttpParamInvalid, "state '" + state + "' is not a NOP node state");
+    result.state = *parsed;
     result.attempts = NPS_TRY(optional_uint32(body, "attempts")).value_or(0);
     result.runner_nid = NPS_TRY(optional_string(body, "runner_nid", limits::kMaxNidChars));
     result.killed_reason = NPS_TRY(optional_string(body, "killed_reason", 32));
@@ -236,7 +231,7 @@ Result<net::HttpResponse> Api::report_node(const net::HttpRequest& request, cons
     return json_response(200, {{"outcome", store::to_string(outcome)},
                                {"task_id", task_id},
                                {"node_id", node_id},
-                               {"state", result.state}});
+                               {"state", proto::to_string(result.state)}});
 }
 
 // GET /v1/tasks/{task_id}/nodes/{node_id}/log?stream=stderr|stdout&bytes=N:
@@ -269,10 +264,11 @@ Result<net::HttpResponse> Api::prune_tasks(const net::HttpRequest& request)
         bounded_integer(older->second, "older_than_seconds", 0, 0, limits::kMaxRetentionSeconds));
     store::PruneRequest prune{.finished_before_ms = clock_.now_ms() - seconds * 1000};
     if (auto it = request.query.find("state"); it != request.query.end() && !it->second.empty()) {
-        std::string state = it->second;
-        for (auto& c : state)
-            c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-        prune.state = state;
+        // Any other state is refused by the store, in the same words.
+        prune.state = proto::parse_task_state(ascii_upper(it->second));
+        if (!prune.state)
+            return protocol_error(proto::code::kNwpHttpParamInvalid,
+                                  "state '" + it->second + "' is not a finished state (COMPLETED, FAILED, CANCELLED)");
     }
     // Batches of the store's size until none is left: a hand prune of a big
     // backlog holds the write lock for one batch at a time.

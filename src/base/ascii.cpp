@@ -11,4 +11,12 @@ std::string ascii_lower(std::string_view text)
     return out;
 }
 
+std::string ascii_upper(std::string_view text)
+{
+    std::string out(text);
+    for (char& c : out)
+        c = ascii_upper(c);
+    return out;
+}
+
 }  // namespace nps

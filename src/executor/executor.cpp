@@ -188,7 +188,7 @@ void Executor::start()
 void Executor::resume_own_leases()
 {
     const ExecutorOptions& options = parts_.options;
-    auto tasks = parts_.store.list_tasks({.state = std::string(store::kTaskRunning), .limit = limits::kMaxTaskListLimit});
+    auto tasks = parts_.store.list_tasks({.state = proto::TaskState::running, .limit = limits::kMaxTaskListLimit});
     if (!tasks) {
         log::warning("recovery: " + tasks.error().describe());
         return;

@@ -49,10 +49,10 @@ void DurationHistogram::render(std::ostringstream& out, const char* name, const 
     out << name << "_count " << count.load() << '\n';
 }
 
-void ExecutorMetrics::count_node(std::string_view state)
+void ExecutorMetrics::count_node(proto::NodeState state)
 {
     using proto::NodeState;
-    switch (proto::parse_node_state(state).value_or(NodeState::pending)) {
+    switch (state) {
     case NodeState::completed: ++nodes_completed; break;
     case NodeState::failed: ++nodes_failed; break;
     case NodeState::skipped: ++nodes_skipped; break;

@@ -188,10 +188,10 @@ void TaskExecution::start()
                             .clock = &ctx_.clock};
     if (auto prior = ctx_.store.node_results(task_id()); prior) {
         for (const auto& r : *prior) {
-            if (r.dedup_key != lease_.dedup_key || !store::is_terminal_node_state(r.state))
+            if (r.dedup_key != lease_.dedup_key || !proto::is_terminal(r.state))
                 continue;
             options.prior.push_back({.node_id = r.node_id,
-                                     .state = proto::parse_node_state(r.state).value_or(proto::NodeState::pending),
+                                     .state = r.state,
                                      .attempts = r.attempts,
                                      .error_code = r.error_code,
                                      .error_message = r.error_message,

@@ -70,7 +70,7 @@ void TaskExecution::on_node(const nop::NodeUpdate& update)
     store::NodeResult result{.task_id = task_id(),
                              .node_id = update.node_id,
                              .dedup_key = lease_.dedup_key,
-                             .state = std::string(proto::to_string(update.state)),
+                             .state = update.state,
                              .attempts = update.attempts,
                              .error_code = update.error_code,
                              .error_message = update.error_message,
@@ -198,7 +198,7 @@ void TaskExecution::lease_refused(const Error& error)
     if (ended_)
         return;
     auto task = ctx_.store.task(task_id());
-    if (task && task->state == store::kTaskCancelled) {
+    if (task && task->state == proto::TaskState::cancelled) {
         cancelled_elsewhere();
         return;
     }

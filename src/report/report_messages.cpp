@@ -125,7 +125,7 @@ Json node_states(const store::TaskRecord& task, const std::vector<store::NodeRes
         if (n.dedup_key != task.dedup_key)
             continue;  // a record under another DAG of the same task_id is not this task's
         states[n.node_id] = {
-            {"state", ascii_lower(n.state)},
+            {"state", ascii_lower(proto::to_string(n.state))},
             {"attempts", n.attempts},
             {"error_code", text_or_null(n.error_code)},
         };
@@ -139,7 +139,7 @@ std::string callback_body(const store::TaskRecord& task, const std::vector<store
 {
     const Json body = {
         {"task_id", task.task_id},
-        {"state", ascii_lower(task.state)},
+        {"state", ascii_lower(proto::to_string(task.state))},
         {"error_code", text_or_null(task.error_code)},
         {"aggregate", parsed_or_null(task.aggregate_json)},
         {"nodes", node_states(task, nodes)},
@@ -152,8 +152,8 @@ std::string completion_message_body(const store::TaskRecord& task, const std::ve
 {
     Json body = {
         {"task_id", task.task_id},
-        {"node_state", task.state},
-        {"state", ascii_lower(task.state)},
+        {"node_state", proto::to_string(task.state)},
+        {"state", ascii_lower(proto::to_string(task.state))},
         {"nodes", node_states(task, nodes)},
         {"created_at", format_rfc3339_ms(task.created_at_ms)},
         {"finished_at", format_rfc3339_ms(task.finished_at_ms.value_or(task.updated_at_ms))},
@@ -170,7 +170,7 @@ std::string completion_message_body(const store::TaskRecord& task, const std::ve
     if (claimed != events.end())
         body["started_at"] = format_rfc3339_ms(claimed->at_ms);
     const auto killed = std::find_if(nodes.begin(), nodes.end(), [&task](const store::NodeResult& n) {
-        return n.dedup_key == task.dedup_key && n.state == proto::to_string(proto::NodeState::failed) && n.killed_reason && !n.killed_reason->empty() &&
+        return n.dedup_key == task.dedup_key && n.state == proto::NodeState::failed && n.killed_reason && !n.killed_reason->empty() &&
                n.error_code == task.error_code;
     });
     if (killed != nodes.end())

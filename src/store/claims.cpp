@@ -13,6 +13,7 @@
 #include "nps/proto/error_codes.hpp"
 #include "lease_rules.hpp"
 #include "sqlite_store.hpp"
+#include "state_columns.hpp"
 
 namespace nps::store::detail {
 
@@ -166,10 +167,10 @@ Result<std::optional<Lease>> SqliteStore::claim(const ClaimRequest& request)
                 if (!st->executeStep() || st->getColumn(0).getString() != request.nid)
                     return protocol_error(proto::code::kNopTaskNotFound,
                                           "Task '" + task_id + "' is not in inbox '" + request.nid + "'");
-                const std::string state = st->getColumn(1).getString();
-                if (is_terminal_task_state(state))
+                const proto::TaskState state = task_state_column(st->getColumn(1).getString(), task_id);
+                if (proto::is_terminal(state))
                     return protocol_error(proto::code::kNopTaskAlreadyCompleted,
-                                          "Task '" + task_id + "' is already " + state);
+                                          "Task '" + task_id + "' is already " + std::string(proto::to_string(state)));
                 if (request.dedup_key && *request.dedup_key != st->getColumn(2).getString())
                     return protocol_error(proto::code::kNopClaimConflict,
                                           "Task '" + task_id + "': dedup_key does not match the deposited task");

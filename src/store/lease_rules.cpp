@@ -12,8 +12,8 @@ Error lease_refusal(const std::string& task_id, const std::string& runner_nid, c
                     std::int64_t now)
 {
     std::string why;
-    if (is_terminal_task_state(row.state))
-        why = "is already " + row.state + "; its lease has ended";
+    if (proto::is_terminal(row.state))
+        why = "is already " + std::string(proto::to_string(row.state)) + "; its lease has ended";
     else if (!row.owner)
         why = "holds no lease";
     else if (*row.owner != runner_nid)

@@ -14,7 +14,7 @@ namespace nps::store::detail {
 
 // The task row as a refused operation found it.
 struct LeaseRow {
-    std::string state{};                 // the task state
+    proto::TaskState state = proto::TaskState::pending;
     std::string queue{};                 // "queued" | "done"
     std::optional<std::string> owner{};  // lease_owner
     std::int64_t lease_expiry = 0;

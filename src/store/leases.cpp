@@ -8,6 +8,7 @@
 
 #include "lease_rules.hpp"
 #include "sqlite_store.hpp"
+#include "state_columns.hpp"
 
 #include "nps/proto/error_codes.hpp"
 
@@ -40,7 +41,7 @@ Error SqliteStore::lease_error(std::int64_t now, const std::string& task_id, con
     st->bindNoCopy(1, task_id);
     if (!st->executeStep())
         return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
-    const std::string state = st->getColumn(0).getString();
+    const proto::TaskState state = task_state_column(st->getColumn(0).getString(), task_id);
     const std::optional<std::string> owner = optional_text(*st, 1);
     const std::int64_t expiry = st->getColumn(2).getInt64();
     return lease_refusal(task_id, runner_nid, {.state = state, .owner = owner, .lease_expiry = expiry}, now);

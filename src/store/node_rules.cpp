@@ -10,10 +10,6 @@ namespace nps::store::detail {
 
 Result<void> check_node_result(const NodeResult& result)
 {
-    if (!is_valid_node_state(result.state))
-        return protocol_error(proto::code::kNwpHttpParamInvalid, "Node '" + result.node_id + "' of task '" +
-                                                                     result.task_id + "': '" + result.state +
-                                                                     "' is not a node state");
     if (result.result_json && result.result_json->size() > limits::kMaxNodeResultBytes)
         return protocol_error(proto::code::kNwpHttpParamInvalid,
                               "Node '" + result.node_id + "' of task '" + result.task_id + "': result exceeds " +
@@ -21,10 +17,10 @@ Result<void> check_node_result(const NodeResult& result)
     return {};
 }
 
-int saga_rank(const std::string& state)
+int saga_rank(proto::NodeState state)
 {
     using proto::NodeState;
-    switch (proto::parse_node_state(state).value_or(NodeState::pending)) {
+    switch (state) {
     case NodeState::completed: return 1;
     case NodeState::compensating: return 2;
     case NodeState::compensated:
@@ -38,13 +34,12 @@ int saga_rank(const std::string& state)
     return 0;
 }
 
-bool starts_compensation(const std::string& recorded, const std::string& reported)
+bool starts_compensation(proto::NodeState recorded, proto::NodeState reported)
 {
-    return proto::parse_node_state(recorded) == proto::NodeState::completed &&
-           proto::parse_node_state(reported) == proto::NodeState::compensating;
+    return recorded == proto::NodeState::completed && reported == proto::NodeState::compensating;
 }
 
-bool is_stale_saga_report(const std::string& recorded, const std::string& reported)
+bool is_stale_saga_report(proto::NodeState recorded, proto::NodeState reported)
 {
     const int reported_rank = saga_rank(reported);
     return reported_rank > 0 && reported_rank < 3 && saga_rank(recorded) > reported_rank;

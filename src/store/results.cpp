@@ -4,6 +4,7 @@
 // is already done.
 #include "node_rules.hpp"
 #include "sqlite_store.hpp"
+#include "state_columns.hpp"
 
 #include "nps/proto/error_codes.hpp"
 
@@ -21,7 +22,7 @@ NodeResult read_node_result(const SQLite::Statement& st)
     r.task_id = st.getColumn(0).getString();
     r.node_id = st.getColumn(1).getString();
     r.dedup_key = st.getColumn(2).getString();
-    r.state = st.getColumn(3).getString();
+    r.state = node_state_column(st.getColumn(3).getString(), r.task_id, r.node_id);
     r.attempts = st.getColumn(4).getUInt();
     r.error_code = optional_text(st, 5);
     r.error_message = optional_text(st, 6);
@@ -70,10 +71,11 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                 st->bindNoCopy(2, result.node_id);
                 st->bindNoCopy(3, result.dedup_key);
                 if (st->executeStep()) {
-                    const std::string state = st->getColumn(0).getString();
+                    const proto::NodeState state =
+                        node_state_column(st->getColumn(0).getString(), result.task_id, result.node_id);
                     if (is_stale_saga_report(state, result.state))
                         return RecordOutcome::duplicate;  // an out-of-order replay; nothing to commit
-                    if (is_terminal_node_state(state) && !starts_compensation(state, result.state)) {
+                    if (proto::is_terminal(state) && !starts_compensation(state, result.state)) {
                         // A compensation record may omit the result it keeps (see the upsert).
                         const bool same_result = optional_text(*st, 2) == result.result_json ||
                                                  (!result.result_json && saga_rank(result.state) >= 2);
@@ -81,7 +83,7 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                             return RecordOutcome::duplicate;  // nothing to commit
                         return protocol_error(proto::code::kNopTaskAlreadyCompleted,
                                               "Node '" + result.node_id + "' of task '" + result.task_id +
-                                                  "' already ended " + state + " with a different result");
+                                                  "' already ended " + std::string(proto::to_string(state)) + " with a different result");
                     }
                 }
             }
@@ -99,7 +101,7 @@ Result<RecordOutcome> SqliteStore::record_node_result(const NodeResult& result)
                 st->bindNoCopy(1, result.task_id);
                 st->bindNoCopy(2, result.node_id);
                 st->bindNoCopy(3, result.dedup_key);
-                st->bindNoCopy(4, result.state);
+                st->bind(4, std::string(proto::to_string(result.state)));
                 st->bind(5, result.attempts);
                 bind_optional(*st, 6, result.error_code);
                 bind_optional(*st, 7, result.error_message);

@@ -8,6 +8,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "sqlite_store.hpp"
+#include "state_columns.hpp"
 
 namespace nps::store::detail {
 
@@ -74,9 +75,9 @@ void SqliteStore::delete_tasks_locked(const std::vector<std::int64_t>& message_i
 
 Result<std::int64_t> SqliteStore::prune_tasks(const PruneRequest& request)
 {
-    if (request.state && !is_terminal_task_state(*request.state))
+    if (request.state && !proto::is_terminal(*request.state))
         return protocol_error(proto::code::kNwpHttpParamInvalid,
-                              "state '" + *request.state + "' is not a finished state (COMPLETED, FAILED, CANCELLED)");
+                              "state '" + std::string(proto::to_string(*request.state)) + "' is not a finished state (COMPLETED, FAILED, CANCELLED)");
     const std::uint32_t limit = std::clamp<std::uint32_t>(request.limit, 1, kMaxPruneBatch);
     return guarded<std::int64_t>(
         [] { return std::string("Failed to prune finished tasks"); },
@@ -95,7 +96,7 @@ Result<std::int64_t> SqliteStore::prune_tasks(const PruneRequest& request)
                               "                WHERE o.task_id = t.task_id AND o.status = 'pending') "
                               "ORDER BY t.finished_at LIMIT ?3");
                 st->bind(1, static_cast<std::int64_t>(request.finished_before_ms));
-                bind_optional(*st, 2, request.state);
+                bind_optional(*st, 2, state_text(request.state));
                 st->bind(3, limit);
                 while (st->executeStep()) {
                     message_ids.push_back(st->getColumn(0).getInt64());
@@ -116,7 +117,8 @@ Result<void> SqliteStore::remove_task(const std::string& task_id)
         [&]() -> Result<void> {
             WriteTransaction txn(*this);
             std::int64_t message_id = 0;
-            std::string nid, state;
+            std::string nid;
+            proto::TaskState state = proto::TaskState::pending;
             {
                 auto st = use(remove_select_, "SELECT message_id, nid, state FROM tasks WHERE task_id = ?1");
                 st->bindNoCopy(1, task_id);
@@ -124,11 +126,11 @@ Result<void> SqliteStore::remove_task(const std::string& task_id)
                     return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
                 message_id = st->getColumn(0).getInt64();
                 nid = st->getColumn(1).getString();
-                state = st->getColumn(2).getString();
+                state = task_state_column(st->getColumn(2).getString(), task_id);
             }
-            if (!is_terminal_task_state(state))
+            if (!proto::is_terminal(state))
                 return protocol_error(proto::code::kNopTaskNotFinished,
-                                      "Task '" + task_id + "' is " + state + "; cancel it before removing it");
+                                      "Task '" + task_id + "' is " + std::string(proto::to_string(state)) + "; cancel it before removing it");
             delete_tasks_locked({message_id}, {task_id}, {nid});
             txn.commit();
             return {};

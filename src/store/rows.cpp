@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sqlite_store.hpp"
+#include "state_columns.hpp"
 
 namespace nps::store::detail {
 
@@ -56,7 +57,7 @@ TaskRecord read_task(const SQLite::Statement& stmt, int first)
     TaskRecord t;
     t.task_id = stmt.getColumn(first).getString();
     t.nid = stmt.getColumn(first + 1).getString();
-    t.state = stmt.getColumn(first + 2).getString();
+    t.state = task_state_column(stmt.getColumn(first + 2).getString(), t.task_id);
     t.error_code = optional_text(stmt, first + 3);
     t.error_message = optional_text(stmt, first + 4);
     t.aggregate_json = optional_text(stmt, first + 5);

@@ -7,6 +7,7 @@
 #include "nps/base/limits.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "sqlite_store.hpp"
+#include "state_columns.hpp"
 
 namespace nps::store::detail {
 
@@ -43,7 +44,7 @@ Result<std::vector<TaskRecord>> SqliteStore::list_tasks(const TaskListFilter& fi
                           "FROM tasks t WHERE (?1 IS NULL OR t.state = ?1) "
                           "AND (?2 IS NULL OR t.nid = ?2) AND (?4 IS NULL OR t.created_at > ?4) "
                           "AND (?5 IS NULL OR instr(t.task_id, ?5) > 0) ORDER BY t.message_id DESC LIMIT ?3");
-            bind_optional(*st, 1, filter.state);
+            bind_optional(*st, 1, state_text(filter.state));
             bind_optional(*st, 2, filter.nid);
             st->bind(3, limit);
             if (filter.created_after_ms)
@@ -66,7 +67,7 @@ Result<std::vector<TaskStateCount>> SqliteStore::task_state_counts()
             auto st = use(task_counts_, "SELECT state, count(*) FROM tasks GROUP BY state ORDER BY state");
             std::vector<TaskStateCount> out;
             while (st->executeStep())
-                out.push_back({.state = st->getColumn(0).getString(), .tasks = st->getColumn(1).getInt64()});
+                out.push_back({.state = task_state_column(st->getColumn(0).getString(), ""), .tasks = st->getColumn(1).getInt64()});
             return out;
         });
 }
@@ -94,7 +95,8 @@ Result<TaskRecord> SqliteStore::cancel(const std::string& task_id)
                     if (!existing)
                         return std::move(existing).error();
                     return protocol_error(proto::code::kNopTaskAlreadyCompleted,
-                                          "Task '" + task_id + "' is already " + existing->state);
+                                          "Task '" + task_id + "' is already " +
+                                              std::string(proto::to_string(existing->state)));
                 }
             }
             auto record = task_locked(task_id);

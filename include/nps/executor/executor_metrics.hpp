@@ -54,8 +54,8 @@ struct ExecutorMetrics {
     std::atomic<std::uint64_t> tasks_failed{0};
     std::atomic<std::uint64_t> tasks_cancelled{0};
 
-    // A node reached a terminal or saga state (store spelling).
-    void count_node(std::string_view state);
+    // A node reached a terminal or saga state (a state that is not an end counts nothing).
+    void count_node(proto::NodeState state);
     // A task ended (a state that is not an end counts nothing).
     void count_task(proto::TaskState state);
 

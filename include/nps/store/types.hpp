@@ -14,18 +14,10 @@
 
 namespace nps::store {
 
-// Task states (NPS-5 §5), spelled as the spec spells them.
-inline constexpr const char* kTaskPending = "PENDING";
-inline constexpr const char* kTaskRunning = "RUNNING";
-inline constexpr const char* kTaskCompleted = "COMPLETED";
-inline constexpr const char* kTaskFailed = "FAILED";
-inline constexpr const char* kTaskCancelled = "CANCELLED";
-
-bool is_terminal_task_state(const std::string& state);
-
-// Node (subtask) states (NPS-5 §5 + saga extension).
-bool is_valid_node_state(const std::string& state);     // PENDING RUNNING COMPLETED FAILED CANCELLED SKIPPED COMPENSATING COMPENSATED COMPENSATION_FAILED
-bool is_terminal_node_state(const std::string& state);  // COMPLETED FAILED CANCELLED SKIPPED COMPENSATED COMPENSATION_FAILED
+// States are proto::TaskState and proto::NodeState in every record; the
+// columns hold their spec spellings, and a row whose column holds anything
+// else is read back as an error naming the row (a damaged or foreign store),
+// never as a default state.
 
 struct Message {
     std::int64_t message_id = 0;
@@ -102,7 +94,7 @@ struct Lease {
 struct TaskRecord {
     std::string task_id{};
     std::string nid{};
-    std::string state{};  // kTask*
+    proto::TaskState state = proto::TaskState::pending;
     std::optional<std::string> error_code{};
     std::optional<std::string> error_message{};
     std::optional<std::string> aggregate_json{};
@@ -146,7 +138,7 @@ struct NodeResult {
     std::string task_id{};
     std::string node_id{};
     std::string dedup_key{};
-    std::string state{};  // a node state
+    proto::NodeState state = proto::NodeState::pending;
     std::uint32_t attempts = 0;
     std::optional<std::string> error_code{};
     std::optional<std::string> error_message{};
@@ -186,12 +178,12 @@ struct FeedEvent {
 // `state` when given (a terminal state), oldest first, at most `limit`.
 struct PruneRequest {
     std::int64_t finished_before_ms = 0;
-    std::optional<std::string> state{};
+    std::optional<proto::TaskState> state{};
     std::uint32_t limit = 500;
 };
 
 struct TaskListFilter {
-    std::optional<std::string> state{};
+    std::optional<proto::TaskState> state{};
     std::optional<std::string> nid{};
     std::optional<std::int64_t> created_after_ms{};  // deposited after this time
     std::optional<std::string> task_id_contains{};   // a literal substring of the task id
@@ -265,7 +257,7 @@ struct ReportRetry {
 
 // How many tasks are in one state.
 struct TaskStateCount {
-    std::string state;
+    proto::TaskState state = proto::TaskState::pending;
     std::int64_t tasks = 0;
 };
 

@@ -28,6 +28,7 @@
 #include "nps/proto/error_codes.hpp"
 #include "nps/store/write_health.hpp"
 #include "../lease_rules.hpp"
+#include "../state_columns.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -191,10 +192,10 @@ Result<std::optional<Lease>> PostgresStore::claim(const ClaimRequest& request)
                 if (rows.empty() || rows.text(0, 0) != request.nid)
                     return protocol_error(proto::code::kNopTaskNotFound,
                                           "Task '" + task_id + "' is not in inbox '" + request.nid + "'");
-                const std::string state = rows.text(0, 1);
-                if (is_terminal_task_state(state))
+                const proto::TaskState state = detail::task_state_column(rows.text(0, 1), task_id);
+                if (proto::is_terminal(state))
                     return protocol_error(proto::code::kNopTaskAlreadyCompleted,
-                                          "Task '" + task_id + "' is already " + state);
+                                          "Task '" + task_id + "' is already " + std::string(proto::to_string(state)));
                 if (request.dedup_key && *request.dedup_key != rows.text(0, 2))
                     return protocol_error(proto::code::kNopClaimConflict,
                                           "Task '" + task_id + "': dedup_key does not match the deposited task");

@@ -12,6 +12,7 @@
 #include "../lease_rules.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/store/write_health.hpp"
+#include "../state_columns.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -124,7 +125,7 @@ Error PostgresStore::lease_error(Connection& conn, std::int64_t now, const std::
     const Rows rows = conn.query(kLeaseStateSql, p);
     if (rows.empty())
         return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
-    const std::string state = rows.text(0, 0);
+    const proto::TaskState state = detail::task_state_column(rows.text(0, 0), task_id);
     const std::optional<std::string> owner = rows.optional_text(0, 1);
     const std::int64_t expiry = rows.integer(0, 2);
     return detail::lease_refusal(task_id, runner_nid, {.state = state, .owner = owner, .lease_expiry = expiry}, now);

@@ -5,6 +5,7 @@
 // locks the task row: two reports of one node, or a report and a lease
 // change (claim, renew, release, complete, cancel), never interleave.
 #include "../node_rules.hpp"
+#include "../state_columns.hpp"
 #include "pg_store.hpp"
 
 #include "nps/proto/error_codes.hpp"
@@ -48,7 +49,7 @@ NodeResult read_node_result(const Rows& rows, int row)
     r.task_id = rows.text(row, 0);
     r.node_id = rows.text(row, 1);
     r.dedup_key = rows.text(row, 2);
-    r.state = rows.text(row, 3);
+    r.state = detail::node_state_column(rows.text(row, 3), r.task_id, r.node_id);
     r.attempts = static_cast<std::uint32_t>(rows.integer(row, 4));
     r.error_code = rows.optional_text(row, 5);
     r.error_message = rows.optional_text(row, 6);
@@ -95,10 +96,11 @@ Result<RecordOutcome> PostgresStore::record_node_result(const NodeResult& result
                 p.text(result.task_id).text(result.node_id).text(result.dedup_key);
                 const Rows found = c.query(kFindResult, p);
                 if (!found.empty()) {
-                    const std::string state = found.text(0, 0);
+                    const proto::NodeState state =
+                        detail::node_state_column(found.text(0, 0), result.task_id, result.node_id);
                     if (detail::is_stale_saga_report(state, result.state))
                         return RecordOutcome::duplicate;  // an out-of-order replay; nothing to commit
-                    if (is_terminal_node_state(state) && !detail::starts_compensation(state, result.state)) {
+                    if (proto::is_terminal(state) && !detail::starts_compensation(state, result.state)) {
                         // A compensation record may omit the result it keeps (see the upsert).
                         const bool same_result = found.optional_text(0, 2) == result.result_json ||
                                                  (!result.result_json && detail::saga_rank(result.state) >= 2);
@@ -106,7 +108,7 @@ Result<RecordOutcome> PostgresStore::record_node_result(const NodeResult& result
                             return RecordOutcome::duplicate;  // nothing to commit
                         return protocol_error(proto::code::kNopTaskAlreadyCompleted,
                                               "Node '" + result.node_id + "' of task '" + result.task_id +
-                                                  "' already ended " + state + " with a different result");
+                                                  "' already ended " + std::string(proto::to_string(state)) + " with a different result");
                     }
                 }
             }
@@ -115,7 +117,7 @@ Result<RecordOutcome> PostgresStore::record_node_result(const NodeResult& result
                 p.text(result.task_id)
                     .text(result.node_id)
                     .text(result.dedup_key)
-                    .text(result.state)
+                    .text(proto::to_string(result.state))
                     .integer(result.attempts)
                     .optional_text(result.error_code)
                     .optional_text(result.error_message)

@@ -15,6 +15,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "../state_columns.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -137,9 +138,9 @@ Result<std::int64_t> PostgresStore::expire_results(std::uint32_t max_tasks)
 
 Result<std::int64_t> PostgresStore::prune_tasks(const PruneRequest& request)
 {
-    if (request.state && !is_terminal_task_state(*request.state))
+    if (request.state && !proto::is_terminal(*request.state))
         return protocol_error(proto::code::kNwpHttpParamInvalid,
-                              "state '" + *request.state + "' is not a finished state (COMPLETED, FAILED, CANCELLED)");
+                              "state '" + std::string(proto::to_string(*request.state)) + "' is not a finished state (COMPLETED, FAILED, CANCELLED)");
     const std::uint32_t limit = std::clamp<std::uint32_t>(request.limit, 1, kMaxPruneBatch);
     return guarded<std::int64_t>(
         [] { return std::string("Failed to prune finished tasks"); },
@@ -150,7 +151,7 @@ Result<std::int64_t> PostgresStore::prune_tasks(const PruneRequest& request)
             {
                 Params p;
                 p.integer(request.finished_before_ms);
-                p.optional_text(request.state);
+                p.optional_text(detail::state_text(request.state));
                 p.integer(limit);
                 const Rows rows = w.conn().query(kPruneSelect, p);
                 for (int i = 0; i < rows.size(); ++i) {
@@ -188,7 +189,8 @@ Result<void> PostgresStore::remove_task(const std::string& task_id)
         [&]() -> Result<void> {
             Work w(*this);
             std::int64_t message_id = 0;
-            std::string nid, state;
+            std::string nid;
+            proto::TaskState state = proto::TaskState::pending;
             {
                 Params p;
                 p.text(task_id);
@@ -197,11 +199,11 @@ Result<void> PostgresStore::remove_task(const std::string& task_id)
                     return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
                 message_id = rows.integer(0, 0);
                 nid = rows.text(0, 1);
-                state = rows.text(0, 2);
+                state = detail::task_state_column(rows.text(0, 2), task_id);
             }
-            if (!is_terminal_task_state(state))
+            if (!proto::is_terminal(state))
                 return protocol_error(proto::code::kNopTaskNotFinished,
-                                      "Task '" + task_id + "' is " + state + "; cancel it before removing it");
+                                      "Task '" + task_id + "' is " + std::string(proto::to_string(state)) + "; cancel it before removing it");
             delete_tasks_locked(w.conn(), {message_id}, {task_id}, {nid});
             w.commit();
             return {};

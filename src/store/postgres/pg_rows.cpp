@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reading records out of result rows (column lists in pg_store.hpp).
+#include "../state_columns.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -33,7 +34,7 @@ TaskRecord read_task(const Rows& rows, int row, int first)
     TaskRecord t;
     t.task_id = rows.text(row, first);
     t.nid = rows.text(row, first + 1);
-    t.state = rows.text(row, first + 2);
+    t.state = detail::task_state_column(rows.text(row, first + 2), t.task_id);
     t.error_code = rows.optional_text(row, first + 3);
     t.error_message = rows.optional_text(row, first + 4);
     t.aggregate_json = rows.optional_text(row, first + 5);

@@ -12,6 +12,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "../state_columns.hpp"
 #include "pg_store.hpp"
 
 namespace nps::store::pg {
@@ -86,7 +87,7 @@ Result<std::vector<TaskRecord>> PostgresStore::list_tasks(const TaskListFilter& 
         [&] { return std::string("Failed to list tasks"); },
         [&]() -> Result<std::vector<TaskRecord>> {
             Params p;
-            p.optional_text(filter.state)
+            p.optional_text(detail::state_text(filter.state))
                 .optional_text(filter.nid)
                 .integer(limit)
                 .optional_integer(filter.created_after_ms)
@@ -109,7 +110,7 @@ Result<std::vector<TaskStateCount>> PostgresStore::task_state_counts()
             std::vector<TaskStateCount> out;
             out.reserve(static_cast<std::size_t>(rows.size()));
             for (int i = 0; i < rows.size(); ++i)
-                out.push_back({.state = rows.text(i, 0), .tasks = rows.integer(i, 1)});
+                out.push_back({.state = detail::task_state_column(rows.text(i, 0), ""), .tasks = rows.integer(i, 1)});
             return out;
         });
 }
@@ -127,10 +128,10 @@ Result<TaskRecord> PostgresStore::cancel(const std::string& task_id)
                 const Rows locked = c.query(kLockTaskState, p);
                 if (locked.empty())
                     return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
-                const std::string state = locked.text(0, 0);
-                if (is_terminal_task_state(state))
+                const proto::TaskState state = detail::task_state_column(locked.text(0, 0), task_id);
+                if (proto::is_terminal(state))
                     return protocol_error(proto::code::kNopTaskAlreadyCompleted,
-                                          "Task '" + task_id + "' is already " + state);
+                                          "Task '" + task_id + "' is already " + std::string(proto::to_string(state)));
             }
             Params p;
             p.text(task_id).integer(w.now());

@@ -95,6 +95,11 @@ TEST_CASE("deposit, peek, claim, report, complete: the whole inbox cycle")
     auto clash = http("PATCH", r.url() + "/v1/tasks/task-cycle/nodes/n2",
                       Json{{"dedup_key", dedup}, {"state", "FAILED"}, {"error_code", "NOP-DELEGATE-REJECTED"}}.dump());
     check_error(clash, 409, "NOP-TASK-ALREADY-COMPLETED");
+    // A state that is not a node state is refused, named, before the store is touched.
+    auto unknown = http("PATCH", r.url() + "/v1/tasks/task-cycle/nodes/n3",
+                        Json{{"dedup_key", dedup}, {"state", "DONE"}}.dump());
+    check_error(unknown, 400, "NWP-HTTP-PARAM-INVALID");
+    CHECK_MESSAGE(unknown.raw.find("state 'DONE' is not a NOP node state") != std::string::npos, unknown.raw);
 
     auto done = http("POST", r.url() + "/v1/leases/task-cycle/complete",
                      Json{{"runner_nid", kRunnerA}, {"state", "COMPLETED"}, {"aggregate", {{"answer", 4}}}}.dump());
@@ -115,6 +120,20 @@ TEST_CASE("deposit, peek, claim, report, complete: the whole inbox cycle")
     REQUIRE(list.status == 200);
     CHECK(list.body["count"] == 1);
     CHECK(list.body["tasks"][0]["task_id"] == "task-cycle");
+    CHECK(list.body["tasks"][0]["state"] == "COMPLETED");
+    CHECK(http("GET", r.url() + "/v1/tasks?state=running").body["count"] == 0);
+    auto bad_filter = http("GET", r.url() + "/v1/tasks?state=DONE");
+    check_error(bad_filter, 400, "NWP-HTTP-PARAM-INVALID");
+    CHECK_MESSAGE(bad_filter.raw.find("state 'DONE' is not one of PENDING") != std::string::npos, bad_filter.raw);
+
+    // Pruning takes a finished state only; the task is still there after both refusals.
+    auto bad_prune = http("DELETE", r.url() + "/v1/tasks?older_than_seconds=0&state=later");
+    check_error(bad_prune, 400, "NWP-HTTP-PARAM-INVALID");
+    CHECK_MESSAGE(bad_prune.raw.find("state 'later' is not a finished state") != std::string::npos, bad_prune.raw);
+    check_error(http("DELETE", r.url() + "/v1/tasks?older_than_seconds=0&state=running"), 400,
+                "NWP-HTTP-PARAM-INVALID");
+    CHECK(http("GET", r.url() + "/v1/tasks/task-cycle").status == 200);
+    CHECK(http("DELETE", r.url() + "/v1/tasks?older_than_seconds=3600&state=completed").body["removed"] == 0);
 }
 
 TEST_CASE("re-deposit is idempotent; the same task_id with another frame conflicts")

@@ -39,10 +39,10 @@ struct Env {
     {
         runner.deposit(task_id, frame(task_id, 2, url, secret));
         runner.claim(task_id);
-        runner.record(task_id, "n0", "COMPLETED", R"({"charge_id":"c-1"})");
-        runner.record(task_id, "n1", "FAILED", std::nullopt, "NOP-WORKER-FAILED");
-        runner.record(task_id, "n0", "COMPENSATING");
-        runner.record(task_id, "n0", "COMPENSATED");
+        runner.record(task_id, "n0", NodeState::completed, R"({"charge_id":"c-1"})");
+        runner.record(task_id, "n1", NodeState::failed, std::nullopt, "NOP-WORKER-FAILED");
+        runner.record(task_id, "n0", NodeState::compensating);
+        runner.record(task_id, "n0", NodeState::compensated);
         runner.complete(task_id, "FAILED", "NOP-WORKER-FAILED");
     }
 

@@ -77,7 +77,7 @@ TEST_CASE("many reports are delivered concurrently by one deliverer on one loop 
     for (int i = 0; i < 40; ++i) {
         const std::string task = "task-" + std::to_string(i);
         runner.deposit(task, frame(task, 1));
-        runner.record(task, "n0", "COMPLETED", "{}");
+        runner.record(task, "n0", NodeState::completed, "{}");
     }
     auto options = quick_options(runner);
     options.task_store_url = store.url();
@@ -105,7 +105,7 @@ TEST_CASE("a hung task store does not stall the loop: a timer on it runs while t
     TaskStoreServer store;
     store.set_answer([&](const Received&, std::size_t) { return gate.pass(); });
     runner.deposit("task-1", frame("task-1", 1));
-    runner.record("task-1", "n0", "COMPLETED", "{}");
+    runner.record("task-1", "n0", NodeState::completed, "{}");
     auto options = quick_options(runner);
     options.task_store_url = store.url();
     options.timeout = std::chrono::seconds(60);
@@ -142,7 +142,7 @@ TEST_CASE("the daemon delivers on its loop: no thread of the deliverer's, and SI
         .state_dir = runner.dir.path(),
         .config_text = "[report]\ntask_store_url = \"" + store.url() + "\"\ntimeout_seconds = 60\n"});
     REQUIRE_MESSAGE(daemon.start(), daemon.log());
-    runner.record("task-1", "n0", "COMPLETED", "{}");  // found by the daemon's periodic look
+    runner.record("task-1", "n0", NodeState::completed, "{}");  // found by the daemon's periodic look
     REQUIRE(wait_until([&] { return gate.arrived.load() == 1; }));
 
     // While the PATCH hangs: the loop thread (main, "nps-runner") and the

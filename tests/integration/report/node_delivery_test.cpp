@@ -64,12 +64,12 @@ TEST_CASE("the task store is down while states are recorded: every report arrive
     options.task_store_token = "tok-123";
     auto deliverer = start(options);
 
-    runner.record("task-1", "n0", "COMPLETED", R"({"charge_id":"c-1"})");
+    runner.record("task-1", "n0", NodeState::completed, R"({"charge_id":"c-1"})");
     deliverer->notify();
-    runner.record("task-1", "n1", "FAILED", std::nullopt, "NOP-WORKER-FAILED");
-    runner.record("task-1", "n0", "COMPENSATING");
-    runner.record("task-1", "n2", "SKIPPED");
-    runner.record("task-1", "n0", "COMPENSATED");
+    runner.record("task-1", "n1", NodeState::failed, std::nullopt, "NOP-WORKER-FAILED");
+    runner.record("task-1", "n0", NodeState::compensating);
+    runner.record("task-1", "n2", NodeState::skipped);
+    runner.record("task-1", "n0", NodeState::compensated);
     deliverer->notify();
     // The store is down: attempts fail and are retried, nothing is lost.
     REQUIRE(wait_until([&] { return runner.max_tries() >= 2; }));
@@ -140,8 +140,8 @@ TEST_CASE("a crashed deliverer's rows are delivered by another after their lease
     Runner runner;
     TaskStoreServer store;
     runner.deposit("task-1", frame("task-1", 2));
-    runner.record("task-1", "n0", "COMPLETED", "{}");
-    runner.record("task-1", "n1", "COMPLETED", "{}");
+    runner.record("task-1", "n0", NodeState::completed, "{}");
+    runner.record("task-1", "n1", NodeState::completed, "{}");
 
     // What a deliverer that died mid-delivery leaves: rows leased to it.
     auto crashed = runner.store->claim_reports({.owner = "crashed:1:0", .lease_ms = 1500, .max_rows = 16});
@@ -173,8 +173,8 @@ TEST_CASE("a deliverer stopped mid-delivery gives its rows back; another deliver
         return answer(200);
     });
     runner.deposit("task-1", frame("task-1", 2));
-    runner.record("task-1", "n0", "COMPLETED", "{}");
-    runner.record("task-1", "n1", "FAILED", std::nullopt, "NOP-WORKER-FAILED");
+    runner.record("task-1", "n0", NodeState::completed, "{}");
+    runner.record("task-1", "n1", NodeState::failed, std::nullopt, "NOP-WORKER-FAILED");
 
     auto options = quick_options(runner);
     options.task_store_url = store.url();
@@ -201,8 +201,8 @@ TEST_CASE("a 4xx refusal makes the row dead at once, with an event; other nodes 
         return answer(200);
     });
     runner.deposit("task-1", frame("task-1", 2));
-    runner.record("task-1", "n0", "COMPLETED", "{}");
-    runner.record("task-1", "n1", "COMPLETED", "{}");
+    runner.record("task-1", "n0", NodeState::completed, "{}");
+    runner.record("task-1", "n1", NodeState::completed, "{}");
     auto options = quick_options(runner);
     options.task_store_url = store.url();
     auto deliverer = start(options);
@@ -230,7 +230,7 @@ TEST_CASE("a report still failing at max age is given up; Retry-After is honoure
         return answer(503);
     });
     runner.deposit("task-1", frame("task-1", 1));
-    runner.record("task-1", "n0", "COMPLETED", "{}");
+    runner.record("task-1", "n0", NodeState::completed, "{}");
     auto options = quick_options(runner);
     options.task_store_url = store.url();
     options.max_age = std::chrono::milliseconds(1500);
@@ -251,10 +251,10 @@ TEST_CASE("without a task store, node rows are done at once and nothing is sent"
 {
     Runner runner;
     runner.deposit("task-1", frame("task-1", 2));
-    runner.record("task-1", "n0", "COMPLETED", "{}");
+    runner.record("task-1", "n0", NodeState::completed, "{}");
     auto deliverer = start(quick_options(runner));
     REQUIRE(wait_until([&] { return runner.counts().backlog == 0; }));
-    runner.record("task-1", "n1", "FAILED", std::nullopt, "NOP-WORKER-FAILED");
+    runner.record("task-1", "n1", NodeState::failed, std::nullopt, "NOP-WORKER-FAILED");
     deliverer->notify();
     REQUIRE(wait_until([&] { return runner.counts().backlog == 0; }));
     CHECK(runner.counts().dead == 0);
@@ -268,7 +268,7 @@ TEST_CASE("two deliverers on one runner.db send each report once")
     for (int i = 0; i < 40; ++i) {
         const std::string task = "task-many-" + std::to_string(i);
         runner.deposit(task, frame(task, 1));
-        runner.record(task, "n0", "COMPLETED", "{}");
+        runner.record(task, "n0", NodeState::completed, "{}");
     }
     auto options = quick_options(runner);
     options.task_store_url = store.url();

@@ -238,7 +238,7 @@ void Runner::claim(const std::string& task_id)
     claimed.insert(task_id);
 }
 
-void Runner::record(const std::string& task_id, const std::string& node_id, const std::string& state,
+void Runner::record(const std::string& task_id, const std::string& node_id, nps::proto::NodeState state,
                     std::optional<std::string> result, std::optional<std::string> error_code)
 {
     nps::store::NodeResult n{.task_id = task_id,

@@ -25,6 +25,7 @@
 #include "nps/base/clock.hpp"
 #include "nps/event/event_loop.hpp"
 #include "nps/net/http_server.hpp"
+#include "nps/proto/states.hpp"
 #include "nps/report/deliverer.hpp"
 #include "nps/store/store.hpp"
 #include "temp_dir.hpp"
@@ -32,6 +33,7 @@
 namespace report_test {
 
 using Json = nlohmann::json;
+using nps::proto::NodeState;
 
 // Polls pred every 10 ms until it holds or `limit` passes; returns pred().
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit = std::chrono::seconds(30));
@@ -105,7 +107,7 @@ struct Runner {
     std::string dedup_key(const std::string& task_id) const;  // of a deposit made with the defaults
     // Claims the task (runner A) so results can be fenced and the task completed.
     void claim(const std::string& task_id);
-    void record(const std::string& task_id, const std::string& node_id, const std::string& state,
+    void record(const std::string& task_id, const std::string& node_id, nps::proto::NodeState state,
                 std::optional<std::string> result = std::nullopt, std::optional<std::string> error_code = std::nullopt);
     void complete(const std::string& task_id, const std::string& state,
                   std::optional<std::string> error_code = std::nullopt);

@@ -61,11 +61,11 @@ TEST_CASE("an nps-runner daemon is the task store of another runner's deliverer"
     options.task_store_url = store.runner.url() + "/v1/tasks";
     options.task_store_token = store.runner.token();
     auto deliverer = start(options);
-    runner.record("task-remote", "n0", "COMPLETED", R"({"charge_id":"c-1"})");
-    runner.record("task-remote", "n1", "FAILED", std::nullopt, "NOP-WORKER-FAILED");
-    runner.record("task-remote", "n0", "COMPENSATING");
-    runner.record("task-remote", "n0", "COMPENSATED");
-    runner.record("task-remote", "n2", "SKIPPED");
+    runner.record("task-remote", "n0", NodeState::completed, R"({"charge_id":"c-1"})");
+    runner.record("task-remote", "n1", NodeState::failed, std::nullopt, "NOP-WORKER-FAILED");
+    runner.record("task-remote", "n0", NodeState::compensating);
+    runner.record("task-remote", "n0", NodeState::compensated);
+    runner.record("task-remote", "n2", NodeState::skipped);
     deliverer->notify();
     REQUIRE(wait_until([&] { return runner.counts().backlog == 0; }));
     CHECK(runner.counts().dead == 0);
@@ -117,7 +117,7 @@ TEST_CASE("a task the task store does not know: NOP-TASK-NOT-FOUND, the row is d
     options.task_store_url = store.runner.url() + "/v1/tasks";
     options.task_store_token = store.runner.token();
     auto deliverer = start(options);
-    runner.record("task-unknown-there", "n0", "COMPLETED", "{}");
+    runner.record("task-unknown-there", "n0", NodeState::completed, "{}");
     deliverer->notify();
     REQUIRE(wait_until([&] { return runner.counts().dead == 1; }));
     CHECK(runner.counts().backlog == 0);

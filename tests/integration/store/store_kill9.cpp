@@ -32,6 +32,7 @@
 namespace {
 
 using namespace nps::store;
+namespace proto = nps::proto;
 
 constexpr const char* kInbox = "urn:nps:agent:kill9:inbox";
 
@@ -148,7 +149,7 @@ int main()
         int missing = 0;
         for (const auto& id : acked) {
             auto t = store.task(id);
-            if (!t || t->state != kTaskPending || t->payload != payload_for(id)) {
+            if (!t || t->state != proto::TaskState::pending || t->payload != payload_for(id)) {
                 if (++missing <= 10)
                     std::cout << "FAIL: round " << round << ": acknowledged task " << id << " is "
                               << (t ? "damaged" : t.error().describe()) << "\n";

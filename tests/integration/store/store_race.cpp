@@ -59,6 +59,7 @@
 namespace {
 
 using namespace nps::store;
+namespace proto = nps::proto;
 
 constexpr int kTasks = 5000;
 constexpr int kRunners = 5;
@@ -315,8 +316,8 @@ int check(const std::string& db_path, const std::vector<std::string>& logs)
             fail(id + ": " + t.error().describe());
             continue;
         }
-        if (t->state != kTaskCompleted)
-            fail(id + ": state " + t->state);
+        if (t->state != proto::TaskState::completed)
+            fail(id + ": state " + std::string(proto::to_string(t->state)));
         auto events = store.events(id);
         if (!events) {
             fail(id + ": events: " + events.error().describe());

@@ -8,6 +8,8 @@
 #include "nps/report/report_messages.hpp"
 
 using namespace nps::report;
+using nps::proto::NodeState;
+using nps::proto::TaskState;
 using nps::store::NodeResult;
 using nps::store::ReportRow;
 using nps::store::TaskEvent;
@@ -92,16 +94,16 @@ TEST_CASE("callback body: lowercase states, saga states, only the task's dedup_k
 {
     TaskRecord task;
     task.task_id = "t-1";
-    task.state = "FAILED";
+    task.state = TaskState::failed;
     task.error_code = "NOP-WORKER-FAILED";
     task.dedup_key = "dk";
     std::vector<NodeResult> nodes = {
-        {.task_id = "t-1", .node_id = "charge", .dedup_key = "dk", .state = "COMPENSATED", .attempts = 1},
-        {.task_id = "t-1", .node_id = "reserve", .dedup_key = "dk", .state = "COMPENSATION_FAILED", .attempts = 2,
+        {.task_id = "t-1", .node_id = "charge", .dedup_key = "dk", .state = NodeState::compensated, .attempts = 1},
+        {.task_id = "t-1", .node_id = "reserve", .dedup_key = "dk", .state = NodeState::compensation_failed, .attempts = 2,
          .error_code = "NOP-COMPENSATION-FAILED"},
-        {.task_id = "t-1", .node_id = "ship", .dedup_key = "dk", .state = "FAILED", .attempts = 3,
+        {.task_id = "t-1", .node_id = "ship", .dedup_key = "dk", .state = NodeState::failed, .attempts = 3,
          .error_code = "NOP-WORKER-FAILED"},
-        {.task_id = "t-1", .node_id = "old", .dedup_key = "another-dag", .state = "COMPLETED", .attempts = 1},
+        {.task_id = "t-1", .node_id = "old", .dedup_key = "another-dag", .state = NodeState::completed, .attempts = 1},
     };
     const Json body = Json::parse(callback_body(task, nodes));
     CHECK(body == Json{{"task_id", "t-1"},
@@ -115,7 +117,7 @@ TEST_CASE("callback body: lowercase states, saga states, only the task's dedup_k
                          {"ship", {{"state", "failed"}, {"attempts", 3}, {"error_code", "NOP-WORKER-FAILED"}}}}}});
     CHECK(callback_idempotency_key(task) == "dk:callback");
 
-    task.state = "COMPLETED";
+    task.state = TaskState::completed;
     task.error_code.reset();
     task.aggregate_json = R"({"answer":4})";
     const Json done = Json::parse(callback_body(task, {}));
@@ -130,15 +132,15 @@ TEST_CASE("a completion message carries the task's end, its nodes and aggregate,
     TaskRecord task;
     task.task_id = "t-9";
     task.dedup_key = "dk";
-    task.state = "FAILED";
+    task.state = TaskState::failed;
     task.error_code = "NOP-RUNTIME-IDLE-TIMEOUT";
     task.error_message = "node ship failed";
     task.created_at_ms = 1'764'748'800'000;  // 2025-12-03T08:00:00Z
     task.finished_at_ms = 1'764'748'801'500;
     const std::vector<NodeResult> nodes = {
-        {.task_id = "t-9", .node_id = "ship", .dedup_key = "dk", .state = "FAILED", .attempts = 2,
+        {.task_id = "t-9", .node_id = "ship", .dedup_key = "dk", .state = NodeState::failed, .attempts = 2,
          .error_code = "NOP-RUNTIME-IDLE-TIMEOUT", .killed_reason = "idle_timeout"},
-        {.task_id = "t-9", .node_id = "stale", .dedup_key = "another-dag", .state = "COMPLETED", .attempts = 1},
+        {.task_id = "t-9", .node_id = "stale", .dedup_key = "another-dag", .state = NodeState::completed, .attempts = 1},
     };
     const std::vector<TaskEvent> events = {{.seq = 1, .at_ms = task.created_at_ms, .name = "inbox:deposited"},
                                            {.seq = 2, .at_ms = task.created_at_ms + 250, .name = "lease:granted"},
@@ -157,7 +159,7 @@ TEST_CASE("a completion message carries the task's end, its nodes and aggregate,
                          {"finished_at", "2025-12-03T08:00:01.500Z"}});
     CHECK(completion_idempotency_key(task) == "dk:reply");
 
-    task.state = "COMPLETED";
+    task.state = TaskState::completed;
     task.error_code.reset();
     task.error_message.reset();
     task.aggregate_json = R"({"answer":4})";

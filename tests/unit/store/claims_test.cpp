@@ -21,24 +21,6 @@ TEST_CASE("lease seconds are clamped to [10, 600]")
     CHECK(std::string(to_string(RecordOutcome::duplicate)) == "duplicate");
 }
 
-TEST_CASE("state predicates")
-{
-    CHECK(is_terminal_task_state(kTaskCompleted));
-    CHECK(is_terminal_task_state(kTaskFailed));
-    CHECK(is_terminal_task_state(kTaskCancelled));
-    CHECK_FALSE(is_terminal_task_state(kTaskPending));
-    CHECK_FALSE(is_terminal_task_state(kTaskRunning));
-    for (const char* s : {"PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "SKIPPED", "COMPENSATING",
-                          "COMPENSATED", "COMPENSATION_FAILED"})
-        CHECK(is_valid_node_state(s));
-    CHECK_FALSE(is_valid_node_state("completed"));
-    CHECK_FALSE(is_valid_node_state(""));
-    for (const char* s : {"COMPLETED", "FAILED", "CANCELLED", "SKIPPED", "COMPENSATED", "COMPENSATION_FAILED"})
-        CHECK(is_terminal_node_state(s));
-    for (const char* s : {"PENDING", "RUNNING", "COMPENSATING"})
-        CHECK_FALSE(is_terminal_node_state(s));
-}
-
 TEST_CASE_FIXTURE(StoreFixture, "a head claim grants a lease, sets the task RUNNING and logs lease:granted")
 {
     const auto m = deposit("task-1");
@@ -56,7 +38,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a head claim grants a lease, sets the task RUNN
 
     auto t = store->task("task-1");
     REQUIRE(t);
-    CHECK(t->state == kTaskRunning);
+    CHECK(t->state == proto::TaskState::running);
     CHECK(t->lease_owner == std::optional<std::string>(kRunnerA));
     CHECK(t->lease_expiry_ms == lease.lease_expiry_ms);
     CHECK(t->claims == 1);
@@ -175,7 +157,7 @@ TEST_CASE_FIXTURE(StoreFixture, "release makes the message claimable at once, an
     CHECK(error_code_of(store->renew("task-1", kRunnerA, 10)) == "NOP-CLAIM-CONFLICT");
 
     auto t = store->task("task-1");
-    CHECK(t->state == kTaskPending);
+    CHECK(t->state == proto::TaskState::pending);
     CHECK_FALSE(t->lease_owner);
     CHECK(store->events("task-1")->back().name == "lease:released");
     CHECK(store->peek(kNid, 10)->size() == 1);
@@ -194,14 +176,14 @@ TEST_CASE_FIXTURE(StoreFixture, "complete is fenced by the live lease and ends t
 
     clock.advance_ms(10'000);
     CHECK(error_code_of(store->complete("task-1", kRunnerA, completed())) == "NOP-CLAIM-CONFLICT");
-    CHECK(store->task("task-1")->state == kTaskRunning);
+    CHECK(store->task("task-1")->state == proto::TaskState::running);
 
     claim_head(kRunnerB, 10);
     CHECK(error_code_of(store->complete("task-1", kRunnerA, completed())) == "NOP-CLAIM-CONFLICT");
     REQUIRE(store->complete("task-1", kRunnerB, completed()));
 
     auto t = store->task("task-1");
-    CHECK(t->state == kTaskCompleted);
+    CHECK(t->state == proto::TaskState::completed);
     CHECK(t->aggregate_json == std::optional<std::string>(R"({"n1":{"ok":true}})"));
     CHECK_FALSE(t->lease_owner);
     CHECK(store->events("task-1")->back().name == "task:completed");
@@ -222,7 +204,7 @@ TEST_CASE_FIXTURE(StoreFixture, "complete records failures with their code")
                              .error_code = "NOP-RUNTIME-MAX-RUNTIME",
                              .error_message = "node n1 ran too long"}));
     auto t = store->task("task-1");
-    CHECK(t->state == kTaskFailed);
+    CHECK(t->state == proto::TaskState::failed);
     CHECK(t->error_code == std::optional<std::string>("NOP-RUNTIME-MAX-RUNTIME"));
     CHECK(t->error_message == std::optional<std::string>("node n1 ran too long"));
     auto ev = store->events("task-1");
@@ -232,7 +214,7 @@ TEST_CASE_FIXTURE(StoreFixture, "complete records failures with their code")
     deposit("task-2");
     claim_head(kRunnerA);
     CHECK_FALSE(store->complete("task-2", kRunnerA, {.state = nps::proto::TaskState::running}));
-    CHECK(store->task("task-2")->state == kTaskRunning);
+    CHECK(store->task("task-2")->state == proto::TaskState::running);
 }
 
 TEST_CASE_FIXTURE(StoreFixture, "claim_batch takes up to k in claim order; complete_batch is all or nothing")
@@ -260,10 +242,10 @@ TEST_CASE_FIXTURE(StoreFixture, "claim_batch takes up to k in claim order; compl
 
     // t0 is B's: the whole batch fails and nothing changes.
     CHECK(error_code_of(store->complete_batch({"t1", "t3", "t0"}, kRunnerA, completed())) == "NOP-CLAIM-CONFLICT");
-    CHECK(store->task("t1")->state == kTaskRunning);
+    CHECK(store->task("t1")->state == proto::TaskState::running);
     REQUIRE(store->complete_batch({"t1", "t3", "t5", "t7"}, kRunnerA, completed()));
     for (const char* id : {"t1", "t3", "t5", "t7"})
-        CHECK(store->task(id)->state == kTaskCompleted);
+        CHECK(store->task(id)->state == proto::TaskState::completed);
     CHECK(*store->depth(kNid) == 6);
     CHECK(store->complete_batch({}, kRunnerA, completed()));
 }

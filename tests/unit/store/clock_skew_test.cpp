@@ -55,7 +55,7 @@ TEST_CASE("leases follow the database's clock: hosts hours apart never take or r
     auto task = b->task("task-1");
     REQUIRE(task);
     CHECK(task->lease_owner == std::optional<std::string>(kRunnerA));
-    CHECK(task->state == "RUNNING");
+    CHECK(task->state == proto::TaskState::running);
 
     // Host A, hours slow, renews and completes its own lease.
     auto renewed = a->renew("task-1", kRunnerA, 30);
@@ -64,7 +64,7 @@ TEST_CASE("leases follow the database's clock: hosts hours apart never take or r
     REQUIRE(a->complete("task-1", kRunnerA, completed()));
     auto done = b->task("task-1");
     REQUIRE(done);
-    CHECK(done->state == "COMPLETED");
+    CHECK(done->state == proto::TaskState::completed);
     // The deposit's time is the server's too.
     CHECK(done->created_at_ms >= real_now - 60'000);
     CHECK(done->created_at_ms <= real_now + 60'000);

@@ -41,7 +41,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a batch deposits every request in order, each a
         CHECK(results[i]->message.payload == frame_for(id));
         CHECK(results[i]->message.message_id > previous);
         previous = results[i]->message.message_id;
-        CHECK(store->task(id)->state == "PENDING");
+        CHECK(store->task(id)->state == proto::TaskState::pending);
         CHECK(store->events(id)->size() == 1);
     }
     CHECK(*store->depth(kNid) == 3);

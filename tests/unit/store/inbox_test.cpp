@@ -20,7 +20,7 @@ TEST_CASE_FIXTURE(StoreFixture, "deposit stores the message and a PENDING task w
 
     auto t = store->task("task-1");
     REQUIRE(t);
-    CHECK(t->state == kTaskPending);
+    CHECK(t->state == proto::TaskState::pending);
     CHECK(t->nid == kNid);
     CHECK(t->payload == frame_for("task-1"));
     CHECK(t->dedup_key == deposit_request("task-1").dedup_key);
@@ -147,7 +147,7 @@ TEST_CASE_FIXTURE(StoreFixture, "ack removes the message but keeps the task; a s
     CHECK(error_code_of(store->ack(kNid, 999'999)) == "NWP-INBOX-MESSAGE-NOT-FOUND");
     auto t = store->task("task-1");
     REQUIRE(t);
-    CHECK(t->state == kTaskPending);
+    CHECK(t->state == proto::TaskState::pending);
     auto none = store->claim({.nid = kNid, .runner_nid = kRunnerA, .lease_seconds = 30});
     REQUIRE(none);
     CHECK_FALSE(none->has_value());
@@ -173,7 +173,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a message past its TTL is never claimed, and th
     CHECK(*swept == 1);
     auto t = store->task("short");
     REQUIRE(t);
-    CHECK(t->state == kTaskFailed);
+    CHECK(t->state == proto::TaskState::failed);
     CHECK(t->error_code == "NOP-TASK-TIMEOUT");
     CHECK(store->events("short")->back().name == "inbox:expired");
     CHECK(*store->sweep_expired() == 0);

@@ -19,7 +19,7 @@ constexpr const char* kOwnerA = "deliverer-a";
 constexpr const char* kOwnerB = "deliverer-b";
 
 // (Named apart from results_test.cpp's: the unity build puts both in one unit.)
-NodeResult outbox_node_result(const std::string& task_id, const std::string& node_id, const std::string& state,
+NodeResult outbox_node_result(const std::string& task_id, const std::string& node_id, NodeState state,
                               std::optional<std::string> result = std::nullopt)
 {
     NodeResult r;
@@ -71,10 +71,10 @@ bool has_event(Store& store, const std::string& task_id, const std::string& name
 TEST_CASE_FIXTURE(StoreFixture, "a node reaching a reportable state writes a snapshot row")
 {
     deposit("task-1");
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", "RUNNING")));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", NodeState::running)));
     CHECK(store->report_counts()->backlog == 0);  // RUNNING is not reported
 
-    auto failed = outbox_node_result("task-1", "n1", "FAILED");
+    auto failed = outbox_node_result("task-1", "n1", NodeState::failed);
     failed.error_code = "NOP-RUNTIME-IDLE-TIMEOUT";
     failed.error_message = "no output for 30 s";
     failed.killed_reason = "idle_timeout";
@@ -84,7 +84,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a node reaching a reportable state writes a sna
     // The same record again (a replay) reports nothing twice.
     CHECK(*store->record_node_result(failed) == RecordOutcome::duplicate);
     // A refused record writes nothing.
-    CHECK_FALSE(store->record_node_result(outbox_node_result("task-1", "n1", "COMPLETED", "{}")));
+    CHECK_FALSE(store->record_node_result(outbox_node_result("task-1", "n1", NodeState::completed, "{}")));
 
     auto rows = store->claim_reports(claim_by(kOwnerA));
     REQUIRE(rows);
@@ -143,10 +143,10 @@ TEST_CASE_FIXTURE(StoreFixture, "the outbox row commits or rolls back with the n
 TEST_CASE_FIXTURE(StoreFixture, "a node's reports go out in order, one at a time; other nodes do not wait")
 {
     deposit("task-1");
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "charge", "COMPLETED", R"({"id":1})")));
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "ship", "FAILED")));
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "charge", "COMPENSATING")));
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "charge", "COMPENSATED")));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "charge", NodeState::completed, R"({"id":1})")));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "ship", NodeState::failed)));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "charge", NodeState::compensating)));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "charge", NodeState::compensated)));
     CHECK(store->report_counts()->backlog == 4);
 
     auto first = *store->claim_reports(claim_by(kOwnerA));
@@ -184,7 +184,7 @@ TEST_CASE_FIXTURE(StoreFixture, "two Store objects on one file never hold a row 
 {
     deposit("task-1");
     for (const char* node : {"a", "b", "c"})
-        REQUIRE(store->record_node_result(outbox_node_result("task-1", node, "COMPLETED", "{}")));
+        REQUIRE(store->record_node_result(outbox_node_result("task-1", node, NodeState::completed, "{}")));
     auto other = Store::open(location.options(), clock);
     REQUIRE(other);
 
@@ -263,7 +263,7 @@ TEST_CASE_FIXTURE(StoreFixture, "only callbacks are claimed when asked; node row
 {
     REQUIRE(store->deposit(deposit_with_payload("cb-1", frame_with_callback("cb-1", "https://hooks.example.com/a"))));
     claim_head(kRunnerA);
-    REQUIRE(store->record_node_result(outbox_node_result("cb-1", "n1", "COMPLETED", "{}")));
+    REQUIRE(store->record_node_result(outbox_node_result("cb-1", "n1", NodeState::completed, "{}")));
     REQUIRE(store->complete("cb-1", kRunnerA, completed()));
     CHECK(store->report_counts()->backlog == 2);
     CHECK(*store->next_report_due(ReportKinds::no_node_reports) == clock.now_ms());
@@ -282,8 +282,8 @@ TEST_CASE_FIXTURE(StoreFixture, "only callbacks are claimed when asked; node row
 TEST_CASE_FIXTURE(StoreFixture, "dead rows are kept, counted and listed, and unblock the node's later rows")
 {
     deposit("task-1");
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", "COMPLETED", "{}")));
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", "COMPENSATING")));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", NodeState::completed, "{}")));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", NodeState::compensating)));
     auto rows = *store->claim_reports(claim_by(kOwnerA));
     REQUIRE(rows.size() == 1);
     REQUIRE(*store->mark_report_dead(rows[0].id, kOwnerA, "HTTP 404 NOP-TASK-NOT-FOUND",
@@ -309,7 +309,7 @@ TEST_CASE_FIXTURE(StoreFixture, "dead rows are kept, counted and listed, and unb
 TEST_CASE_FIXTURE(StoreFixture, "the outbox survives reopening")
 {
     deposit("task-1");
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", "SKIPPED")));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", NodeState::skipped)));
     reopen();
     auto rows = *store->claim_reports(claim_by(kOwnerA));
     CHECK(states_of(rows) == std::vector<std::string>{"n1:SKIPPED"});
@@ -318,7 +318,7 @@ TEST_CASE_FIXTURE(StoreFixture, "the outbox survives reopening")
 TEST_CASE_FIXTURE(StoreFixture, "a version 2 file gains the outbox when opened" * doctest::test_suite("sqlite"))
 {
     deposit("task-1");
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", "RUNNING")));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", NodeState::running)));
     store.reset();
     {
         SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
@@ -334,6 +334,6 @@ TEST_CASE_FIXTURE(StoreFixture, "a version 2 file gains the outbox when opened" 
     }
     reopen();
     CHECK(store->schema_version() == nps::store::detail::latest_schema_version());
-    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", "COMPLETED", "{}")));
+    REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", NodeState::completed, "{}")));
     CHECK(states_of(*store->claim_reports(claim_by(kOwnerA))) == std::vector<std::string>{"n1:COMPLETED"});
 }

@@ -13,7 +13,7 @@ NodeResult completed_node(const std::string& task_id)
     r.task_id = task_id;
     r.node_id = "n1";
     r.dedup_key = deposit_request(task_id).dedup_key;
-    r.state = "COMPLETED";
+    r.state = NodeState::completed;
     r.attempts = 1;
     r.result_json = R"({"answer":4})";
     r.fence = LeaseFence::none;
@@ -58,11 +58,11 @@ TEST_CASE_FIXTURE(RetentionFixture, "results expire result_ttl_seconds after the
 
     auto expired = store->task("short");
     REQUIRE(expired);
-    CHECK(expired->state == kTaskCompleted);
+    CHECK(expired->state == proto::TaskState::completed);
     CHECK_FALSE(expired->aggregate_json);
     CHECK(expired->results_expired_at_ms == clock.now_ms());
     CHECK_FALSE(store->node_results("short")->front().result_json);
-    CHECK(store->node_results("short")->front().state == "COMPLETED");
+    CHECK(store->node_results("short")->front().state == NodeState::completed);
     CHECK_FALSE(store->events("short")->empty());
 
     auto kept = store->task("long");
@@ -103,7 +103,7 @@ TEST_CASE_FIXTURE(RetentionFixture, "prune_tasks deletes finished tasks older th
     CHECK(*store->prune_tasks({.finished_before_ms = cutoff, .limit = 1}) == 1);
     CHECK(error_code_of(store->task("old-1")) == "NOP-TASK-NOT-FOUND");
     CHECK(store->task("old-2"));  // the batch stopped at one
-    CHECK(*store->prune_tasks({.finished_before_ms = cutoff, .state = kTaskCancelled}) == 1);
+    CHECK(*store->prune_tasks({.finished_before_ms = cutoff, .state = proto::TaskState::cancelled}) == 1);
     CHECK(error_code_of(store->task("old-failed")) == "NOP-TASK-NOT-FOUND");
     CHECK(*store->prune_tasks({.finished_before_ms = cutoff}) == 1);
     CHECK(*store->prune_tasks({.finished_before_ms = cutoff}) == 0);
@@ -111,13 +111,13 @@ TEST_CASE_FIXTURE(RetentionFixture, "prune_tasks deletes finished tasks older th
     // Everything about the pruned tasks is gone; the live ones are whole.
     CHECK(store->events("old-2")->empty());
     CHECK(store->node_results("old-2")->empty());
-    CHECK(store->task("live-pending")->state == kTaskRunning);
+    CHECK(store->task("live-pending")->state == proto::TaskState::running);
     CHECK(store->task("recent")->aggregate_json);
     CHECK(store->list_tasks({})->size() == 2);
     // The id can be used again once the old task is gone.
     CHECK_FALSE(store->deposit(deposit_request("old-1"))->duplicate);
 
-    CHECK(error_code_of(store->prune_tasks({.finished_before_ms = cutoff, .state = kTaskRunning})) ==
+    CHECK(error_code_of(store->prune_tasks({.finished_before_ms = cutoff, .state = proto::TaskState::running})) ==
           "NWP-HTTP-PARAM-INVALID");
 }
 
@@ -146,7 +146,7 @@ TEST_CASE_FIXTURE(RetentionFixture, "remove_task deletes a finished task and ref
     CHECK(error_code_of(store->task("done")) == "NOP-TASK-NOT-FOUND");
     CHECK(error_code_of(store->remove_task("done")) == "NOP-TASK-NOT-FOUND");
     CHECK(error_code_of(store->remove_task("waiting")) == "NOP-TASK-NOT-FINISHED");
-    CHECK(store->task("waiting")->state == kTaskPending);
+    CHECK(store->task("waiting")->state == proto::TaskState::pending);
     CHECK(*store->depth(kNid) == 1);
 }
 

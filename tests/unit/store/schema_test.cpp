@@ -81,7 +81,7 @@ TEST_CASE_FIXTURE(StoreFixture, "open sets WAL and the latest schema version; re
     CHECK(store->schema_version() == nps::store::detail::latest_schema_version());
     auto t = store->task("task-1");
     REQUIRE(t);
-    CHECK(t->state == kTaskRunning);
+    CHECK(t->state == proto::TaskState::running);
     CHECK(t->lease_expiry_ms == lease.lease_expiry_ms);
     CHECK(error_code_of(claim_task("task-1", kRunnerB)) == "NOP-CLAIM-CONFLICT");
     CHECK(store->resolve_announce("agent"));
@@ -247,6 +247,41 @@ TEST_CASE_FIXTURE(StoreFixture, "SQLite failures become internal errors naming t
     CHECK(ok->has_value());
 }
 
+TEST_CASE_FIXTURE(StoreFixture, "a row whose state column is not a state is an error naming the row, not a default state" * doctest::test_suite("sqlite"))
+{
+    deposit("task-1");
+    deposit("task-2");
+    REQUIRE(claim_task("task-2", kRunnerA));
+    REQUIRE(store->record_node_result({.task_id = "task-2",
+                                       .node_id = "n1",
+                                       .dedup_key = deposit_request("task-2").dedup_key,
+                                       .state = NodeState::running,
+                                       .runner_nid = std::string(kRunnerA)}));
+    {
+        SQLite::Database raw(dir.file("runner.db"), SQLite::OPEN_READWRITE);
+        raw.exec("UPDATE tasks SET state = 'DONE' WHERE task_id = 'task-1'");
+        raw.exec("UPDATE node_results SET state = 'running' WHERE task_id = 'task-2'");
+    }
+    auto task = store->task("task-1");
+    REQUIRE_FALSE(task);
+    CHECK(task.error().message ==
+          "Failed to read task 'task-1': task 'task-1' has the state 'DONE', which is not a task state (a damaged store?)");
+    auto listed = store->list_tasks({});
+    REQUIRE_FALSE(listed);
+    CHECK(listed.error().message.find("task 'task-1' has the state 'DONE'") != std::string::npos);
+    auto counts = store->task_state_counts();
+    REQUIRE_FALSE(counts);
+    CHECK(counts.error().message.find("a task has the state 'DONE'") != std::string::npos);
+    auto nodes = store->node_results("task-2");
+    REQUIRE_FALSE(nodes);
+    CHECK(nodes.error().message.find("node 'n1' of task 'task-2' has the state 'running', which is not a node state") !=
+          std::string::npos);
+    // The other task still reads as it is.
+    auto other = store->task("task-2");
+    REQUIRE(other);
+    CHECK(other->state == proto::TaskState::running);
+}
+
 TEST_CASE_FIXTURE(StoreFixture, "every transition of the store logs exactly one event, with its detail")
 {
     const auto names = [this](const std::string& task_id) {
@@ -305,7 +340,7 @@ TEST_CASE_FIXTURE(StoreFixture, "every transition of the store logs exactly one 
     const auto e5 = names("t5");
     REQUIRE(e5.size() == 2);
     CHECK(e5[1] == "inbox:expired {\"message_id\":" + std::to_string(m5.message_id) + "}");
-    CHECK(store->task("t5")->state == kTaskFailed);
+    CHECK(store->task("t5")->state == proto::TaskState::failed);
 
     // Explicit events keep the task's seq going.
     REQUIRE(store->append_event("t5", "note", R"({"x":1})"));

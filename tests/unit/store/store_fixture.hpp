@@ -22,10 +22,13 @@
 #include "nps/base/digest.hpp"
 #include "nps/store/store.hpp"
 #include "pg_scratch.hpp"
+#include "state_strings.hpp"
 #include "temp_dir.hpp"
 
 namespace store_test {
 
+namespace proto = nps::proto;
+using nps::proto::NodeState;
 using nps::test::TempDir;
 
 inline constexpr const char* kNid = "urn:nps:agent:example.com:inbox-a";

@@ -21,14 +21,14 @@ TEST_CASE_FIXTURE(StoreFixture, "list_tasks is newest first, filters and clamps 
     CHECK((*all)[2].task_id == "a");
     CHECK((*all)[0].payload.empty());  // lists leave payloads out
 
-    auto running = store->list_tasks({.state = kTaskRunning});
+    auto running = store->list_tasks({.state = proto::TaskState::running});
     REQUIRE(running->size() == 1);
     CHECK(running->front().task_id == "a");
     auto other = store->list_tasks({.nid = kOtherNid});
     REQUIRE(other->size() == 1);
     CHECK(other->front().task_id == "b");
     CHECK(store->list_tasks({.limit = 2})->size() == 2);
-    CHECK(store->list_tasks({.state = kTaskPending, .nid = kNid})->size() == 1);
+    CHECK(store->list_tasks({.state = proto::TaskState::pending, .nid = kNid})->size() == 1);
 }
 
 TEST_CASE_FIXTURE(StoreFixture, "cancel ends a pending or running task and fences its runner")
@@ -40,12 +40,12 @@ TEST_CASE_FIXTURE(StoreFixture, "cancel ends a pending or running task and fence
 
     auto p = store->cancel("pending");
     REQUIRE(p);
-    CHECK(p->state == kTaskCancelled);
+    CHECK(p->state == proto::TaskState::cancelled);
     CHECK(p->error_code == std::optional<std::string>("NOP-TASK-CANCELLED"));
 
     auto r = store->cancel("running");
     REQUIRE(r);
-    CHECK(r->state == kTaskCancelled);
+    CHECK(r->state == proto::TaskState::cancelled);
     CHECK_FALSE(r->lease_owner);
     CHECK(store->events("running")->back().name == "task:cancelled");
     CHECK(error_code_of(store->renew("running", kRunnerA, 30)) == "NOP-CLAIM-CONFLICT");

@@ -33,6 +33,7 @@ using nps::test::TempDir;
 
 using nlohmann::json;
 using namespace nps::store;
+namespace proto = nps::proto;
 
 constexpr int kSkip = 77;
 constexpr const char* kInbox = "urn:nps:agent:vectors:inbox";
@@ -150,7 +151,7 @@ private:
         result.task_id = it->second.first;
         result.node_id = e.at("node_id").get<std::string>();
         result.dedup_key = it->second.second;
-        result.state = kTaskCompleted;
+        result.state = proto::NodeState::completed;
         result.attempts = 1;
         auto r = store_->record_node_result(result);
         if (!r)
