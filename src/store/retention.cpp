@@ -85,6 +85,7 @@ Result<std::int64_t> SqliteStore::prune_tasks(const PruneRequest& request)
             WriteTransaction txn(*this);
             std::vector<std::int64_t> message_ids;
             std::vector<std::string> task_ids, nids;
+            const std::optional<std::string> state = state_text(request.state);  // bound without a copy
             {
                 // tasks_finished_order gives the oldest first; a task with a
                 // report still to deliver waits for it (report_outbox_order).
@@ -96,7 +97,7 @@ Result<std::int64_t> SqliteStore::prune_tasks(const PruneRequest& request)
                               "                WHERE o.task_id = t.task_id AND o.status = 'pending') "
                               "ORDER BY t.finished_at LIMIT ?3");
                 st->bind(1, static_cast<std::int64_t>(request.finished_before_ms));
-                bind_optional(*st, 2, state_text(request.state));
+                bind_optional(*st, 2, state);
                 st->bind(3, limit);
                 while (st->executeStep()) {
                     message_ids.push_back(st->getColumn(0).getInt64());

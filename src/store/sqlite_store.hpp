@@ -129,7 +129,10 @@ struct ClaimedRow {
 };
 
 std::optional<std::string> optional_text(const SQLite::Statement& stmt, int column);
+// Binds without a copy: `value` must outlive the statement's steps.
 void bind_optional(SQLite::Statement& stmt, int index, const std::optional<std::string>& value);
+// Not a temporary's text (it would be gone before the statement runs).
+void bind_optional(SQLite::Statement& stmt, int index, std::optional<std::string>&& value) = delete;
 
 class SqliteStore final : public Store {
 public:

@@ -44,7 +44,8 @@ Result<std::vector<TaskRecord>> SqliteStore::list_tasks(const TaskListFilter& fi
                           "FROM tasks t WHERE (?1 IS NULL OR t.state = ?1) "
                           "AND (?2 IS NULL OR t.nid = ?2) AND (?4 IS NULL OR t.created_at > ?4) "
                           "AND (?5 IS NULL OR instr(t.task_id, ?5) > 0) ORDER BY t.message_id DESC LIMIT ?3");
-            bind_optional(*st, 1, state_text(filter.state));
+            const std::optional<std::string> state = state_text(filter.state);  // bound without a copy
+            bind_optional(*st, 1, state);
             bind_optional(*st, 2, filter.nid);
             st->bind(3, limit);
             if (filter.created_after_ms)
