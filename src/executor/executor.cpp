@@ -62,6 +62,9 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     supervision.cgroup_base = parts.cgroups;
     supervision.clock = &parts.clock;
     e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(supervision)));
+    e->image_stores_ = std::make_unique<ImageStorePool>(
+        [state_dir = options.state_dir] { return image::ImageStore::open({.state_dir = state_dir}); },
+        kLaunchThreads);
     e->jobs_ = NPS_TRY(event::JobPool::create(parts.loop, kLaunchThreads, "nps-launch"));
 
     // A loopback-only network namespace per task (the SpawnSpec has no
@@ -92,7 +95,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
         .store = parts.store,
         .supervisor = *e->supervisor_,
         .jobs = *e->jobs_,
-        .launch = {.options = options, .resolver = *e->resolver_},
+        .launch = {.options = options, .resolver = *e->resolver_, .images = *e->image_stores_},
         .netns_pool = e->netns_pool_.get(),
         .userns = e->userns_.get(),
         .seccomp = e->seccomp_.get(),

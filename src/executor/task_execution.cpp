@@ -522,7 +522,7 @@ void TaskExecution::preflight(const std::vector<std::pair<std::string, std::stri
                 auto resolution = resolve_agent_spec(launch, agent, policy);
                 Result<void> ready = resolution ? Result<void>() : Result<void>(resolution.error());
                 if (ready) {
-                    auto images = thread_image_store(launch.options.state_dir);
+                    auto images = borrow_image_store(launch);
                     ready = images ? ensure_image(launch, **images, resolution->spec.image)
                                    : Result<void>(images.error());
                 }

@@ -60,18 +60,12 @@ cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const WorkerPol
             .pids_max = or_default(std::nullopt, policy.default_pids)};
 }
 
-Result<image::ImageStore*> thread_image_store(const std::string& state_dir)
+Result<ImageStorePool::Lease> borrow_image_store(const LaunchContext& context)
 {
-    thread_local std::unique_ptr<image::ImageStore> store;
-    thread_local std::string opened_for;
-    if (!store || opened_for != state_dir) {
-        auto opened = image::ImageStore::open({.state_dir = state_dir});
-        if (!opened)
-            return unavailable("Failed to open the image store", opened.error());
-        store = std::move(*opened);
-        opened_for = state_dir;
-    }
-    return store.get();
+    auto lease = context.images.acquire();
+    if (!lease)
+        return unavailable("Failed to open the image store", lease.error());
+    return lease;
 }
 
 Result<void> ensure_image(const LaunchContext& context, image::ImageStore& images, const std::string& reference)
@@ -98,7 +92,7 @@ Result<std::unique_ptr<PreparedWorker>> prepare_worker(const LaunchContext& cont
     const spawn::SpawnSpec& spec = prepared->resolution.spec;
     prepared->limits = worker_limits(spec, policy);
 
-    image::ImageStore* images = NPS_TRY(thread_image_store(context.options.state_dir));
+    auto images = NPS_TRY(borrow_image_store(context));
     NPS_TRY_VOID(ensure_image(context, *images, spec.image));
 
     image::WorkerRootfsRequest request{.ref = spec.image,

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "nps/base/connection_pool.hpp"
 #include "nps/base/result.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/executor/executor_options.hpp"
@@ -53,9 +54,14 @@ struct PreparedWorker {
 
 // Used on JobPool threads: only the options a reload never changes
 // (state_dir, registries) are read through it.
+// Connections to the image store of the state directory, borrowed by the
+// launch threads for one job each.
+using ImageStorePool = ConnectionPool<image::ImageStore>;
+
 struct LaunchContext {
     const ExecutorOptions& options;
     spawn::SpawnSpecResolver& resolver;
+    ImageStorePool& images;
 };
 
 // Resolves `agent` to its SpawnSpec only (preflight and dispatch share it),
@@ -70,9 +76,8 @@ Result<spawn::Resolution> resolve_agent_spec(const LaunchContext& context, const
 // pids field). A default of 0 leaves that limit off.
 cgroup::CgroupLimits worker_limits(const spawn::SpawnSpec& spec, const WorkerPolicy& policy);
 
-// This thread's connection to the image store of `state_dir`, opened on first
-// use (the pool's threads keep theirs; an ImageStore is not shared).
-Result<image::ImageStore*> thread_image_store(const std::string& state_dir);
+// A connection to the image store, borrowed from the context's pool.
+Result<ImageStorePool::Lease> borrow_image_store(const LaunchContext& context);
 
 // The image named by the SpawnSpec, present in the store or pulled now.
 Result<void> ensure_image(const LaunchContext& context, image::ImageStore& images, const std::string& reference);

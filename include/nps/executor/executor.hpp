@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nps/base/clock.hpp"
+#include "nps/base/connection_pool.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/event/event_loop.hpp"
 #include "nps/event/job_pool.hpp"
@@ -39,6 +40,10 @@
 #include "nps/store/store.hpp"
 #include "nps/store/store_pool.hpp"
 #include "nps/supervisor/supervisor.hpp"
+
+namespace nps::image {
+class ImageStore;  // image_store.hpp
+}
 
 namespace nps::executor {
 
@@ -119,6 +124,7 @@ private:
     std::unique_ptr<sandbox::UsernsSlots> userns_;
     std::string userns_reason_;  // the mode in force and why (/healthz, the start-up log)
     std::unique_ptr<spawn::SpawnSpecResolver> resolver_;
+    std::unique_ptr<ConnectionPool<image::ImageStore>> image_stores_;  // the launch threads'
     std::unique_ptr<supervisor::Supervisor> supervisor_;
     std::unique_ptr<event::JobPool> jobs_;
     std::shared_ptr<const sandbox::SeccompProgram> seccomp_;

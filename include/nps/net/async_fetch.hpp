@@ -8,8 +8,9 @@
 //    afterwards, so a pinned CURLOPT_RESOLVE entry or connection serves only
 //    the hop that admitted it);
 //  - the destination guard's DNS step (getaddrinfo blocks) runs on a short
-//    helper thread per hop and its answer is posted back to the loop through
-//    a Mailbox; an IP literal is admitted on the loop (nothing to resolve).
+//    helper thread per hop and its answer is posted back to the loop
+//    (EventLoop::post, through a Lifetime's poster, so it is dropped once the
+//    fetcher is gone); an IP literal is admitted on the loop (nothing to resolve).
 //    Every address is still checked before the hop starts, the connection is
 //    pinned to them, and the socket callback refuses any other — exactly as
 //    the blocking client does.
