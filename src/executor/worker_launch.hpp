@@ -52,12 +52,12 @@ struct PreparedWorker {
     Result<void> release();
 };
 
-// Used on JobPool threads: only the options a reload never changes
-// (state_dir, registries) are read through it.
 // Connections to the image store of the state directory, borrowed by the
 // launch threads for one job each.
 using ImageStorePool = ConnectionPool<image::ImageStore>;
 
+// Used on JobPool threads: only the options a reload never changes
+// (state_dir, registries) are read through it.
 struct LaunchContext {
     const ExecutorOptions& options;
     spawn::SpawnSpecResolver& resolver;

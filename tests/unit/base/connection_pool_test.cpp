@@ -15,7 +15,7 @@
 namespace {
 
 struct Connection {
-    explicit Connection(int id, std::atomic<int>& open_now) : id(id), open_now(open_now) { ++open_now; }
+    Connection(int number, std::atomic<int>& counter) : id(number), open_now(counter) { ++open_now; }
     ~Connection() { --open_now; }
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
