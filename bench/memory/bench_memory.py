@@ -96,6 +96,8 @@ def main():
     parser.add_argument("--load", default=os.path.join(ROOT, "build", "bench", "throughput", "deposit-load"))
     parser.add_argument("--workers", type=int, default=500)
     parser.add_argument("--sleep", type=int, default=60, help="seconds each worker sleeps")
+    parser.add_argument("--no-spawn-server", dest="spawn_server", action="store_false",
+                        help="[workers] spawn_server = false (workers cloned from the daemon itself)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("bench-memory: needs root (sandboxes, cgroups, overlay mounts)")
@@ -105,7 +107,8 @@ def main():
         state = os.path.join(work, "state")
         os.makedirs(state)
         import_demo_image(args.runner, state, work)
-        config = f"[workers]\nmax_concurrent = {args.workers}\n[runner]\nshutdown_grace_seconds = 0\n"
+        config = (f"[workers]\nmax_concurrent = {args.workers}\n" + ("" if args.spawn_server else "spawn_server = false\n")
+                  + "[runner]\nshutdown_grace_seconds = 0\n")
         try:
             with Daemon(args.runner, state, inboxes=[INBOX], config=config) as d:
                 d.announce(AGENT, ["sleep", str(args.sleep)])

@@ -62,6 +62,7 @@
 #include "nps/sandbox/netns_pool.hpp"
 #include "nps/sandbox/seccomp.hpp"
 #include "nps/sandbox/spawn_pool.hpp"
+#include "nps/sandbox/spawn_server.hpp"
 #include "nps/sandbox/spawner.hpp"
 #include "nps/sandbox/userns.hpp"
 
@@ -150,6 +151,7 @@ struct SandboxRun {
     nps::sandbox::Network network = nps::sandbox::Network::none;
     int netns_fd = -1;                        // the shared LoopbackNetns; -1: a private one
     nps::sandbox::SpawnPool* pool = nullptr;  // set: spawn from it (cgroup_base for the limits)
+    nps::sandbox::SpawnServer* server = nullptr;  // set (and no pool): spawn through it (variant g)
     // Issue 14's defaults (variant f): overlay_dir then holds OverlayRootfs
     // worker directories; a netns per spawn from this pool; the user
     // namespace when `userns` is set; `limits` instead of kLimits.
@@ -176,7 +178,8 @@ Phases sandboxed(const std::string& rootfs, const SandboxRun& run, int iteration
     double t = now_ms();
     std::optional<WorkerCgroup> group;
     if (run.cgroup_base && !run.pool) {
-        auto made = WorkerCgroup::create(*run.cgroup_base, {.name = kTag + std::to_string(iteration), .limits = kLimits});
+        auto made = WorkerCgroup::create(*run.cgroup_base, {.name = kTag + std::to_string(iteration),
+                                                            .limits = run.limits ? *run.limits : kLimits});
         if (!made)
             die(made.error().describe());
         group = std::move(*made);
@@ -240,6 +243,13 @@ Phases sandboxed(const std::string& rootfs, const SandboxRun& run, int iteration
             die(pooled.error().describe());
         child = std::move(pooled->child);
         group = std::move(pooled->cgroup);
+    } else if (run.server) {
+        auto served = run.server->try_spawn(spec);
+        if (!served)
+            die(served.error().describe());
+        if (!served->started)
+            die("the spawn server missed: " + served->missed);
+        child = std::move(*served->started);
     } else {
         child = nps::sandbox::spawn(spec);
     }
@@ -394,10 +404,24 @@ void run_in_process(const Options& options, const std::string& rootfs, const std
                         [&](int i) { return sandboxed(rootfs, defaults, i); }});
     variants.push_back({"f~", "(f) after 50 ms idle (sparse spawns)",
                         [&](int i) { return sandboxed(rootfs, defaults, i); }});
+    // (g): the daemon's path when no parked child is ready — a per-spawn
+    // cgroup, the clone by a spawn server, the child's mounts made while it
+    // is placed in its v1 groups.
+    auto server = nps::sandbox::SpawnServer::start();
+    if (!server)
+        die(server.error().describe());
+    SandboxRun served = defaults;
+    served.pool = nullptr;
+    served.server = &*server;
+    variants.push_back({"g", "(f) without the pool: a cgroup per spawn, cloned by a SpawnServer",
+                        [&](int i) { return sandboxed(rootfs, served, i); }});
+    variants.push_back({"g~", "(g) after 50 ms idle (sparse spawns)",
+                        [&](int i) { return sandboxed(rootfs, served, i); }});
     const std::size_t n_all = variants.size();
-    const std::vector<std::size_t> idle_variants = {n_all - 5, n_all - 3, n_all - 1};
-    const std::vector<std::size_t> target_variants = {n_all - 6, n_all - 5, n_all - 4,
-                                                      n_all - 3, n_all - 2, n_all - 1};
+    const std::vector<std::size_t> idle_variants = {n_all - 7, n_all - 5, n_all - 3, n_all - 1};
+    std::vector<std::size_t> target_variants;
+    for (std::size_t i = n_all - 8; i < n_all; ++i)
+        target_variants.push_back(i);
 
     std::printf("\nin-process spawn+reap of /bin/true: %d rounds after %d warm-up, variants interleaved; "
                 "cgroup mode %s (limits: memory 256Mi, cpu 1000m, pids 64)\n",

@@ -85,7 +85,8 @@ def e2e_phase(args, work):
     state = os.path.join(work, "e2e-state")
     os.makedirs(state)
     image = import_demo_image(args.runner, state, work)
-    with Daemon(args.runner, state, inboxes=[INBOX]) as d:
+    config = "" if args.spawn_server else "[workers]\nspawn_server = false\n"
+    with Daemon(args.runner, state, inboxes=[INBOX], config=config) as d:
         d.announce(AGENT, WORKER)
         load(args.load, "http", d.url, d.token, INBOX, AGENT, "warm", 20, 4)
         while sum(overview_counts(d)[s] for s in ("COMPLETED", "FAILED", "CANCELLED")) < 20:
@@ -140,6 +141,8 @@ def main():
     parser.add_argument("--tasks", type=int, default=2000)
     parser.add_argument("--task-clients", type=int, default=8)
     parser.add_argument("--crun-tasks", type=int, default=60)
+    parser.add_argument("--no-spawn-server", dest="spawn_server", action="store_false",
+                        help="e2e: [workers] spawn_server = false (workers cloned from the daemon itself)")
     parser.add_argument("--crun-peer", nargs=2, metavar=("BUNDLE", "TASKS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crun_peer:

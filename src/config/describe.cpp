@@ -132,6 +132,7 @@ std::vector<Setting> describe(const Config& c, const std::set<std::string>& from
         {"workers.log_retention_hours", w.log_retention_hours},
         {"workers.logs_max_bytes", memory(w.logs_max_bytes)},
         {"workers.spawn_pool", w.spawn_pool},
+        {"workers.spawn_server", w.spawn_server},
         {"spawn.allow_destinations", entries_text(c.spawn.allow_destinations)},
         {"spawn.ca_file", optional_text(c.spawn.ca_file)},
         {"spawn.registry_url", optional_text(c.spawn.registry_url)},

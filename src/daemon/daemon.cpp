@@ -29,6 +29,7 @@
 #include "nps/net/http_server.hpp"
 #include "nps/net/loop_server.hpp"
 #include "nps/report/deliverer.hpp"
+#include "nps/sandbox/spawn_server.hpp"
 #include "nps/store/deposit_signal.hpp"
 #include "nps/store/startup_check.hpp"
 #include "nps/store/store_pool.hpp"
@@ -252,6 +253,15 @@ Result<void> run(config::Config config, ConfigLoader reload)
     NPS_TRY_VOID(loop->watch_signals({SIGTERM, SIGINT, SIGHUP}, [&on_signal](const signalfd_siginfo& info) {
         on_signal(static_cast<int>(info.ssi_signo));
     }));
+    // Workers are cloned by a copy of the daemon made now, while it is small:
+    // before its threads, store caches and heap exist (sandbox/spawn_server.hpp).
+    std::optional<sandbox::SpawnServer> spawn_server;
+    if (config.workers.spawn_server) {
+        if (auto started = sandbox::SpawnServer::start())
+            spawn_server = std::move(*started);
+        else
+            log::warning("workers: " + started.error().describe() + "; workers are cloned from the daemon itself");
+    }
 
     const Clock& clock = SystemClock::instance();
     const store::OpenOptions store_options = config.store_options(config.synchronous);
@@ -274,6 +284,7 @@ Result<void> run(config::Config config, ConfigLoader reload)
                                               .store = *loop_store,
                                               .stores = pool,
                                               .cgroups = cgroup_base ? &*cgroup_base : nullptr,
+                                              .spawn_server = spawn_server ? &*spawn_server : nullptr,
                                               .recorded = [&deliverer, &api] {
                                                   deliverer->notify();
                                                   api.recorded();

@@ -60,6 +60,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     auto supervision = supervisor_options(options.workers);
     supervision.log_root = options.state_dir + "/logs";
     supervision.cgroup_base = parts.cgroups;
+    supervision.spawn_server = parts.spawn_server;
     supervision.clock = &parts.clock;
     e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(supervision)));
     e->image_stores_ = std::make_unique<ImageStorePool>(

@@ -71,16 +71,25 @@ void reset_signals()
     }
 }
 
-void run_child(const ChildPlan& plan)
+void start_child(const ChildPlan& plan, int sync_fd)
+{
+    reset_signals();
+    // A worker never outlives the runner that started it: when the runner
+    // dies (kill -9 included), the kernel kills the worker and with it its
+    // pid namespace. With a hand-shake this is set before waiting for the go
+    // byte, so a parent that died earlier is noticed (the read fails);
+    // without one, a parent dying within these few instructions is missed.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        report(plan, Step::sync, errno);
+    run_child(plan, sync_fd);
+}
+
+void run_child(const ChildPlan& plan, int sync_fd)
 {
     // Leave the caller's session: sharing its controlling terminal would let
     // TIOCSTI type into the caller's shell.
     if (::setsid() < 0)
         report(plan, Step::new_session, errno);
-    // Only now, with the placement done in every hierarchy, so the
-    // namespace's root is the worker's own cgroup in v1 hierarchies too.
-    if (::unshare(CLONE_NEWCGROUP) < 0)
-        report(plan, Step::cgroup_namespace, errno);
     // A pooled child was parked before the rootfs existed: it copies the
     // mount table now, so it sees the rootfs (and no stale mount table).
     if (plan.unshare_mount && ::unshare(CLONE_NEWNS) < 0)
@@ -105,6 +114,20 @@ void run_child(const ChildPlan& plan)
         if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) < 0)
             report(plan, Step::rlimit, errno);
     }
+    // The mounts and namespaces above are made while the parent places the
+    // child in its v1 cgroups (a write that may wait for an RCU grace
+    // period); nothing of the worker's runs before the go byte says it is
+    // placed (docs/sandbox.md "How it is built").
+    if (sync_fd >= 0) {
+        char go = 0;
+        if (::read(sync_fd, &go, 1) != 1)
+            report(plan, Step::sync, errno ? errno : EPIPE);
+        ::close(sync_fd);
+    }
+    // Only now, with the placement done in every hierarchy, so the
+    // namespace's root is the worker's own cgroup in v1 hierarchies too.
+    if (::unshare(CLONE_NEWCGROUP) < 0)
+        report(plan, Step::cgroup_namespace, errno);
     // The last step as the host's root: every namespace made so far is owned
     // by the host's user namespace (so joining the task's netns above was
     // allowed); from here on the ids are the slot's, and the capabilities,

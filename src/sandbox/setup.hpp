@@ -149,10 +149,17 @@ struct ChildPlan {
 // would survive execve).
 void reset_signals();
 
-// The rest of the child's life once it may run: namespaces it still has to
-// make, setup_mounts, hostname, network, rlimits, cwd, stdio, privileges,
-// seccomp, execve. Never returns: failures go to plan.error_fd.
-[[noreturn]] void run_child(const ChildPlan& plan);
+// The first steps of a child that has its plan: signals back to their
+// defaults, death with its parent (PR_SET_PDEATHSIG), then run_child().
+// Never returns.
+[[noreturn]] void start_child(const ChildPlan& plan, int sync_fd);
+
+// The rest of the child's life: namespaces it still has to make,
+// setup_mounts, hostname, network, rlimits — then, when sync_fd >= 0, the
+// parent's go byte (it has placed the child in its cgroups meanwhile) —,
+// its cgroup namespace, user namespace, cwd, stdio, privileges, seccomp,
+// execve. Never returns: failures go to plan.error_fd.
+[[noreturn]] void run_child(const ChildPlan& plan, int sync_fd = -1);
 
 // Writes a Failure to plan.error_fd and _exits.
 [[noreturn]] void report(const ChildPlan& plan, Step step, int err);

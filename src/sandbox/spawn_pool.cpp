@@ -2,11 +2,8 @@
 // SpawnPool (see the header): parked children in pre-placed cgroups.
 //
 // The plan reaches the child through a MAP_SHARED page area mapped before
-// the clone, so it sits at the same address in both processes and the
-// parent can lay out ready-to-use pointers (argv, envp, paths) in it; the
-// child cannot allocate, and need not. The ChildPlan itself is at the start
-// of the area. Fds travel as SCM_RIGHTS on the slot's socketpair, in the
-// order of kPassed below.
+// the clone (shared_plan.hpp), its fds as SCM_RIGHTS on the slot's
+// socketpair (fd_message.hpp).
 #include "nps/sandbox/spawn_pool.hpp"
 
 #include <errno.h>
@@ -28,7 +25,9 @@
 #include <optional>
 
 #include "nps/base/limits.hpp"
+#include "fd_message.hpp"
 #include "setup.hpp"
+#include "shared_plan.hpp"
 
 namespace nps::sandbox {
 
@@ -37,113 +36,6 @@ namespace {
 using detail::ChildPlan;
 using detail::Failure;
 using detail::Step;
-
-// The fds passed with the go message, in this order; then, optionally, the
-// network and the user namespace, whose indexes the plan's netns_fd and
-// userns_fd hold (-1: none passed).
-enum Passed { kErrorFd, kStdinFd, kStdoutFd, kStderrFd, kFixedCount, kPassedCount = kFixedCount + 2 };
-
-struct Parked {
-    int socket;       // >= 3
-    ChildPlan* plan;  // at the start of the shared area
-};
-
-// The parked child: everything but its socket closed (it must not hold the
-// caller's pipes open while it waits), then one message.
-[[noreturn]] void parked_child_main(const Parked& parked)
-{
-    detail::reset_signals();
-    // Orphaned, it would wait forever in a cgroup nobody removes.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (parked.socket > 3)
-        ::close_range(3, static_cast<unsigned>(parked.socket) - 1, 0);
-    ::close_range(static_cast<unsigned>(parked.socket) + 1, ~0U, 0);
-
-    char tag = 0;
-    iovec iov{&tag, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kPassedCount)];
-    msghdr message{};
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    ssize_t n;
-    do {
-        n = ::recvmsg(parked.socket, &message, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    if (n <= 0)
-        ::_exit(0);  // the pool went away
-    const cmsghdr* header = CMSG_FIRSTHDR(&message);
-    if (!header || header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS)
-        ::_exit(127);
-    int fds[kPassedCount] = {-1, -1, -1, -1, -1, -1};
-    std::size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    if (count < kFixedCount || count > kPassedCount)
-        ::_exit(127);
-    ::memcpy(fds, CMSG_DATA(header), count * sizeof(int));
-    ::close(parked.socket);
-
-    ChildPlan& plan = *parked.plan;
-    plan.error_fd = fds[kErrorFd];
-    plan.stdin_fd = fds[kStdinFd];
-    plan.stdout_fd = fds[kStdoutFd];
-    plan.stderr_fd = fds[kStderrFd];
-    auto passed = [&](int index) { return index >= kFixedCount && index < static_cast<int>(count) ? fds[index] : -1; };
-    plan.netns_fd = passed(plan.netns_fd);
-    plan.userns_fd = passed(plan.userns_fd);
-    plan.mounts.idmap_fd = passed(plan.mounts.idmap_fd);
-    // From here on it is an ordinary sandbox, and like spawn()'s children it
-    // keeps PR_SET_PDEATHSIG: it dies with the thread that cloned it (the
-    // refilling thread, which outlives the pool's workers; see the header).
-    detail::run_child(plan);
-}
-
-// A bump allocator over the shared area; remembers overflow instead of
-// failing each call.
-class PlanArea {
-public:
-    PlanArea(void* base, std::size_t size) : base_(static_cast<char*>(base)), size_(size) {}
-
-    template <typename T>
-    T* array(std::size_t count)
-    {
-        std::size_t at = (used_ + alignof(T) - 1) / alignof(T) * alignof(T);
-        if (count > (size_ - std::min(at, size_)) / sizeof(T)) {
-            overflow_ = true;
-            return nullptr;
-        }
-        used_ = at + count * sizeof(T);
-        return static_cast<T*>(static_cast<void*>(base_ + at));  // `at` is aligned for T
-    }
-
-    char* string(const std::string& s)
-    {
-        char* out = array<char>(s.size() + 1);
-        if (out)
-            ::memcpy(out, s.c_str(), s.size() + 1);
-        return out;
-    }
-
-    // argv/envp: the strings and a null-terminated pointer array.
-    char** strings(const std::vector<std::string>& list)
-    {
-        char** out = array<char*>(list.size() + 1);
-        if (!out)
-            return nullptr;
-        for (std::size_t i = 0; i < list.size(); ++i)
-            out[i] = string(list[i]);
-        out[list.size()] = nullptr;
-        return out;
-    }
-
-    bool overflowed() const { return overflow_; }
-
-private:
-    char* base_;
-    std::size_t size_;
-    std::size_t used_ = 0;
-    bool overflow_ = false;
-};
 
 bool valid_prefix(const std::string& prefix)
 {
@@ -157,10 +49,14 @@ bool valid_prefix(const std::string& prefix)
 
 struct PooledSlot {
     // Destroyed in reverse: the socket closes (the child exits), the child
-    // is killed and reaped, then the cgroup is killed and removed.
+    // is killed and reaped, its plan area goes, then the cgroup is killed
+    // and removed.
     std::optional<cgroup::WorkerCgroup> cgroup;
-    void* area = MAP_FAILED;
-    detail::EmptyCaps empty_caps;
+    std::unique_ptr<SpawnServer::Area> server_area;  // when the spawn server parked the child
+    void* own_area = MAP_FAILED;                     // else: mapped here before the clone
+    detail::EmptyCaps own_caps;
+    void* area = nullptr;        // where the plan goes: one of the above
+    cap_t empty_caps = nullptr;  // an empty capability set valid in the child
     Child child;
     UniqueFd socket;
 
@@ -169,8 +65,9 @@ struct PooledSlot {
     PooledSlot& operator=(const PooledSlot&) = delete;
     ~PooledSlot()
     {
-        if (area != MAP_FAILED)
-            ::munmap(area, limits::kSpawnPoolPlanBytes);
+        child = Child();  // before its plan area goes
+        if (own_area != MAP_FAILED)
+            ::munmap(own_area, detail::kSharedPlanBytes);
     }
 };
 
@@ -223,13 +120,26 @@ Result<bool> SpawnPool::park_one()
     auto slot = std::make_unique<PooledSlot>();
     slot->cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
         *options_.cgroup_base, {.name = options_.name_prefix + std::to_string(serial), .kill_method = options_.kill_method}));
-    slot->area =
-        ::mmap(nullptr, limits::kSpawnPoolPlanBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (slot->area == MAP_FAILED)
+    if (options_.server) {
+        std::optional<SpawnServer::Parked> parked = NPS_TRY(options_.server->park(slot->cgroup->dir_fd()));
+        if (parked) {  // else the server is gone: park a copy of this thread below
+            slot->child = std::move(parked->child);
+            slot->socket = std::move(parked->socket);
+            slot->server_area = std::move(parked->area);
+            slot->area = parked->plan_area;
+            slot->empty_caps = static_cast<cap_t>(parked->empty_caps);
+            return place_and_park(std::move(slot));
+        }
+    }
+    slot->own_area =
+        ::mmap(nullptr, detail::kSharedPlanBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (slot->own_area == MAP_FAILED)
         return system_error_errno("Failed to map a spawn pool plan area");
-    slot->empty_caps.reset(::cap_init());
-    if (!slot->empty_caps)
+    slot->area = slot->own_area;
+    slot->own_caps.reset(::cap_init());
+    if (!slot->own_caps)
         return system_error_errno("Failed to allocate an empty capability set");
+    slot->empty_caps = static_cast<cap_t>(slot->own_caps.get());
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
         return system_error_errno("Failed to create a spawn pool socketpair");
@@ -239,7 +149,6 @@ Result<bool> SpawnPool::park_one()
         if (!child_end)
             return system_error_errno("Failed to move a spawn pool socket");
     }
-    const Parked parked{.socket = child_end.get(), .plan = static_cast<ChildPlan*>(slot->area)};
 
     int pidfd = -1;
     detail::CloneArgs args{};
@@ -254,10 +163,15 @@ Result<bool> SpawnPool::park_one()
     if (pid < 0)
         return system_error_errno("Failed to clone3 a parked sandbox child");
     if (pid == 0)
-        parked_child_main(parked);
+        detail::parked_child_main(child_end.get(), static_cast<ChildPlan*>(slot->area));
     slot->child = Child(static_cast<pid_t>(pid), UniqueFd(pidfd));
     slot->socket = std::move(parent_end);
     child_end.reset();
+    return place_and_park(std::move(slot));
+}
+
+Result<bool> SpawnPool::place_and_park(std::unique_ptr<PooledSlot> slot)
+{
     // The slow part on v1 hierarchies, and the reason for the pool.
     NPS_TRY_VOID(slot->cgroup->add_pid_outside_clone(slot->child.pid()));
     std::lock_guard lock(slots_->mutex);
@@ -308,92 +222,24 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
     if (spec.cgroup || (spec.user_namespace && spec.user_namespace->fd < 0))
         return PoolAttempt{.missed = "caller-made cgroups and user namespaces without an fd need sandbox::spawn()"};
     detail::ParentPrep prep = NPS_TRY(detail::prepare_parent(spec));
-    const std::string& rootfs = prep.rootfs;
 
     std::unique_ptr<PooledSlot> slot = take();
     if (!slot)
         return PoolAttempt{.missed = "no parked child is ready"};
 
-    // The plan, laid out in the shared area; the fds are filled in by the child.
-    PlanArea area(slot->area, limits::kSpawnPoolPlanBytes);
-    ChildPlan* plan = area.array<ChildPlan>(1);
-    const sock_fprog* program = prep.seccomp->program();
-    sock_fprog* fprog = area.array<sock_fprog>(1);
-    sock_filter* filter = area.array<sock_filter>(program->len);
-    Rlimit* rlimits = area.array<Rlimit>(spec.rlimits.size());
-    char* scratch = area.array<char>(PATH_MAX);
-    char** envp = area.strings(spec.env);
-    const auto path_index = detail::path_entry(spec.env);
-    const char* path = path_index && envp ? envp[*path_index] + 5 : area.string(kDefaultPath);
-    *plan = ChildPlan{
-        .mounts = {.rootfs = area.string(rootfs), .proc = area.string(rootfs + "/proc"),
-                   .dev = area.string(rootfs + "/dev"), .tmp = area.string(rootfs + "/tmp"),
-                   .read_only_root = spec.root == RootAccess::read_only,
-                   .space_dir = spec.writable.host_dir.empty() ? nullptr : area.string(spec.writable.host_dir),
-                   .space_options = area.string(prep.space_options), .idmap_fd = -1, .scratch = scratch,
-                   .scratch_size = PATH_MAX},
-        .argv = area.strings(spec.argv),
-        .envp = envp,
-        .path = path,
-        .cwd = area.string(spec.cwd),
-        .hostname = area.string(spec.hostname),
-        .hostname_size = spec.hostname.size(),
-        .network = spec.network,
-        .netns_fd = -1,
-        .unshare_mount = true,
-        .unshare_net = spec.network == Network::none && spec.netns_fd < 0,
-        .userns_fd = -1,
-        .rlimits = rlimits,
-        .rlimit_count = spec.rlimits.size(),
-        .uid = spec.uid,
-        .gid = spec.gid,
-        .seccomp = fprog,
-        .empty_caps = static_cast<cap_t>(slot->empty_caps.get()),
-        .stdin_fd = -1,
-        .stdout_fd = -1,
-        .stderr_fd = -1,
-        .controlling_terminal = false,
-        .error_fd = -1,
-    };
-    if (area.overflowed()) {
+    // The plan, laid out in the shared area; the fds are bound by the child.
+    detail::PlanFds fds;
+    if (!detail::lay_out_plan(slot->area, spec, prep, slot->empty_caps,
+                              detail::PlanNamespaces::from_child, fds)) {
         put_back(std::move(slot));  // untouched: the next plan overwrites the area
         return PoolAttempt{.missed = "the paths, argv and environment exceed " +
-                                     std::to_string(limits::kSpawnPoolPlanBytes) + " bytes"};
+                                     std::to_string(detail::kSharedPlanBytes) + " bytes"};
     }
-    std::copy_n(program->filter, program->len, filter);
-    *fprog = sock_fprog{.len = program->len, .filter = filter};
-    std::copy(spec.rlimits.begin(), spec.rlimits.end(), rlimits);
     NPS_TRY_VOID(slot->cgroup->set_limits(*options_.cgroup_base, limits, enforcement));
-
-    int fds[kPassedCount] = {prep.error_write.get(), spec.stdin_fd, spec.stdout_fd, spec.stderr_fd, -1, -1};
-    std::size_t count = kFixedCount;
-    if (spec.network == Network::none && spec.netns_fd >= 0) {
-        plan->netns_fd = static_cast<int>(count);
-        fds[count++] = spec.netns_fd;
-    }
-    if (spec.user_namespace) {
-        plan->userns_fd = static_cast<int>(count);
-        if (!spec.user_namespace->rootfs_idmapped)
-            plan->mounts.idmap_fd = plan->userns_fd;
-        fds[count++] = spec.user_namespace->fd;
-    }
-    char tag = 'g';
-    iovec iov{&tag, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
-    msghdr message{};
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = CMSG_SPACE(sizeof(int) * count);
-    cmsghdr* header = CMSG_FIRSTHDR(&message);
-    header->cmsg_level = SOL_SOCKET;
-    header->cmsg_type = SCM_RIGHTS;
-    header->cmsg_len = CMSG_LEN(sizeof(int) * count);
-    ::memcpy(CMSG_DATA(header), fds, sizeof(int) * count);
-    if (::sendmsg(slot->socket.get(), &message, MSG_NOSIGNAL) < 0) {
-        const int err = errno;  // the child died after take() looked
-        return PoolAttempt{.missed = std::string("the parked child did not take the plan: ") + ::strerrordesc_np(err)};
-    }
+    const char tag = 'g';
+    // A child that died after take() looked does not take it.
+    if (int rc = detail::send_with_fds(slot->socket.get(), &tag, 1, fds.fds, fds.count); rc < 0)
+        return PoolAttempt{.missed = std::string("the parked child did not take the plan: ") + ::strerrordesc_np(-rc)};
     prep.error_write.reset();
     slot->socket.reset();
 

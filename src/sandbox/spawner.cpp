@@ -4,10 +4,11 @@
 // before cloning, because the child of a multi-threaded process must not
 // allocate (another thread may have held the malloc lock at clone time).
 //
-// Protocol between the two: when the parent has work to do between clone
-// and setup (cgroup placement, id maps), the child waits for one byte on a
-// socketpair; otherwise it starts at once, saving a sleep and a wake-up on
-// the hot path (`nps-runner run` without limits). A failure
+// Protocol between the two: when the parent has work to do before the
+// child's program may run (v1 cgroup placement), the child makes its mounts
+// and namespaces meanwhile and then waits for one byte on a socketpair;
+// otherwise it runs straight through, saving a sleep and a wake-up on the
+// hot path (`nps-runner run` without limits). A failure
 // before execve is written as a Failure{step, errno} to a CLOEXEC pipe,
 // whose EOF without data means execve succeeded.
 #include "nps/sandbox/spawner.hpp"
@@ -16,7 +17,6 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -55,27 +55,14 @@ bool needs_handshake(const SandboxSpec& spec)
     return spec.cgroup != nullptr;
 }
 
-// The child of a direct spawn: waits for the parent's placement and id maps
-// (if any), then runs.
+// The child of a direct spawn: drops the parent's ends, then waits for the
+// parent's placement (if any) and runs.
 [[noreturn]] void direct_child_main(const DirectChild& c)
 {
     ::close(c.error_read_fd);
-    detail::reset_signals();
-    // A worker never outlives the runner that started it: when the runner
-    // dies (kill -9 included), the kernel kills the worker and with it its
-    // pid namespace. With a hand-shake this is set before waiting for the go
-    // byte, so a parent that died earlier is noticed (the read fails);
-    // without one, a parent dying within these few instructions is missed.
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-        detail::report(c.plan, Step::sync, errno);
-    if (c.sync_fd >= 0) {
+    if (c.sync_fd >= 0)
         ::close(c.sync_parent_fd);
-        char go = 0;
-        if (::read(c.sync_fd, &go, 1) != 1)
-            detail::report(c.plan, Step::sync, errno ? errno : EPIPE);
-        ::close(c.sync_fd);
-    }
-    detail::run_child(c.plan);
+    detail::start_child(c.plan, c.sync_fd);
 }
 
 std::vector<char*> c_strings(std::vector<std::string>& strings)

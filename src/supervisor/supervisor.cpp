@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Supervisor: the queue, starting workers, cancellation and teardown. The
-// worker's I/O is in worker_io.cpp, its end (timers, kills, reaping, the
-// outcome) in worker_end.cpp.
+// Supervisor: the queue, cancellation and teardown. Starting a worker is in
+// worker_spawn.cpp, its I/O in worker_io.cpp, its end (timers, kills,
+// reaping, the outcome) in worker_end.cpp.
 #include "nps/supervisor/supervisor.hpp"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,28 +34,6 @@ Result<void> raise_fd_limit()
     if (::setrlimit(RLIMIT_NOFILE, &limit) < 0)
         return system_error_errno("Failed to raise RLIMIT_NOFILE to its hard limit");
     return {};
-}
-
-struct Pipe {
-    UniqueFd read_end, write_end;
-};
-
-Result<Pipe> make_pipe(const char* what)
-{
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) < 0)
-        return system_error_errno(std::string("Failed to create the worker's ") + what + " pipe");
-    Pipe p{UniqueFd(fds[0]), UniqueFd(fds[1])};
-    if (::fcntl(p.read_end.get(), F_SETFL, O_NONBLOCK) < 0)
-        return system_error_errno(std::string("Failed to make the worker's ") + what + " pipe non-blocking");
-    return p;
-}
-
-// The kernel refused the worker for want of a resource that may free up:
-// RuntimeFailure::spawn_transient (retryable), else spawn_refused.
-bool transient(int err)
-{
-    return err == EAGAIN || err == ENOMEM || err == EMFILE || err == ENFILE || err == ENOSPC || err == EBUSY;
 }
 
 }  // namespace
@@ -104,13 +79,18 @@ Result<std::unique_ptr<Supervisor>> Supervisor::create(event::EventLoop& loop, S
         supervisor->pool_ = NPS_TRY(RefilledPool::start(
             {.cgroup_base = o.cgroup_base,
              .name_prefix = o.name_prefix + "-" + std::to_string(::getpid()) + "-p",
-             .size = o.spawn_pool}));
+             .size = o.spawn_pool,
+             .server = o.spawn_server}));
     }
+    supervisor->spawn_jobs_ = NPS_TRY(event::JobPool::create(loop, kSpawnThreads, "nps-spawn"));
     return supervisor;
 }
 
 Supervisor::~Supervisor()
 {
+    // Spawns in flight finish first; their completions are dropped, and with
+    // them the children and cgroups they made (worker_spawn.cpp).
+    spawn_jobs_.reset();
     loop_.cancel_timer(pump_timer_);
     for (auto timer : pending_)
         loop_.cancel_timer(timer);
@@ -175,111 +155,16 @@ void Supervisor::pump()
     }
 }
 
-void Supervisor::launch(std::unique_ptr<Worker> owned)
-{
-    Worker& w = *owned;
-    workers_.emplace(w.id, std::move(owned));
-    ++running_;
-    auto spawned = spawn_worker(w);
-    if (spawned)
-        return;
-    const Error& error = spawned.error();
-    w.settlement = runtime_settlement(
-        transient(error.sys_errno) ? proto::RuntimeFailure::spawn_transient : proto::RuntimeFailure::spawn_refused,
-        "the worker could not be started: " + error.describe(), KilledReason::spawn_failed);
-    w.exited = true;
-    WorkerOutcome outcome = build_outcome(w, std::nullopt);
-    release(w);
-    outcome.warnings = std::move(w.warnings);
-    finish(w.id, std::move(outcome));
-}
-
-Result<void> Supervisor::spawn_worker(Worker& w)
-{
-    Pipe out = NPS_TRY(make_pipe("stdout"));
-    Pipe err = NPS_TRY(make_pipe("stderr"));
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return system_error_errno("Failed to create the worker's stdin socket");
-    UniqueFd in(sv[0]), child_in(sv[1]);
-    // One direction only: what the worker might write to its stdin must not
-    // queue up in our socket, and we never read from it.
-    (void)::shutdown(in.get(), SHUT_RD);
-    (void)::shutdown(child_in.get(), SHUT_WR);
-    if (::fcntl(in.get(), F_SETFL, O_NONBLOCK) < 0)
-        return system_error_errno("Failed to make the worker's stdin socket non-blocking");
-
-    sandbox::SandboxSpec sandbox = w.spec.sandbox;
-    sandbox.env = worker_environment(w.delegate.assignment, w.spec.attempt, w.spec.cgn_budget,
-                                     std::move(sandbox.env));
-    sandbox.stdin_fd = child_in.get();
-    sandbox.stdout_fd = out.write_end.get();
-    sandbox.stderr_fd = err.write_end.get();
-    NPS_TRY_VOID(spawn_sandbox(w, sandbox));
-    if (w.cgroup) {
-        for (const auto& skipped : w.cgroup->unenforced())
-            w.warnings.push_back("this host cannot enforce the " + skipped + " limit; the worker ran without it");
-    }
-    w.started = event::EventLoop::now();
-    w.last_activity = w.started;
-    w.started_at_ms = options_.clock->now_ms();
-
-    w.in = std::move(in);
-    w.out = std::move(out.read_end);
-    w.err = std::move(err.read_end);
-    if (!options_.log_root.empty()) {
-        const std::string dir = options_.log_root + "/" + w.name;
-        w.out_log = RotatingLog(dir + "/stdout.log", options_.log_limits);
-        w.err_log = RotatingLog(dir + "/stderr.log", options_.log_limits);
-    }
-    NPS_TRY_VOID(register_io(w));
-    send_stdin(w, w.delegate.line);
-    if (w.limits.max_runtime)
-        w.max_timer = loop_.add_timer(w.started + *w.limits.max_runtime, [this, &w] { on_max_runtime(w); });
-    arm_idle_timer(w);
-    if (w.callbacks.on_started)
-        w.callbacks.on_started(w.id, w.child.pid());
-    return {};
-}
-
-Result<void> Supervisor::spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox)
-{
-    const auto began = event::EventLoop::now();
-    auto spent_us = [began] {
-        return static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(event::EventLoop::now() - began).count());
-    };
-    if (pool_) {
-        // A miss (none parked, a plan too large, a parked child gone) falls
-        // back below; a failure of the worker's own spec is its outcome.
-        sandbox::PoolAttempt attempt = NPS_TRY(pool_->spawn(sandbox, w.spec.limits, w.spec.enforcement));
-        if (attempt.started) {
-            w.cgroup.emplace(std::move(attempt.started->cgroup));
-            w.child = std::move(attempt.started->child);
-            ++spawned_pooled_;
-            pooled_us_ += spent_us();
-            return {};
-        }
-    }
-    if (options_.cgroup_base) {
-        w.cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
-            *options_.cgroup_base, {.name = w.name, .limits = w.spec.limits, .enforcement = w.spec.enforcement}));
-    } else if ((w.spec.limits.memory_bytes || w.spec.limits.cpu_millicores || w.spec.limits.pids_max) &&
-               w.spec.enforcement == cgroup::Enforcement::strict) {
-        return cgroup::unenforceable_limit("limits", "this runner has no usable cgroups");  // fail closed
-    }
-    sandbox.cgroup = w.cgroup ? &*w.cgroup : nullptr;
-    w.child = NPS_TRY(sandbox::spawn(sandbox));
-    ++spawned_direct_;
-    direct_us_ += spent_us();
-    return {};
-}
-
 void Supervisor::kill(WorkerId id)
 {
     Worker* w = find(id);
-    if (!w || !w->child.valid()) {  // queued (or unknown): it never ran
+    if (!w || (!w->child.valid() && !w->spawning)) {  // queued (or unknown): it never ran
         cancel(id, StopReason::shutdown);
+        return;
+    }
+    if (w->spawning) {  // killed once its child exists (on_spawned)
+        if (!w->stop_reason)
+            w->stop_reason = StopReason::shutdown;
         return;
     }
     if (w->settlement || w->killed || w->exited)
@@ -320,6 +205,8 @@ void Supervisor::cancel(WorkerId id, StopReason reason)
     if (!w || w->settlement || w->stop_reason || w->killed || w->exited)
         return;
     w->stop_reason = reason;
+    if (w->spawning)
+        return;  // killed once its child exists (on_spawned): it has done nothing yet
     // The node's fate is now the stop: a limit that passes while the worker
     // winds down does not turn it into a timeout.
     loop_.cancel_timer(std::exchange(w->idle_timer, 0));
@@ -424,8 +311,10 @@ std::optional<std::string> Supervisor::cgroup_name(WorkerId id) const
 SpawnStats Supervisor::spawn_stats() const
 {
     SpawnStats stats{.pooled = spawned_pooled_.load(std::memory_order_relaxed),
+                     .server = spawned_server_.load(std::memory_order_relaxed),
                      .direct = spawned_direct_.load(std::memory_order_relaxed),
                      .pooled_us = pooled_us_.load(std::memory_order_relaxed),
+                     .server_us = server_us_.load(std::memory_order_relaxed),
                      .direct_us = direct_us_.load(std::memory_order_relaxed)};
     if (pool_) {
         stats.pool_size = pool_->size();
@@ -439,9 +328,10 @@ SpawnStats Supervisor::spawn_stats() const
 std::string render_spawn_metrics(const SpawnStats& stats)
 {
     std::string out;
-    out += "# HELP nps_worker_spawns_total Workers started, by path: from a parked child of the spawn pool, or "
-           "directly.\n# TYPE nps_worker_spawns_total counter\n";
+    out += "# HELP nps_worker_spawns_total Workers started, by path: from a parked child of the spawn pool, "
+           "cloned by the spawn server, or directly.\n# TYPE nps_worker_spawns_total counter\n";
     out += "nps_worker_spawns_total{path=\"pool\"} " + std::to_string(stats.pooled) + "\n";
+    out += "nps_worker_spawns_total{path=\"server\"} " + std::to_string(stats.server) + "\n";
     out += "nps_worker_spawns_total{path=\"direct\"} " + std::to_string(stats.direct) + "\n";
     auto seconds = [](std::uint64_t us) {
         char text[32];
@@ -451,6 +341,7 @@ std::string render_spawn_metrics(const SpawnStats& stats)
     out += "# HELP nps_worker_spawn_seconds_total Time spent starting workers (up to their exec), by path.\n"
            "# TYPE nps_worker_spawn_seconds_total counter\n";
     out += "nps_worker_spawn_seconds_total{path=\"pool\"} " + seconds(stats.pooled_us) + "\n";
+    out += "nps_worker_spawn_seconds_total{path=\"server\"} " + seconds(stats.server_us) + "\n";
     out += "nps_worker_spawn_seconds_total{path=\"direct\"} " + seconds(stats.direct_us) + "\n";
     out += "# HELP nps_spawn_pool_ready Sandbox children parked in the spawn pool now.\n"
            "# TYPE nps_spawn_pool_ready gauge\n";

@@ -67,6 +67,7 @@ struct Supervisor::Worker {
     std::optional<Settlement> settlement;
     std::optional<StopReason> stop_reason;
     StopStage stop_stage = StopStage::none;
+    bool spawning = false;  // its process is being spawned (worker_spawn.cpp); no child yet
     bool killed = false;  // we sent SIGKILL to the group
     event::EventLoop::TimePoint killed_at{};
     bool exited = false;  // reaped; what is left in the pipes is being drained

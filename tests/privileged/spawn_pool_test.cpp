@@ -22,25 +22,16 @@
 #include "nps/cgroup/mode.hpp"
 #include "nps/sandbox/loopback_netns.hpp"
 #include "nps/sandbox/spawn_pool.hpp"
+#include "nps/sandbox/spawn_server.hpp"
 #include "nps/sandbox/userns.hpp"
+#include "sandbox_io.hpp"
 #include "sandbox_rootfs.hpp"
 
 namespace {
 
+using namespace nps::test;
 using nps::sandbox::SandboxSpec;
 using nps::sandbox::SpawnPool;
-
-const nps::cgroup::CgroupBase& cgroup_base()
-{
-    static const nps::cgroup::CgroupBase base = [] {
-        auto layout = nps::cgroup::detect_cgroup_layout();
-        REQUIRE_MESSAGE(layout.has_value(), (layout ? std::string() : layout.error().describe()));
-        auto prepared = nps::cgroup::prepare_cgroup_base(*layout);
-        REQUIRE_MESSAGE(prepared.has_value(), (prepared ? std::string() : prepared.error().describe()));
-        return *prepared;
-    }();
-    return base;
-}
 
 bool has_cgroups()
 {
@@ -58,42 +49,6 @@ SpawnPool make_pool(std::size_t size = 1)
     auto filled = pool->refill();
     REQUIRE_MESSAGE(filled.has_value(), (filled ? std::string() : filled.error().describe()));
     return std::move(*pool);
-}
-
-struct Pipe {
-    nps::UniqueFd read_end, write_end;
-};
-
-Pipe make_pipe()
-{
-    int fds[2];
-    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-    return {nps::UniqueFd(fds[0]), nps::UniqueFd(fds[1])};
-}
-
-std::string read_all(int fd)
-{
-    std::string out;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;)
-        out.append(buffer, static_cast<std::size_t>(n));
-    return out;
-}
-
-std::string read_text(const std::string& path)
-{
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-SandboxSpec shell(const std::string& script, int stdout_fd)
-{
-    return {.rootfs = nps::test::busybox_rootfs(),
-            .argv = {"/bin/sh", "-c", script},
-            .env = {"PATH=/bin"},
-            .stdout_fd = stdout_fd};
 }
 
 std::string describe(const nps::Error& e)
@@ -314,4 +269,58 @@ TEST_CASE("a parked child that died is skipped, not handed work")
     REQUIRE(status);
     CHECK(status->shell_status() == 0);
     CHECK(pool.ready() == 0);
+}
+
+TEST_CASE("a pool parking through the spawn server: its children are the caller's, and run workers as before")
+{
+    auto server = nps::sandbox::SpawnServer::start();
+    REQUIRE_MESSAGE(server, (server ? std::string() : describe(server.error())));
+    static int serial = 0;
+    auto pool = SpawnPool::create({.cgroup_base = &cgroup_base(),
+                                   .name_prefix = "pool-server-test-" + std::to_string(::getpid()) + "-" +
+                                                  std::to_string(serial++) + "-",
+                                   .size = 2,
+                                   .server = &*server});
+    REQUIRE(pool);
+    REQUIRE(pool->refill());
+    CHECK(pool->ready() == 2);
+    // The parked children are this process's own, named as any parked child.
+    std::size_t parked = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(server->pid()))
+            continue;
+        const std::string status = read_text(entry.path().string() + "/status");
+        if (status.find("\nPPid:\t" + std::to_string(::getpid()) + "\n") != std::string::npos &&
+            status.rfind("Name:\tnps-pool\n", 0) == 0)
+            ++parked;
+    }
+    CHECK(parked == 2);
+    Pipe out = make_pipe();
+    auto worker = pool->spawn(shell("echo pid=$$; cat /proc/self/status | grep -E '^(CapEff|Seccomp):'",
+                                    out.write_end.get()),
+                              {.pids_max = 9});
+    REQUIRE_MESSAGE(worker.has_value(), (worker ? std::string() : describe(worker.error())));
+    out.write_end.reset();
+    const std::string text = read_all(out.read_end.get());
+    auto status = worker->child.wait();
+    REQUIRE(status);
+    CHECK(status->shell_status() == 0);
+    CHECK(text.find("pid=1\n") != std::string::npos);
+    CHECK(text.find("CapEff:\t0000000000000000") != std::string::npos);
+    CHECK(text.find("Seccomp:\t2") != std::string::npos);
+    if (has_cgroups())
+        for (const auto& dir : worker->cgroup.dirs())
+            if (std::filesystem::exists(dir + "/pids.max"))
+                CHECK(read_text(dir + "/pids.max") == "9\n");
+    CHECK(pool->ready() == 1);
+
+    // With the server gone, the pool parks copies of the caller instead.
+    REQUIRE(::kill(server->pid(), SIGKILL) == 0);
+    for (int i = 0; i < 500 && ::kill(server->pid(), 0) == 0 &&
+                    std::filesystem::exists("/proc/" + std::to_string(server->pid()) + "/ns");
+         ++i)
+        ::usleep(1000);
+    REQUIRE(pool->refill());
+    CHECK(pool->ready() == 2);
 }

@@ -57,6 +57,7 @@ struct ExecutorParts {
     store::Store& store;                        // the loop thread's connection
     store::StorePool& stores;                     // for the pool threads (announce lookups)
     const cgroup::CgroupBase* cgroups = nullptr;  // null: no worker cgroups
+    sandbox::SpawnServer* spawn_server = nullptr;   // null: workers cloned from this process (supervisor.hpp)
     std::function<void()> recorded;             // a node or task state was recorded
 };
 

@@ -43,6 +43,7 @@ struct WorkerPolicy {
     std::uint32_t log_keep = supervisor::LogLimits{}.keep;            // rotated files kept per stream
     std::uint32_t log_retention_hours = 168;        // finished workers' logs are deleted after; 0: kept forever
     std::size_t spawn_pool = supervisor::kDefaultSpawnPool;  // parked sandbox children (docs/supervisor.md); 0: none
+    bool spawn_server = true;  // other workers cloned by a small fork of the daemon (docs/supervisor.md)
     // A worker's disk: its overlay upper, /tmp and /dev/shm together (docs/sandbox.md "Disk").
     std::uint64_t default_disk = limits::kDefaultWorkerDiskBytes;  // every worker's; `run` without --disk
     std::uint64_t max_disk = limits::kDefaultMaxWorkerDiskBytes;   // ceiling of default_disk and `run --disk`

@@ -10,8 +10,10 @@
 // spawn() then only writes the limits and hands the child its plan. The
 // clone and the pid, uts and ipc namespaces are paid in refill() too.
 //
-// A parked child is a copy of the caller made at refill() time: it has
-// closed every fd but its end of a socketpair and waits on it. spawn() writes
+// A parked child is a copy of the caller made at refill() time — or, with a
+// SpawnServer in the options, a copy of that small server, cloned as the
+// caller's child (CLONE_PARENT) — that has closed every fd but its end of a
+// socketpair and waits on it. spawn() writes
 // the plan (paths, argv, env, rlimits, seccomp program) into a shared page
 // area the child mapped at the same address, and passes the fds (stdio, the
 // error pipe, a shared network namespace) over the socket. The child then
@@ -22,7 +24,8 @@
 // Child, and it is killed and removed like any WorkerCgroup. Not supported
 // (use sandbox::spawn): user namespaces, a caller-made SandboxSpec::cgroup.
 //
-// A parked child is a copy of the *thread* that called refill(), and its
+// A parked child is a copy of the *thread* that called refill() (or counts
+// the thread that started the server as its parent), and its
 // PR_SET_PDEATHSIG (kept once it runs a worker, as spawn()'s children keep
 // theirs) fires when that thread ends: refill() from a thread that outlives
 // the workers started from the pool (the caller's, or one made for it such
@@ -44,6 +47,7 @@
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/sandbox/child.hpp"
+#include "nps/sandbox/spawn_server.hpp"
 #include "nps/sandbox/spawner.hpp"
 
 namespace nps::sandbox {
@@ -53,6 +57,11 @@ struct SpawnPoolOptions {
     std::string name_prefix;  // slots are cgroups <prefix><n>: [A-Za-z0-9._-], unique to this runner
     std::size_t size = 1;     // children refill() keeps parked, 1..limits::kSpawnPoolMaxSize
     cgroup::KillMethod kill_method = cgroup::KillMethod::automatic;
+    // Parks its children through this server (not owned; it must outlive the
+    // pool): each is then a copy of the small server rather than of the
+    // refilling thread's process, and its death signal is tied to the
+    // server's starter. nullptr, or a server that is gone: cloned here.
+    SpawnServer* server = nullptr;
 };
 
 // A worker started from the pool: its process and its cgroup.
@@ -119,6 +128,8 @@ private:
     // The oldest parked slot whose child is alive; nullptr when none is.
     std::unique_ptr<PooledSlot> take();
     void put_back(std::unique_ptr<PooledSlot> slot);
+    // Places a slot's new child in its v1 cgroups and parks it.
+    Result<bool> place_and_park(std::unique_ptr<PooledSlot> slot);
 
     SpawnPoolOptions options_;
     std::unique_ptr<Slots> slots_;

@@ -45,6 +45,8 @@
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/worker_cgroup.hpp"
 #include "nps/event/event_loop.hpp"
+#include "nps/event/job_pool.hpp"
+#include "nps/sandbox/spawn_server.hpp"
 #include "nps/sandbox/spawner.hpp"
 #include "nps/supervisor/lifecycle.hpp"
 #include "nps/supervisor/worker_log.hpp"
@@ -137,14 +139,19 @@ inline constexpr std::size_t kDefaultSpawnPool = 4;
 inline constexpr std::size_t kDefaultMaxConcurrent = 8;
 inline constexpr std::chrono::seconds kDefaultMaxRuntime{4 * 3600};
 inline constexpr std::chrono::seconds kDefaultStopGrace{5};
+// Threads that spawn workers off the loop: spawns on two of them overlap
+// (one child's setup, another's cgroup placement).
+inline constexpr std::size_t kSpawnThreads = 2;
 
 // How workers were started, for /metrics and status.
 struct SpawnStats {
     std::uint64_t pooled = 0;         // from a parked child of the spawn pool
-    std::uint64_t direct = 0;         // by sandbox::spawn() (no pool, none ready, a user namespace)
+    std::uint64_t server = 0;         // cloned by the spawn server (none parked, a user namespace)
+    std::uint64_t direct = 0;         // by sandbox::spawn() (no server, or it is gone)
     // Time the loop spent in those spawns (cgroup, clone, placement, setup
     // up to the exec), microseconds.
     std::uint64_t pooled_us = 0;
+    std::uint64_t server_us = 0;
     std::uint64_t direct_us = 0;
     std::size_t pool_size = 0;        // 0: no pool
     std::size_t pool_ready = 0;       // children parked now
@@ -176,6 +183,10 @@ struct SupervisorOptions {
     // namespace; others, and any worker when no parked child is ready, are
     // spawned directly.
     std::size_t spawn_pool = kDefaultSpawnPool;
+    // Workers the pool does not start are cloned by this spawn server (not
+    // owned; it must outlive the Supervisor); nullptr, or a server that is
+    // gone: by sandbox::spawn(), a copy of this process.
+    sandbox::SpawnServer* spawn_server = nullptr;
     const Clock* clock = &SystemClock::instance();  // wall-clock stamps of outcomes
 };
 
@@ -245,9 +256,13 @@ private:
     Worker* find(WorkerId id);
     void schedule_pump();
     void pump();
+    // worker_spawn.cpp
+    struct SpawnJob;
     void launch(std::unique_ptr<Worker> worker);
-    Result<void> spawn_worker(Worker& w);
-    Result<void> spawn_sandbox(Worker& w, sandbox::SandboxSpec& sandbox);
+    void fail_launch(Worker& w, const Error& error);
+    Result<std::shared_ptr<SpawnJob>> prepare_spawn(Worker& w);
+    void spawn_process(SpawnJob& job);  // on a spawn thread
+    void on_spawned(WorkerId id, SpawnJob& job);
     // worker_io.cpp
     Result<void> register_io(Worker& w);
     void send_stdin(Worker& w, std::string bytes);
@@ -281,10 +296,12 @@ private:
     event::EventLoop::TimerId pump_timer_ = 0;
     std::vector<event::EventLoop::TimerId> pending_;  // deferred outcomes of workers that never ran
     std::string read_buffer_;
-    std::atomic<std::uint64_t> spawned_pooled_{0}, spawned_direct_{0};
-    std::atomic<std::uint64_t> pooled_us_{0}, direct_us_{0};
+    std::atomic<std::uint64_t> spawned_pooled_{0}, spawned_server_{0}, spawned_direct_{0};
+    std::atomic<std::uint64_t> pooled_us_{0}, server_us_{0}, direct_us_{0};
     // The spawn pool and its refill thread; nullptr without one.
     std::unique_ptr<RefilledPool> pool_;
+    // The threads spawns run on (worker_spawn.cpp).
+    std::unique_ptr<event::JobPool> spawn_jobs_;
 };
 
 }  // namespace nps::supervisor

@@ -147,14 +147,15 @@ TEST_CASE("the daemon delivers on its loop: no thread of the deliverer's, and SI
 
     // While the PATCH hangs: the loop thread (main, "nps-runner") and the
     // named pools — the executor's launch threads, the API's job threads,
-    // the spawn pool's refill thread (with cgroups), the network namespace
-    // pool's (with per-task netns), the retention sweep — nothing else; the
+    // the spawn pool's refill thread (with cgroups), the supervisor's spawn
+    // threads, the network namespace pool's (with per-task netns), the
+    // retention sweep — nothing else; the
     // deliverer had a thread of its own, libmicrohttpd had some too.
     const auto names = thread_names(daemon.pid());
     CHECK(names.count("nps-runner") == 1);
     for (const std::string& name : names)
         CHECK_MESSAGE((name == "nps-runner" || name == "nps-launch" || name == "nps-api-jobs" || name == "nps-pool" ||
-                        name == "nps-netns" || name == "nps-retention"),
+                        name == "nps-spawn" || name == "nps-netns" || name == "nps-retention"),
                       "unexpected thread '" << name << "'");
 
     CHECK(daemon.stop() == 0);

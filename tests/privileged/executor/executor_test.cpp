@@ -145,7 +145,7 @@ TEST_CASE("a worker prepared ahead for a node that never runs is released when t
     CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"used\"} 0\n") != std::string::npos);
 }
 
-TEST_CASE("workers start from the spawn pool by default; spawn_pool = 0 spawns them directly")
+TEST_CASE("workers start from the spawn pool by default, else from the spawn server; both off spawns them directly")
 {
     auto metric = [](ExecutorFixture& f, const std::string& line_head) -> long {
         const std::string text = http("GET", f.runner().url() + "/metrics").raw;
@@ -171,10 +171,11 @@ TEST_CASE("workers start from the spawn pool by default; spawn_pool = 0 spawns t
         Json task = f.wait_terminal(f.submit(pipeline_frame("pool-01")));
         CHECK(task["state"] == "COMPLETED");
         const long pooled = metric(f, "nps_worker_spawns_total{path=\"pool\"}");
-        const long direct = metric(f, "nps_worker_spawns_total{path=\"direct\"}");
-        INFO("pooled " << pooled << ", direct " << direct);
-        CHECK(pooled + direct == 3);
+        const long server = metric(f, "nps_worker_spawns_total{path=\"server\"}");
+        INFO("pooled " << pooled << ", server " << server);
+        CHECK(pooled + server == 3);
         CHECK(pooled >= 1);  // the first node's, at least: the pool was full
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") == 0);
         check_no_worker_left(f, f.runner().pid());
     }
     SUBCASE("spawn_pool = 0")
@@ -185,10 +186,21 @@ TEST_CASE("workers start from the spawn pool by default; spawn_pool = 0 spawns t
         CHECK(task["state"] == "COMPLETED");
         CHECK(metric(f, "nps_spawn_pool_size") == 0);
         CHECK(metric(f, "nps_worker_spawns_total{path=\"pool\"}") == 0);
-        CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") == 3);
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"server\"}") == 3);
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") == 0);
         check_no_worker_left(f, f.runner().pid());
         CHECK(parked_children_of(f.runner().pid()).empty());
         CHECK(all_cgroups_of(f.runner().pid()).empty());  // no slot was ever made
+    }
+    SUBCASE("spawn_pool = 0, spawn_server = false")
+    {
+        ExecutorFixture f("\n[workers]\nspawn_pool = 0\nspawn_server = false\n");
+        announce_pipeline(f);
+        Json task = f.wait_terminal(f.submit(pipeline_frame("pool-03")));
+        CHECK(task["state"] == "COMPLETED");
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"server\"}") == 0);
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") == 3);
+        check_no_worker_left(f, f.runner().pid());
     }
 }
 

@@ -500,3 +500,83 @@ TEST_CASE("destroying the supervisor kills and reaps every worker")
     CHECK(h.leftover_cgroups().empty());
     CHECK_FALSE(h.has_outcome(id));  // no callback from the destructor
 }
+
+TEST_CASE("with a spawn server, workers are cloned by it and supervised as any")
+{
+    CGROUP_MODES(mode);
+    auto server = nps::sandbox::SpawnServer::start();
+    REQUIRE_MESSAGE(server, (server ? std::string() : server.error().describe()));
+    Harness h(mode, [&server](SupervisorOptions& o) {
+        o.spawn_server = &*server;
+        o.spawn_pool = 0;
+    });
+    if (!h.available())
+        return;
+    auto framed = h.start(sh_worker("read -r frame; echo '{\"seq\":0,\"is_final\":true,\"data\":{\"answer\":4}}'"));
+    auto bad = h.start(sh_worker("echo oops >&2; exit 3"));
+    auto spec = sh_worker("");
+    spec.sandbox.argv = {"/bin/no-such-program"};
+    auto missing = h.start(std::move(spec));
+    auto o = h.wait(framed);
+    CHECK(o.state == WorkerState::completed);
+    CHECK(o.result_json == R"({"answer":4})");
+    auto f = h.wait(bad);
+    CHECK(f.exit_code == 3);
+    CHECK(f.stderr_tail == "oops\n");
+    auto m = h.wait(missing);
+    CHECK(m.killed_reason == KilledReason::spawn_failed);
+    CHECK(contains(m.error_message, "Failed to execute '/bin/no-such-program'"));
+    const SpawnStats stats = h.supervisor().spawn_stats();
+    CHECK(stats.server == 2);  // a spawn that failed counts on no path
+    CHECK(stats.direct == 0);
+    CHECK(h.leftover_cgroups().empty());
+}
+
+TEST_CASE("with its spawn server gone, workers are spawned directly")
+{
+    auto server = nps::sandbox::SpawnServer::start();
+    REQUIRE(server);
+    Harness h(Cgroups::none, [&server](SupervisorOptions& o) { o.spawn_server = &*server; });
+    REQUIRE(::kill(server->pid(), SIGKILL) == 0);
+    auto o = h.wait(h.start(sh_worker("echo fine")));
+    CHECK(o.state == WorkerState::completed);
+    const SpawnStats stats = h.supervisor().spawn_stats();
+    CHECK(stats.server == 0);
+    CHECK(stats.direct == 1);
+}
+
+TEST_CASE("a worker cancelled or killed while it is being spawned is stopped as soon as its child exists")
+{
+    CGROUP_MODES(mode);
+    // With a minute's grace, only a stop without one ends the worker within the wait below.
+    Harness h(mode, [](SupervisorOptions& o) { o.stop_grace = 60s; });
+    if (!h.available())
+        return;
+    for (const bool kill : {false, true}) {
+        CAPTURE(kill);
+        int hits = 0;
+        for (int attempt = 0; attempt < 20 && hits == 0; ++attempt) {
+            auto id = h.start(sh_worker("trap '' TERM; sleep 100"));
+            REQUIRE(h.run_until([&] { return h.supervisor().running() == 1; }));
+            if (h.supervisor().pid(id)) {  // the spawn was done already: not this case
+                h.supervisor().kill(id);
+                h.wait(id);
+                continue;
+            }
+            ++hits;
+            if (kill)
+                h.supervisor().kill(id);
+            else
+                h.supervisor().cancel(id);
+            auto o = h.wait(id, 20s);
+            if (kill) {
+                CHECK(o.state == WorkerState::failed);
+                CHECK(o.killed_reason == KilledReason::shutdown);
+            } else {
+                CHECK(o.state == WorkerState::cancelled);
+            }
+        }
+        CHECK(hits == 1);
+    }
+    CHECK(h.leftover_cgroups().empty());
+}
