@@ -253,15 +253,6 @@ Result<void> run(config::Config config, ConfigLoader reload)
     NPS_TRY_VOID(loop->watch_signals({SIGTERM, SIGINT, SIGHUP}, [&on_signal](const signalfd_siginfo& info) {
         on_signal(static_cast<int>(info.ssi_signo));
     }));
-    // Workers are cloned by a copy of the daemon made now, while it is small:
-    // before its threads, store caches and heap exist (sandbox/spawn_server.hpp).
-    std::optional<sandbox::SpawnServer> spawn_server;
-    if (config.workers.spawn_server) {
-        if (auto started = sandbox::SpawnServer::start())
-            spawn_server = std::move(*started);
-        else
-            log::warning("workers: " + started.error().describe() + "; workers are cloned from the daemon itself");
-    }
 
     const Clock& clock = SystemClock::instance();
     const store::OpenOptions store_options = config.store_options(config.synchronous);
@@ -271,6 +262,17 @@ Result<void> run(config::Config config, ConfigLoader reload)
     store::StorePool pool(store_options, clock);
     std::optional<cgroup::CgroupBase> cgroup_base;
     api::Api api(config, pool, clock, *loop, prepare_worker_cgroups(cgroup_base));
+    // Workers are cloned by a copy of the daemon made now, while it is small:
+    // before its threads and heap exist (sandbox/spawn_server.hpp), and once
+    // the daemon has moved into its own cgroup (on pure v2 no process may
+    // stay behind in the group whose controllers it delegates).
+    std::optional<sandbox::SpawnServer> spawn_server;
+    if (config.workers.spawn_server) {
+        if (auto started = sandbox::SpawnServer::start())
+            spawn_server = std::move(*started);
+        else
+            log::warning("workers: " + started.error().describe() + "; workers are cloned from the daemon itself");
+    }
 
     // The report outbox's deliverer (docs/reporting.md): node states to the
     // task store, task callbacks, completion messages (long-polls on our own

@@ -164,6 +164,11 @@ void Supervisor::spawn_process(SpawnJob& job)
         direct_us_ += spent_us();
         return {};
     }();
+    // The child has its copies (or there is no child): ours would keep the
+    // worker's stdout and stderr from ever reaching EOF.
+    job.child_in.reset();
+    job.out.write_end.reset();
+    job.err.write_end.reset();
 }
 
 void Supervisor::on_spawned(WorkerId id, SpawnJob& job)
