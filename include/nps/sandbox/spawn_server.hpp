@@ -19,13 +19,16 @@
 // the server was forked (shared_plan.hpp), the fds as SCM_RIGHTS.
 //
 // The server allocates nothing after start() and handles one request at a
-// time. try_spawn() may be called from several threads: up to four spawns
-// are under way at once (each holds a plan area until its child has
-// exec'd), their requests and replies exchanged one at a time. When the server
-// is gone (killed by someone), try_spawn() says so and the caller falls back
-// to sandbox::spawn(). Destroying the SpawnServer ends the server (its
-// socket closes; then SIGKILL through its pidfd) and reaps it; children it
-// started are the caller's and are not affected.
+// time. try_spawn() and park() may be called from several threads: each
+// spawn holds one of the server's plan areas until its child has exec'd,
+// each parked child one until it has (there is one per possible parked
+// child and four more; a call waits for a free one), and requests and
+// replies are exchanged one at a time. When the server is gone (killed by
+// someone), try_spawn() and park() say so and the caller falls back to
+// sandbox::spawn() or its own clone. Destroying the SpawnServer — after
+// every pool parking through it — ends the server (its socket closes; then
+// SIGKILL through its pidfd) and reaps it; children it started are the
+// caller's and are not affected.
 #pragma once
 
 #include <cstddef>
