@@ -178,11 +178,12 @@ void Supervisor::on_spawned(WorkerId id, SpawnJob& job)
         return;  // cannot happen: a spawning worker ends only here
     Worker& w = *found;
     w.spawning = false;
+    // Even after a failed spawn: release() removes a cgroup made for it.
+    w.cgroup = std::move(job.cgroup);
     if (!job.spawned) {
         fail_launch(w, job.spawned.error());
         return;
     }
-    w.cgroup = std::move(job.cgroup);
     w.child = std::move(job.child);
     if (w.cgroup) {
         for (const auto& skipped : w.cgroup->unenforced())
