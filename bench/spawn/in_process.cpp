@@ -339,8 +339,12 @@ void run_in_process(const Options& options, const std::string& rootfs, const std
     if (!netns)
         die(netns.error().describe());
     const int shared = netns->fd();
-    auto pool = nps::sandbox::SpawnPool::create(
-        {.cgroup_base = &*base, .name_prefix = "bench-spawn-" + std::to_string(::getpid()) + "-pool-", .size = 1});
+    // Its slots park with the defaults' limits, as the daemon's do: (f) asks
+    // for them and writes none on its way; (e) writes its own.
+    auto pool = nps::sandbox::SpawnPool::create({.cgroup_base = &*base,
+                                                 .name_prefix = "bench-spawn-" + std::to_string(::getpid()) + "-pool-",
+                                                 .size = 1,
+                                                 .park_limits = kDefaultLimits});
     if (!pool)
         die(pool.error().describe());
     if (auto filled = pool->refill(); !filled)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // WorkerCgroup::apply_limits: the v2 and v1 spellings of each limit.
 #include <algorithm>
+#include <cerrno>
 #include <string>
 
 #include "nps/base/limits.hpp"
@@ -84,11 +85,25 @@ Result<void> WorkerCgroup::apply_limits(const CgroupBase& base, const WorkerCgro
             else if (host_has_swap())
                 NPS_TRY_VOID(skip("swap", "the host has swap but no memory.swap.max"));
         } else if (!memory_dir_.empty()) {
-            NPS_TRY_VOID(write_file(memory_dir_ + "/memory.limit_in_bytes", bytes));
-            if (file_exists(memory_dir_ + "/memory.memsw.limit_in_bytes"))
-                NPS_TRY_VOID(write_file(memory_dir_ + "/memory.memsw.limit_in_bytes", bytes));
-            else if (host_has_swap())
-                NPS_TRY_VOID(skip("swap", "the host has swap but no memory.memsw.limit_in_bytes"));
+            const std::string memory = memory_dir_ + "/memory.limit_in_bytes";
+            const std::string memsw = memory_dir_ + "/memory.memsw.limit_in_bytes";
+            if (file_exists(memsw)) {
+                // v1 refuses (EINVAL) any write that would leave memory's
+                // limit above memory+swap's: lowering a limit set before,
+                // memory goes first; raising it, memory+swap.
+                if (Result<void> first = write_file(memory, bytes); !first) {
+                    if (first.error().sys_errno != EINVAL)
+                        return first;
+                    NPS_TRY_VOID(write_file(memsw, bytes));
+                    NPS_TRY_VOID(write_file(memory, bytes));
+                } else {
+                    NPS_TRY_VOID(write_file(memsw, bytes));
+                }
+            } else {
+                NPS_TRY_VOID(write_file(memory, bytes));
+                if (host_has_swap())
+                    NPS_TRY_VOID(skip("swap", "the host has swap but no memory.memsw.limit_in_bytes"));
+            }
         } else {
             NPS_TRY_VOID(skip("memory", "no memory cgroup controller is available"));
         }

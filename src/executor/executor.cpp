@@ -29,6 +29,11 @@ constexpr int kLogPruneIntervalMs = 10 * 60 * 1000;
 // Prunes for [workers] logs_max_bytes, started by workers' ends, at most this often.
 constexpr int kLogCapPruneMinIntervalMs = 1000;
 
+cgroup::Enforcement enforcement(const ExecutorOptions& options)
+{
+    return options.allow_unenforced_limits ? cgroup::Enforcement::allow_unenforced : cgroup::Enforcement::strict;
+}
+
 }  // namespace
 
 Executor::Executor(const ExecutorParts& parts) : parts_(parts) {}
@@ -61,6 +66,10 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
     supervision.log_root = options.state_dir + "/logs";
     supervision.cgroup_base = parts.cgroups;
     supervision.spawn_server = parts.spawn_server;
+    // What a worker of a SpawnSpec without limits gets: set on the pool's
+    // parked slots ahead.
+    supervision.pool_limits = worker_limits(spawn::SpawnSpec{}, options.workers);
+    supervision.pool_enforcement = enforcement(options);
     supervision.clock = &parts.clock;
     e->supervisor_ = NPS_TRY(supervisor::Supervisor::create(parts.loop, std::move(supervision)));
     e->image_stores_ = std::make_unique<ImageStorePool>(
@@ -100,8 +109,7 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
         .netns_pool = e->netns_pool_.get(),
         .userns = e->userns_.get(),
         .seccomp = e->seccomp_.get(),
-        .enforcement = options.allow_unenforced_limits ? cgroup::Enforcement::allow_unenforced
-                                                      : cgroup::Enforcement::strict,
+        .enforcement = enforcement(options),
         .metrics = e->metrics_,
         .recorded = parts.recorded,
         .worker_logs_closed = [raw = e.get()](const std::string& dir) { raw->worker_logs_closed(dir); },

@@ -45,6 +45,14 @@ bool valid_prefix(const std::string& prefix)
     });
 }
 
+// Whether `limits` names every kind of limit `preset` does, so applying it
+// over `preset` leaves none of preset's own behind.
+bool covers(const cgroup::CgroupLimits& limits, const cgroup::CgroupLimits& preset)
+{
+    return (limits.memory_bytes || !preset.memory_bytes) && (limits.cpu_millicores || !preset.cpu_millicores) &&
+           (limits.pids_max || !preset.pids_max);
+}
+
 }  // namespace
 
 struct PooledSlot {
@@ -59,6 +67,7 @@ struct PooledSlot {
     cap_t empty_caps = nullptr;  // an empty capability set valid in the child
     Child child;
     UniqueFd socket;
+    bool park_limits_set = false;  // the cgroup holds SpawnPoolOptions::park_limits
 
     PooledSlot() = default;
     PooledSlot(const PooledSlot&) = delete;
@@ -120,6 +129,10 @@ Result<bool> SpawnPool::park_one()
     auto slot = std::make_unique<PooledSlot>();
     slot->cgroup = NPS_TRY(cgroup::WorkerCgroup::create(
         *options_.cgroup_base, {.name = options_.name_prefix + std::to_string(serial), .kill_method = options_.kill_method}));
+    if (options_.park_limits)
+        slot->park_limits_set =
+            slot->cgroup->set_limits(*options_.cgroup_base, *options_.park_limits, options_.park_enforcement)
+                .has_value();
     if (options_.server) {
         std::optional<SpawnServer::Parked> parked = NPS_TRY(options_.server->park(slot->cgroup->dir_fd()));
         if (parked) {  // else the server is gone: park a copy of this thread below
@@ -235,7 +248,17 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
         return PoolAttempt{.missed = "the paths, argv and environment exceed " +
                                      std::to_string(detail::kSharedPlanBytes) + " bytes"};
     }
-    NPS_TRY_VOID(slot->cgroup->set_limits(*options_.cgroup_base, limits, enforcement));
+    const bool preset = slot->park_limits_set && limits == *options_.park_limits &&
+                        enforcement == options_.park_enforcement;
+    if (!preset) {
+        if (slot->park_limits_set && !covers(limits, *options_.park_limits)) {
+            // A limit set ahead that this spawn does not ask for could not
+            // be lifted by set_limits(), which leaves unnamed ones alone.
+            put_back(std::move(slot));
+            return PoolAttempt{.missed = "the parked children hold limits this worker does not ask for"};
+        }
+        NPS_TRY_VOID(slot->cgroup->set_limits(*options_.cgroup_base, limits, enforcement));
+    }
     const char tag = 'g';
     // A child that died after take() looked does not take it.
     if (int rc = detail::send_with_fds(slot->socket.get(), &tag, 1, fds.fds, fds.count); rc < 0)

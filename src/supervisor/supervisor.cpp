@@ -80,7 +80,9 @@ Result<std::unique_ptr<Supervisor>> Supervisor::create(event::EventLoop& loop, S
             {.cgroup_base = o.cgroup_base,
              .name_prefix = o.name_prefix + "-" + std::to_string(::getpid()) + "-p",
              .size = o.spawn_pool,
-             .server = o.spawn_server}));
+             .server = o.spawn_server,
+             .park_limits = o.pool_limits,
+             .park_enforcement = o.pool_enforcement}));
     }
     supervisor->spawn_jobs_ = NPS_TRY(event::JobPool::create(loop, kSpawnThreads, "nps-spawn"));
     return supervisor;

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -38,13 +39,14 @@ bool has_cgroups()
     return cgroup_base().mode != nps::cgroup::CgroupMode::none;
 }
 
-SpawnPool make_pool(std::size_t size = 1)
+SpawnPool make_pool(std::size_t size = 1, std::optional<nps::cgroup::CgroupLimits> park_limits = std::nullopt)
 {
     static int serial = 0;
     auto pool = SpawnPool::create({.cgroup_base = &cgroup_base(),
                                    .name_prefix = "pool-test-" + std::to_string(::getpid()) + "-" +
                                                   std::to_string(serial++) + "-",
-                                   .size = size});
+                                   .size = size,
+                                   .park_limits = park_limits});
     REQUIRE_MESSAGE(pool.has_value(), (pool ? std::string() : pool.error().describe()));
     auto filled = pool->refill();
     REQUIRE_MESSAGE(filled.has_value(), (filled ? std::string() : filled.error().describe()));
@@ -139,6 +141,99 @@ TEST_CASE("a pooled worker is in its cgroup in every hierarchy, held by its limi
     REQUIRE(worker->cgroup.remove());
     for (const auto& dir : dirs)
         CHECK_FALSE(std::filesystem::exists(dir));
+}
+
+namespace {
+
+// The limit files of a worker's cgroup that this host has, name → content.
+std::map<std::string, std::string> limit_files(const nps::cgroup::WorkerCgroup& group)
+{
+    std::map<std::string, std::string> files;
+    for (const auto& dir : group.dirs())
+        for (const char* name : {"pids.max", "memory.limit_in_bytes", "memory.max", "cpu.cfs_quota_us", "cpu.max"})
+            if (std::filesystem::exists(dir + "/" + name))
+                files[name] = read_text(dir + "/" + name);
+    return files;
+}
+
+}  // namespace
+
+TEST_CASE("limits set on parked slots ahead are a worker's when it asks for them, and never when it does not")
+{
+    if (!has_cgroups()) {
+        MESSAGE("no cgroups on this host: limits are not tested here");
+        return;
+    }
+    const nps::cgroup::CgroupLimits preset{.memory_bytes = 96LL << 20, .cpu_millicores = 500, .pids_max = 7};
+    auto run = [](SpawnPool& pool, const nps::cgroup::CgroupLimits& limits) {
+        auto worker = pool.try_spawn(shell("exit 0", 1), limits, nps::cgroup::Enforcement::strict);
+        REQUIRE_MESSAGE(worker.has_value(), (worker ? std::string() : describe(worker.error())));
+        return std::move(*worker);
+    };
+    SUBCASE("the same limits: the slot's, as written while parked")
+    {
+        SpawnPool pool = make_pool(1, preset);
+        auto attempt = run(pool, preset);
+        REQUIRE_MESSAGE(attempt.started, attempt.missed);
+        for (const auto& [name, text] : limit_files(attempt.started->cgroup)) {
+            CAPTURE(name);
+            if (name == "pids.max")
+                CHECK(text == "7\n");
+            if (name == "memory.limit_in_bytes" || name == "memory.max")
+                CHECK(text == std::to_string(96LL << 20) + "\n");
+            if (name == "cpu.cfs_quota_us")
+                CHECK(text == "50000\n");
+            if (name == "cpu.max")
+                CHECK(text.rfind("50000 ", 0) == 0);
+        }
+        REQUIRE(attempt.started->child.wait());
+        REQUIRE(attempt.started->cgroup.remove());
+    }
+    SUBCASE("other values of every kind, memory raised: the worker's own")
+    {
+        // Raising a v1 memory limit set ahead writes memory+swap's first
+        // (memory's may never exceed it).
+        SpawnPool pool = make_pool(1, preset);
+        auto attempt = run(pool, {.memory_bytes = 160LL << 20, .cpu_millicores = 250, .pids_max = 9});
+        REQUIRE_MESSAGE(attempt.started, attempt.missed);
+        for (const auto& [name, text] : limit_files(attempt.started->cgroup)) {
+            CAPTURE(name);
+            if (name == "pids.max")
+                CHECK(text == "9\n");
+            if (name == "memory.limit_in_bytes" || name == "memory.max")
+                CHECK(text == std::to_string(160LL << 20) + "\n");
+            if (name == "cpu.cfs_quota_us")
+                CHECK(text == "25000\n");
+        }
+        REQUIRE(attempt.started->child.wait());
+        REQUIRE(attempt.started->cgroup.remove());
+    }
+    SUBCASE("memory lowered: the worker's own")
+    {
+        SpawnPool pool = make_pool(1, preset);
+        auto attempt = run(pool, {.memory_bytes = 80LL << 20, .cpu_millicores = 500, .pids_max = 7});
+        REQUIRE_MESSAGE(attempt.started, attempt.missed);
+        const auto files = limit_files(attempt.started->cgroup);
+        for (const char* name : {"memory.limit_in_bytes", "memory.max"})
+            if (files.count(name))
+                CHECK(files.at(name) == std::to_string(80LL << 20) + "\n");
+        REQUIRE(attempt.started->child.wait());
+        REQUIRE(attempt.started->cgroup.remove());
+    }
+    SUBCASE("fewer kinds than were set ahead: the pool declines, so no preset limit is left on the worker")
+    {
+        SpawnPool pool = make_pool(1, preset);
+        auto attempt = run(pool, {.pids_max = 9});
+        CHECK_FALSE(attempt.started);
+        CHECK(attempt.missed.find("limits this worker does not ask for") != std::string::npos);
+        // The slot stays parked for a worker that does ask for them.
+        auto again = run(pool, preset);
+        CHECK_MESSAGE(again.started, again.missed);
+        if (again.started) {
+            REQUIRE(again.started->child.wait());
+            REQUIRE(again.started->cgroup.remove());
+        }
+    }
 }
 
 TEST_CASE("a pooled worker's memory hog is OOM-killed and the OOM is seen")

@@ -33,6 +33,8 @@ struct CgroupLimits {
     std::optional<std::int64_t> memory_bytes;     // swap is always off
     std::optional<std::int64_t> cpu_millicores;
     std::optional<std::int64_t> pids_max;
+
+    bool operator==(const CgroupLimits&) const = default;
 };
 
 Result<void> validate_limits(const CgroupLimits& limits);

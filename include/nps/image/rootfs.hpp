@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@
 #include "nps/image/worker_space.hpp"
 
 namespace nps::image {
+
+namespace detail {
+class IdmappedLayers;
+}
 
 enum class UpperRetention {
     remove,  // upper/, work/ and rootfs/ go when the rootfs is released
@@ -61,10 +66,12 @@ struct OverlayOptions {
     uid_t space_owner_uid = 0;  // WorkerSpaceOptions::owner_uid / owner_gid
     gid_t space_owner_gid = 0;
     // >= 0: a user namespace (an fd, not consumed) the worker runs in. The
-    // overlay is mounted from idmapped clones of the layers (detached once it
-    // is mounted, idmapped_layers.hpp), so the layers' owner 0 is that
-    // namespace's root: the sandbox then needs no idmapped rootfs of its own.
-    // Give the space to the namespace's root (space_owner_*) with it.
+    // overlay is mounted from idmapped clones of the layers (idmapped_layers.hpp;
+    // detached ones are kept until release(): dropping one waits for an RCU
+    // grace period, which belongs to the teardown, not to the worker's
+    // start), so the layers' owner 0 is that namespace's root: the sandbox
+    // then needs no idmapped rootfs of its own. Give the space to the
+    // namespace's root (space_owner_*) with it.
     int idmap_userns_fd = -1;
 };
 
@@ -98,6 +105,7 @@ private:
     std::string work_;
     std::string rootfs_;
     std::optional<WorkerSpace> space_;
+    std::unique_ptr<detail::IdmappedLayers> idmapped_;  // with idmap_userns_fd
     UpperRetention retention_ = UpperRetention::remove;
     bool mounted_ = false;
     bool active_ = false;

@@ -62,6 +62,13 @@ struct SpawnPoolOptions {
     // refilling thread's process, and its death signal is tied to the
     // server's starter. nullptr, or a server that is gone: cloned here.
     SpawnServer* server = nullptr;
+    // Set on each slot's cgroup when it is parked, so a spawn asking for
+    // exactly these limits and this enforcement (a daemon's defaults) writes
+    // none on its way. A slot whose limits could not be set so (a limit the
+    // host cannot enforce) parks without them; a spawn then sets its own
+    // and fails as spawn() would. nullopt: none set ahead.
+    std::optional<cgroup::CgroupLimits> park_limits;
+    cgroup::Enforcement park_enforcement = cgroup::Enforcement::strict;
 };
 
 // A worker started from the pool: its process and its cgroup.

@@ -183,6 +183,12 @@ struct SupervisorOptions {
     // namespace; others, and any worker when no parked child is ready, are
     // spawned directly.
     std::size_t spawn_pool = kDefaultSpawnPool;
+    // The limits (and enforcement) the pool's slots get while parked: a
+    // worker asking for exactly these writes no limit on its way
+    // (sandbox::SpawnPoolOptions::park_limits). The executor gives its
+    // defaults. nullopt: each worker's limits are written as it starts.
+    std::optional<cgroup::CgroupLimits> pool_limits;
+    cgroup::Enforcement pool_enforcement = cgroup::Enforcement::strict;
     // Workers the pool does not start are cloned by this spawn server (not
     // owned; it must outlive the Supervisor); nullptr, or a server that is
     // gone: by sandbox::spawn(), a copy of this process.

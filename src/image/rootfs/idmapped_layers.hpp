@@ -8,9 +8,11 @@
 // (mount_setattr MOUNT_ATTR_IDMAP). From Linux 6.13 overlayfs takes such a
 // detached clone directly ("lowerdir+" by file descriptor); older kernels
 // need it attached at a path first (attach(): <dir>/<i>). Overlayfs keeps
-// private clones of its layers, so ours go as soon as the overlay is
-// mounted: nothing stays behind but the overlay itself. The shared layer
-// cache is never changed; its files owned by 0 show as the namespace's 0.
+// private clones of its layers, so ours may go as soon as the overlay is
+// mounted; OverlayRootfs keeps detached ones until its release() (their
+// drop waits for an RCU grace period) and detaches attached ones at once.
+// The shared layer cache is never changed; its files owned by 0 show as
+// the namespace's 0.
 #pragma once
 
 #include <string>

@@ -122,10 +122,13 @@ Result<OverlayRootfs> OverlayRootfs::mount(const OverlayOptions& options)
         .api = options.mount_api,
     };
     if (options.idmap_userns_fd >= 0) {
-        // The overlay holds its own clones of the layers once mounted: ours
-        // go at the end of this block.
-        detail::IdmappedLayers idmapped =
-            NPS_TRY(detail::IdmappedLayers::clone(options.lower_dirs, options.idmap_userns_fd));
+        // The overlay holds its own clones of the layers once mounted. Ours,
+        // given by descriptor, stay detached until release() all the same
+        // (rootfs.hpp); ones attached at paths (older kernels) go at once,
+        // so none shows in the host's mount table while the worker runs.
+        fs.idmapped_ = std::make_unique<detail::IdmappedLayers>(
+            NPS_TRY(detail::IdmappedLayers::clone(options.lower_dirs, options.idmap_userns_fd)));
+        detail::IdmappedLayers& idmapped = *fs.idmapped_;
         if (!NPS_TRY(detail::mount_overlay_from_fds(mount, idmapped.fds()))) {
             NPS_TRY_VOID(idmapped.attach(options.worker_dir + "/layers"));
             NPS_TRY_VOID(detail::mount_overlay({.lower_dirs = idmapped.paths(),
@@ -133,6 +136,7 @@ Result<OverlayRootfs> OverlayRootfs::mount(const OverlayOptions& options)
                                                 .work_dir = fs.work_,
                                                 .target = fs.rootfs_,
                                                 .api = options.mount_api}));
+            fs.idmapped_.reset();
         }
     } else {
         NPS_TRY_VOID(detail::mount_overlay(mount));
@@ -147,6 +151,7 @@ OverlayRootfs::OverlayRootfs(OverlayRootfs&& other) noexcept
       work_(std::move(other.work_)),
       rootfs_(std::move(other.rootfs_)),
       space_(std::exchange(other.space_, std::nullopt)),
+      idmapped_(std::move(other.idmapped_)),
       retention_(other.retention_),
       mounted_(std::exchange(other.mounted_, false)),
       active_(std::exchange(other.active_, false))
@@ -161,6 +166,7 @@ OverlayRootfs& OverlayRootfs::operator=(OverlayRootfs&& other) noexcept
         work_ = std::move(other.work_);
         rootfs_ = std::move(other.rootfs_);
         space_ = std::exchange(other.space_, std::nullopt);
+        idmapped_ = std::move(other.idmapped_);
         retention_ = other.retention_;
         mounted_ = std::exchange(other.mounted_, false);
         active_ = std::exchange(other.active_, false);
@@ -188,6 +194,7 @@ Result<void> OverlayRootfs::release()
         }
         mounted_ = false;
     }
+    idmapped_.reset();  // detaches and removes worker_dir/layers when attached
     std::optional<Error> first;
     auto note = [&](Result<void> r) {
         if (!r && !first)

@@ -257,7 +257,8 @@ TEST_CASE("idmapped layers show the layer's root as the namespace's root with ev
             CHECK(seen.st_gid == kHostRoot);
             CHECK(slurp(rootfs->path() + "/a/keep") == "keep\n");
             CHECK_FALSE(exists(rootfs->path() + "/a/gone"));  // the whiteout still works through the idmap
-            // No attached clone is left once the overlay is up.
+            // No attached clone is left once the overlay is up (detached
+            // ones, by descriptor, are held until release()).
             CHECK_FALSE(exists(worker + "/layers"));
         }
         CHECK_FALSE(is_mounted(worker + "/rootfs"));
