@@ -239,6 +239,12 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
     std::unique_ptr<PooledSlot> slot = take();
     if (!slot)
         return PoolAttempt{.missed = "no parked child is ready"};
+    if (slot->park_limits_set && !covers(limits, *options_.park_limits)) {
+        // A limit set ahead that this spawn does not ask for could not be
+        // lifted by set_limits(), which leaves unnamed ones alone.
+        put_back(std::move(slot));
+        return PoolAttempt{.missed = "the parked children hold limits this worker does not ask for"};
+    }
 
     // The plan, laid out in the shared area; the fds are bound by the child.
     detail::PlanFds fds;
@@ -248,17 +254,8 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
         return PoolAttempt{.missed = "the paths, argv and environment exceed " +
                                      std::to_string(detail::kSharedPlanBytes) + " bytes"};
     }
-    const bool preset = slot->park_limits_set && limits == *options_.park_limits &&
-                        enforcement == options_.park_enforcement;
-    if (!preset) {
-        if (slot->park_limits_set && !covers(limits, *options_.park_limits)) {
-            // A limit set ahead that this spawn does not ask for could not
-            // be lifted by set_limits(), which leaves unnamed ones alone.
-            put_back(std::move(slot));
-            return PoolAttempt{.missed = "the parked children hold limits this worker does not ask for"};
-        }
+    if (!(slot->park_limits_set && limits == *options_.park_limits && enforcement == options_.park_enforcement))
         NPS_TRY_VOID(slot->cgroup->set_limits(*options_.cgroup_base, limits, enforcement));
-    }
     const char tag = 'g';
     // A child that died after take() looked does not take it.
     if (int rc = detail::send_with_fds(slot->socket.get(), &tag, 1, fds.fds, fds.count); rc < 0)
