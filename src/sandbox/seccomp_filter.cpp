@@ -161,6 +161,13 @@ Result<std::vector<sock_filter>> build(const std::vector<std::string>& extra_all
     if (!filter.ctx)
         return system_error("Failed to create the seccomp filter", ENOMEM);
     NPS_TRY(target_architecture(filter.ctx, arch));
+    // A binary tree of system call numbers rather than a list. The kernel
+    // walks the program once per system call number when the filter is
+    // attached (the constant-action cache) and at every system call after:
+    // with ~300 numbers in a list, attaching took 0.26 ms of each worker's
+    // start on this host.
+    if (int rc = ::seccomp_attr_set(filter.ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2); rc < 0)
+        return system_error("Failed to ask libseccomp for a binary-tree filter", -rc);
     std::vector<int> allowed;
     for (const char* name : kAllowed) {
         int nr = ::seccomp_syscall_resolve_name(name);
