@@ -194,7 +194,7 @@ Result<void> OverlayRootfs::release()
         }
         mounted_ = false;
     }
-    idmapped_.reset();  // detaches and removes worker_dir/layers when attached
+    idmapped_.reset();  // the detached clones: their drop waits for a grace period, here rather than at the start
     std::optional<Error> first;
     auto note = [&](Result<void> r) {
         if (!r && !first)
