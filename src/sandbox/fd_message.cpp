@@ -2,11 +2,28 @@
 #include "fd_message.hpp"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <string>
+
 namespace nps::sandbox::detail {
+
+Result<SocketPair> seqpacket_pair(const char* what)
+{
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+        return system_error_errno(std::string("Failed to create ") + what);
+    SocketPair sockets{UniqueFd(pair[0]), UniqueFd(pair[1])};
+    if (sockets.far.get() < 3) {
+        sockets.far = UniqueFd(::fcntl(sockets.far.get(), F_DUPFD_CLOEXEC, 3));
+        if (!sockets.far)
+            return system_error_errno(std::string("Failed to move ") + what);
+    }
+    return sockets;
+}
 
 int send_with_fds(int socket, const void* data, std::size_t size, const int* fds, std::size_t count)
 {

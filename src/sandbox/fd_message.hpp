@@ -9,7 +9,19 @@
 
 #include <cstddef>
 
+#include "nps/base/result.hpp"
+#include "nps/base/unique_fd.hpp"
+
 namespace nps::sandbox::detail {
+
+// A close-on-exec SOCK_SEQPACKET pair whose `far` end, the one a child
+// keeps, is numbered 3 or above (children keep 0..2 and close the rest).
+struct SocketPair {
+    UniqueFd near;
+    UniqueFd far;
+};
+// Errors read "Failed to create `what`" or "Failed to move `what`".
+Result<SocketPair> seqpacket_pair(const char* what);
 
 // Up to this many fds travel with one message.
 inline constexpr std::size_t kMaxMessageFds = 8;

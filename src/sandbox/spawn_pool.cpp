@@ -153,15 +153,7 @@ Result<bool> SpawnPool::park_one()
     if (!slot->own_caps)
         return system_error_errno("Failed to allocate an empty capability set");
     slot->empty_caps = static_cast<cap_t>(slot->own_caps.get());
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-        return system_error_errno("Failed to create a spawn pool socketpair");
-    UniqueFd parent_end(pair[0]), child_end(pair[1]);
-    if (child_end.get() < 3) {  // the child keeps 0..2 and closes the rest
-        child_end = UniqueFd(::fcntl(child_end.get(), F_DUPFD_CLOEXEC, 3));
-        if (!child_end)
-            return system_error_errno("Failed to move a spawn pool socket");
-    }
+    auto [parent_end, child_end] = NPS_TRY(detail::seqpacket_pair("a spawn pool socketpair"));
 
     int pidfd = -1;
     detail::CloneArgs args{};

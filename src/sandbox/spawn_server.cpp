@@ -245,15 +245,7 @@ Result<SpawnServer> SpawnServer::start()
     state->empty_caps.reset(::cap_init());
     if (!state->empty_caps)
         return system_error_errno("Failed to allocate an empty capability set");
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-        return system_error_errno("Failed to create the spawn server's socketpair");
-    UniqueFd runner_end(pair[0]), server_end(pair[1]);
-    if (server_end.get() < 3) {  // the server keeps 0..2 and closes the rest
-        server_end = UniqueFd(::fcntl(server_end.get(), F_DUPFD_CLOEXEC, 3));
-        if (!server_end)
-            return system_error_errno("Failed to move the spawn server's socket");
-    }
+    auto [runner_end, server_end] = NPS_TRY(detail::seqpacket_pair("the spawn server's socketpair"));
     const Server server{.socket = server_end.get(),
                         .areas = static_cast<char*>(state->areas),
                         .empty_caps = static_cast<cap_t>(state->empty_caps.get())};
@@ -286,10 +278,7 @@ Result<ServerAttempt> SpawnServer::try_spawn(const SandboxSpec& spec)
     if (!detail::lay_out_plan(area->memory(), spec, prep, nullptr, detail::PlanNamespaces::from_clone, plan_fds))
         return ServerAttempt{.missed = "the paths, argv and environment exceed " +
                                        std::to_string(detail::kSharedPlanBytes) + " bytes"};
-    int sync[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
-        return system_error_errno("Failed to create the sandbox sync socketpair");
-    UniqueFd sync_parent(sync[0]), sync_child(sync[1]);
+    auto [sync_parent, sync_child] = NPS_TRY(detail::seqpacket_pair("the sandbox sync socketpair"));
 
     Request request{.kind = RequestKind::spawn,
                     .area = static_cast<std::uint32_t>(area->index()),
@@ -329,10 +318,7 @@ Result<std::optional<SpawnServer::Parked>> SpawnServer::park(int cgroup_dir_fd)
     std::unique_ptr<Area> area = s.take_area();
     if (!area)
         return std::optional<Parked>();
-    int pair[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
-        return system_error_errno("Failed to create a spawn pool socketpair");
-    UniqueFd pool_end(pair[0]), child_end(pair[1]);
+    auto [pool_end, child_end] = NPS_TRY(detail::seqpacket_pair("a spawn pool socketpair"));
     Request request{.kind = RequestKind::park,
                     .area = static_cast<std::uint32_t>(area->index()),
                     .clone_flags = CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC,

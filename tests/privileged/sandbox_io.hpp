@@ -69,4 +69,20 @@ inline sandbox::SandboxSpec shell(const std::string& script, int stdout_fd)
     return {.rootfs = busybox_rootfs(), .argv = {"/bin/sh", "-c", script}, .env = {"PATH=/bin"}, .stdout_fd = stdout_fd};
 }
 
+// A worker printing its uid map, the owner of /bin/busybox and its network
+// namespace, for check_joined_namespaces().
+inline constexpr const char* kPrintNamespaces =
+    "cat /proc/self/uid_map; stat -c %u /bin/busybox; readlink /proc/self/ns/net";
+
+// What kPrintNamespaces printed shows the user namespace of host id
+// 1879048192, the rootfs idmapped through it and the network namespace `netns_fd`.
+inline void check_joined_namespaces(const std::string& text, int netns_fd)
+{
+    CHECK(text.find("1879048192") != std::string::npos);
+    CHECK(text.find("\n0\n") != std::string::npos);  // busybox (owned by 0 on disk) shows as 0: idmapped
+    char link[64] = {};
+    REQUIRE(::readlink(("/proc/self/fd/" + std::to_string(netns_fd)).c_str(), link, sizeof link - 1) > 0);
+    CHECK(text.find(link) != std::string::npos);
+}
+
 }  // namespace nps::test

@@ -13,7 +13,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -145,15 +144,25 @@ TEST_CASE("a pooled worker is in its cgroup in every hierarchy, held by its limi
 
 namespace {
 
-// The limit files of a worker's cgroup that this host has, name → content.
-std::map<std::string, std::string> limit_files(const nps::cgroup::WorkerCgroup& group)
+// The limit files this host has in `group` say `limits` (each of which is set).
+void check_limit_files(const nps::cgroup::WorkerCgroup& group, const nps::cgroup::CgroupLimits& limits)
 {
-    std::map<std::string, std::string> files;
-    for (const auto& dir : group.dirs())
-        for (const char* name : {"pids.max", "memory.limit_in_bytes", "memory.max", "cpu.cfs_quota_us", "cpu.max"})
-            if (std::filesystem::exists(dir + "/" + name))
-                files[name] = read_text(dir + "/" + name);
-    return files;
+    const std::string memory = std::to_string(*limits.memory_bytes) + "\n";
+    const std::string quota = std::to_string(*limits.cpu_millicores * 100);  // of a 100 ms period
+    for (const auto& dir : group.dirs()) {
+        auto check = [&](const char* name, const std::string& expected, bool prefix = false) {
+            if (!std::filesystem::exists(dir + "/" + name))
+                return;
+            CAPTURE(name);
+            const std::string text = read_text(dir + "/" + name);
+            CHECK((prefix ? text.rfind(expected, 0) == 0 : text == expected));
+        };
+        check("pids.max", std::to_string(*limits.pids_max) + "\n");
+        check("memory.limit_in_bytes", memory);
+        check("memory.max", memory);
+        check("cpu.cfs_quota_us", quota + "\n");
+        check("cpu.max", quota + " ", true);
+    }
 }
 
 }  // namespace
@@ -170,55 +179,27 @@ TEST_CASE("limits set on parked slots ahead are a worker's when it asks for them
         REQUIRE_MESSAGE(worker.has_value(), (worker ? std::string() : describe(worker.error())));
         return std::move(*worker);
     };
-    SUBCASE("the same limits: the slot's, as written while parked")
-    {
+    auto run_and_check = [&](const nps::cgroup::CgroupLimits& limits) {
         SpawnPool pool = make_pool(1, preset);
-        auto attempt = run(pool, preset);
+        auto attempt = run(pool, limits);
         REQUIRE_MESSAGE(attempt.started, attempt.missed);
-        for (const auto& [name, text] : limit_files(attempt.started->cgroup)) {
-            CAPTURE(name);
-            if (name == "pids.max")
-                CHECK(text == "7\n");
-            if (name == "memory.limit_in_bytes" || name == "memory.max")
-                CHECK(text == std::to_string(96LL << 20) + "\n");
-            if (name == "cpu.cfs_quota_us")
-                CHECK(text == "50000\n");
-            if (name == "cpu.max")
-                CHECK(text.rfind("50000 ", 0) == 0);
-        }
+        check_limit_files(attempt.started->cgroup, limits);
         REQUIRE(attempt.started->child.wait());
         REQUIRE(attempt.started->cgroup.remove());
+    };
+    SUBCASE("the same limits: the slot's, as written while parked")
+    {
+        run_and_check(preset);
     }
     SUBCASE("other values of every kind, memory raised: the worker's own")
     {
         // Raising a v1 memory limit set ahead writes memory+swap's first
         // (memory's may never exceed it).
-        SpawnPool pool = make_pool(1, preset);
-        auto attempt = run(pool, {.memory_bytes = 160LL << 20, .cpu_millicores = 250, .pids_max = 9});
-        REQUIRE_MESSAGE(attempt.started, attempt.missed);
-        for (const auto& [name, text] : limit_files(attempt.started->cgroup)) {
-            CAPTURE(name);
-            if (name == "pids.max")
-                CHECK(text == "9\n");
-            if (name == "memory.limit_in_bytes" || name == "memory.max")
-                CHECK(text == std::to_string(160LL << 20) + "\n");
-            if (name == "cpu.cfs_quota_us")
-                CHECK(text == "25000\n");
-        }
-        REQUIRE(attempt.started->child.wait());
-        REQUIRE(attempt.started->cgroup.remove());
+        run_and_check({.memory_bytes = 160LL << 20, .cpu_millicores = 250, .pids_max = 9});
     }
     SUBCASE("memory lowered: the worker's own")
     {
-        SpawnPool pool = make_pool(1, preset);
-        auto attempt = run(pool, {.memory_bytes = 80LL << 20, .cpu_millicores = 500, .pids_max = 7});
-        REQUIRE_MESSAGE(attempt.started, attempt.missed);
-        const auto files = limit_files(attempt.started->cgroup);
-        for (const char* name : {"memory.limit_in_bytes", "memory.max"})
-            if (files.count(name))
-                CHECK(files.at(name) == std::to_string(80LL << 20) + "\n");
-        REQUIRE(attempt.started->child.wait());
-        REQUIRE(attempt.started->cgroup.remove());
+        run_and_check({.memory_bytes = 80LL << 20, .cpu_millicores = 500, .pids_max = 7});
     }
     SUBCASE("fewer kinds than were set ahead: the pool declines, so no preset limit is left on the worker")
     {
@@ -287,7 +268,7 @@ TEST_CASE("a pooled spawn joins a pre-made user namespace after the task's netwo
     auto netns = nps::sandbox::LoopbackNetns::create();
     REQUIRE(netns);
     SandboxSpec spec = shell("", 1);
-    spec.argv = {"/bin/sh", "-c", "cat /proc/self/uid_map; stat -c %u /bin/busybox; readlink /proc/self/ns/net"};
+    spec.argv = {"/bin/sh", "-c", kPrintNamespaces};
     spec.user_namespace =
         nps::sandbox::UserNamespace{.host_uid = 1879048192, .host_gid = 1879048192, .count = 65536, .fd = ns->fd()};
     spec.netns_fd = netns->fd();
@@ -298,11 +279,7 @@ TEST_CASE("a pooled spawn joins a pre-made user namespace after the task's netwo
     out.write_end.reset();
     const std::string text = read_all(out.read_end.get());
     REQUIRE(worker->child.wait());
-    CHECK(text.find("1879048192") != std::string::npos);
-    CHECK(text.find("\n0\n") != std::string::npos);  // busybox (owned by 0 on disk) shows as 0: idmapped
-    char link[64] = {};
-    REQUIRE(::readlink(("/proc/self/fd/" + std::to_string(netns->fd())).c_str(), link, sizeof link - 1) > 0);
-    CHECK(text.find(link) != std::string::npos);
+    check_joined_namespaces(text, netns->fd());
 }
 
 TEST_CASE("parked children hold none of the caller's fds, and go with the pool")
