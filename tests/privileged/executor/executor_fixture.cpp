@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "nps/base/digest.hpp"
+#include "parked_child.hpp"
 
 namespace nps::test {
 
@@ -159,8 +161,7 @@ std::string read_all(const std::string& path)
 
 bool parked(pid_t pid)
 {
-    // The refill thread's name, which a parked child keeps until it executes.
-    return read_all("/proc/" + std::to_string(pid) + "/comm") == "nps-pool\n";
+    return is_parked_child(pid, runner_binary());
 }
 
 std::vector<pid_t> processes_in_cgroups_of(pid_t runner_pid)
@@ -229,6 +230,41 @@ std::vector<std::string> all_cgroups_of(pid_t runner_pid)
         }
     }
     return found;
+}
+
+std::string describe_processes(const std::vector<pid_t>& pids)
+{
+    std::string out;
+    for (pid_t pid : pids) {
+        const std::string proc = "/proc/" + std::to_string(pid);
+        const std::string stat = read_all(proc + "/stat");  // pid (comm) state ppid …
+        const auto comm_end = stat.rfind(')');
+        std::istringstream fields(comm_end == std::string::npos ? "" : stat.substr(comm_end + 1));
+        std::string state, ppid;
+        fields >> state >> ppid;
+        std::string cmdline = read_all(proc + "/cmdline");
+        std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+        std::string cgroups = read_all(proc + "/cgroup");
+        std::replace(cgroups.begin(), cgroups.end(), '\n', ' ');
+        std::string stack = read_all(proc + "/stack");
+        std::replace(stack.begin(), stack.end(), '\n', ' ');
+        out += "pid " + std::to_string(pid) + " " + stat.substr(0, comm_end + 1) + " state " + state + " ppid " + ppid +
+               " cmdline [" + cmdline + "] cgroups " + cgroups + " kernel stack " + stack + "\n";
+    }
+    return out;
+}
+
+std::string describe_cgroups(const std::vector<std::string>& dirs)
+{
+    std::string out;
+    for (const auto& dir : dirs) {
+        std::vector<pid_t> pids;
+        std::istringstream procs(read_all(dir + "/cgroup.procs"));
+        for (pid_t pid; procs >> pid;)
+            pids.push_back(pid);
+        out += dir + ", its processes:\n" + describe_processes(pids);
+    }
+    return out;
 }
 
 std::vector<std::string> worker_cgroups_of(pid_t runner_pid)

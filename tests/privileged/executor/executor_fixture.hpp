@@ -63,7 +63,8 @@ nlohmann::json task_frame_of(const std::string& task_id, const std::vector<nlohm
                              const nlohmann::json& extra = {});
 
 // Processes whose cgroup (any hierarchy) names a worker cgroup of `runner_pid`
-// (w-<pid>-…), the spawn pool's parked children (named "nps-pool") excepted.
+// (w-<pid>-…), the spawn pool's parked children (copies of the runner that
+// have not executed a worker) excepted.
 std::vector<pid_t> worker_processes_of(pid_t runner_pid);
 // The spawn pool's parked children of `runner_pid`.
 std::vector<pid_t> parked_children_of(pid_t runner_pid);
@@ -72,5 +73,10 @@ std::vector<pid_t> parked_children_of(pid_t runner_pid);
 std::vector<std::string> worker_cgroups_of(pid_t runner_pid);
 // Every w-<pid>-… directory of `runner_pid`, parked slots included.
 std::vector<std::string> all_cgroups_of(pid_t runner_pid);
+// What a failed check needs to know of these processes: pid, parent, state,
+// name, command line and cgroups, one per line.
+std::string describe_processes(const std::vector<pid_t>& pids);
+// These cgroup directories and the processes in each.
+std::string describe_cgroups(const std::vector<std::string>& dirs);
 
 }  // namespace nps::test

@@ -60,8 +60,12 @@ void check_no_worker_left(ExecutorFixture& f, pid_t runner_pid)
     while (std::chrono::steady_clock::now() < deadline &&
            (!worker_processes_of(runner_pid).empty() || !worker_cgroups_of(runner_pid).empty() || worker_dirs(f) > 0))
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    CHECK(worker_processes_of(runner_pid).empty());
-    CHECK(worker_cgroups_of(runner_pid).empty());
+    const auto left = worker_processes_of(runner_pid);
+    const auto groups = worker_cgroups_of(runner_pid);
+    INFO("processes left: " << describe_processes(left));
+    INFO("cgroups left: " << describe_cgroups(groups));
+    CHECK(left.empty());
+    CHECK(groups.empty());
     CHECK(worker_dirs(f) == 0);
 }
 

@@ -12,6 +12,7 @@
 
 #include "../sandbox_rootfs.hpp"
 #include "nps/cgroup/mode.hpp"
+#include "parked_child.hpp"
 
 namespace nps::test {
 
@@ -191,7 +192,7 @@ bool is_parked_slot(const std::string& dir)
     if (pids.empty())
         return false;
     for (pid_t pid : pids)
-        if (slurp("/proc/" + std::to_string(pid) + "/comm") != "nps-pool\n")
+        if (!is_parked_child(pid, "/proc/self/exe"))
             return false;
     return true;
 }

@@ -75,8 +75,7 @@ private:
 };
 
 // Whether the cgroup directory holds a spawn pool's parked child: a slot name
-// (…-p<n>) and only processes named "nps-pool" (the refill thread's name,
-// which a parked child keeps until it executes its worker).
+// (…-p<n>) and only copies of this process that have not executed a worker.
 bool is_parked_slot(const std::string& dir);
 // The processes in a cgroup directory.
 std::vector<pid_t> cgroup_procs(const std::string& dir);
