@@ -10,7 +10,7 @@ workers (the demo image's busybox `worker sleep S`) are counted apart. PSS
 shares each page among the processes that map it, so the sum over processes
 is what they cost together; RSS counts shared pages once per process.
 
-    python3 bench/memory/bench_memory.py [--runner build/nps-runner] [--workers 500]
+    python3 bench/memory/bench_memory.py [--runner build/nps-runner] [--workers 500] [--breakdown]
 """
 import argparse
 import os
@@ -60,6 +60,22 @@ def descendants(root):
     return out
 
 
+def by_mapping(pid, top):
+    """The `top` largest [(Pss kB, mapping)] of /proc/PID/smaps: files by path, anonymous memory as one."""
+    pss, name = {}, None
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                fields = line.split()
+                if "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
+                    name = fields[5] if len(fields) > 5 else "[anonymous]"
+                elif fields[0] == "Pss:":
+                    pss[name] = pss.get(name, 0) + int(fields[1])
+    except OSError:
+        return []
+    return sorted(((kb, n) for n, kb in pss.items()), reverse=True)[:top]
+
+
 def exe(pid):
     try:
         return os.readlink(f"/proc/{pid}/exe")
@@ -98,6 +114,7 @@ def main():
     parser.add_argument("--sleep", type=int, default=60, help="seconds each worker sleeps")
     parser.add_argument("--no-spawn-server", dest="spawn_server", action="store_false",
                         help="[workers] spawn_server = false (workers cloned from the daemon itself)")
+    parser.add_argument("--breakdown", action="store_true", help="print the idle daemon's largest mappings")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("bench-memory: needs root (sandboxes, cgroups, overlay mounts)")
@@ -114,6 +131,9 @@ def main():
                 d.announce(AGENT, ["sleep", str(args.sleep)])
                 time.sleep(3)  # the pool parks its children
                 show("idle", measure(d.process.pid))
+                if args.breakdown:
+                    print("  the idle daemon's largest mappings, PSS: " +
+                          ", ".join(f"{os.path.basename(n)} {kb} kB" for kb, n in by_mapping(d.process.pid, 12)))
                 out = subprocess.run([args.load, "http", d.url, d.token, INBOX, AGENT, "sleep", str(args.workers), "8"],
                                      capture_output=True, text=True)
                 if out.returncode != 0:

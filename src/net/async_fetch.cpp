@@ -25,12 +25,16 @@ struct AsyncFetcher::Op {
 
 AsyncFetcher::AsyncFetcher(event::EventLoop& loop) : loop_(loop) {}
 
-Result<std::unique_ptr<AsyncFetcher>> AsyncFetcher::create(event::EventLoop& loop)
+std::unique_ptr<AsyncFetcher> AsyncFetcher::create(event::EventLoop& loop)
 {
-    std::unique_ptr<AsyncFetcher> fetcher(new AsyncFetcher(loop));
-    fetcher->trusted_multi_ = NPS_TRY(CurlMulti::create(loop));
-    fetcher->guarded_multi_ = NPS_TRY(CurlMulti::create(loop));
-    return fetcher;
+    return std::unique_ptr<AsyncFetcher>(new AsyncFetcher(loop));
+}
+
+Result<CurlMulti*> AsyncFetcher::multi(std::unique_ptr<CurlMulti>& made)
+{
+    if (!made)
+        made = NPS_TRY(CurlMulti::create(loop_));
+    return made.get();
 }
 
 AsyncFetcher::~AsyncFetcher()
@@ -104,7 +108,12 @@ AsyncFetcher::Id AsyncFetcher::trusted(const TrustedRequest& request, Done done)
         return id;
     }
     raw->hop = std::move(*hop);
-    auto transfer = trusted_multi_->start(raw->hop->handle(), [this, id](CURLcode rc) {
+    auto multi = this->multi(trusted_multi_);
+    if (!multi) {
+        fail_later(id, multi.error());
+        return id;
+    }
+    auto transfer = (*multi)->start(raw->hop->handle(), [this, id](CURLcode rc) {
         auto it = ops_.find(id);
         if (it == ops_.end())
             return;
@@ -120,7 +129,7 @@ AsyncFetcher::Id AsyncFetcher::trusted(const TrustedRequest& request, Done done)
         fail_later(id, internal_error(raw->hop->what() + " failed: " + transfer.error().describe()));
         return id;
     }
-    raw->multi = trusted_multi_.get();
+    raw->multi = *multi;
     raw->transfer = *transfer;
     return id;
 }
@@ -188,10 +197,13 @@ void AsyncFetcher::admitted(Id id, Result<AdmittedDestination> admitted)
     if (!hop)
         return finish(id, op.walk->fail(hop.error().describe()));
     op.hop = std::move(*hop);
-    auto transfer = guarded_multi_->start(op.hop->handle(), [this, id](CURLcode rc) { hop_done(id, rc); });
+    auto multi = this->multi(guarded_multi_);
+    if (!multi)
+        return finish(id, multi.error());
+    auto transfer = (*multi)->start(op.hop->handle(), [this, id](CURLcode rc) { hop_done(id, rc); });
     if (!transfer)
         return finish(id, op.walk->fail(op.hop->what() + " failed: " + transfer.error().describe()));
-    op.multi = guarded_multi_.get();
+    op.multi = *multi;
     op.transfer = *transfer;
 }
 

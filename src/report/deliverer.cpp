@@ -354,7 +354,7 @@ Result<std::unique_ptr<Deliverer>> Deliverer::start(DelivererOptions options, co
     auto store = NPS_TRY(store::Store::open(
         {.path = options.database_path, .url = options.store_url, .synchronous = options.synchronous}, clock));
     auto impl = std::make_unique<Impl>(std::move(options), clock, std::move(store), loop);
-    impl->fetcher = NPS_TRY(net::AsyncFetcher::create(loop));
+    impl->fetcher = net::AsyncFetcher::create(loop);
     impl->pump_soon();
     return std::unique_ptr<Deliverer>(new Deliverer(std::move(impl)));
 }

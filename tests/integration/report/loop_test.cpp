@@ -9,6 +9,7 @@
 #include <atomic>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "report_fixture.hpp"
 #include "runner_process.hpp"
@@ -161,4 +162,31 @@ TEST_CASE("the daemon delivers on its loop: no thread of the deliverer's, and SI
     CHECK(daemon.stop() == 0);
     gate.hold.store(false);
     CHECK(runner.counts().backlog == 1);  // given back, not lost
+}
+
+TEST_CASE("the daemon loads libcurl at its first call-out, not before: an idle runner does not pay for it")
+{
+    Runner runner;
+    TaskStoreServer store;
+    store.set_answer([](const Received&, std::size_t) { return ok(); });
+    runner.deposit("task-1", frame("task-1", 1));
+    runner.claim("task-1");
+    nps::test::RunnerProcess daemon(nps::test::RunnerOptions{
+        .state_dir = runner.dir.path(), .config_text = "[report]\ntask_store_url = \"" + store.url() + "\"\n"});
+    REQUIRE_MESSAGE(daemon.start(), daemon.log());
+    auto libcurl_mapped = [&] {
+        std::ifstream maps("/proc/" + std::to_string(daemon.pid()) + "/maps");
+        std::stringstream text;
+        text << maps.rdbuf();
+        return text.str().find("/libcurl.so") != std::string::npos;
+    };
+    // Up and answering, its deliverer polling: nothing to deliver yet.
+    CHECK(nps::test::http("GET", daemon.url() + "/healthz").status == 200);
+    CHECK_FALSE(libcurl_mapped());
+
+    runner.record("task-1", "n0", NodeState::completed, "{}");
+    REQUIRE(wait_until([&] { return runner.counts().backlog == 0; }));
+    CHECK(store.received().size() == 1);
+    CHECK(libcurl_mapped());
+    CHECK(daemon.stop() == 0);
 }

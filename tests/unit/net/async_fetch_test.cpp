@@ -24,7 +24,7 @@ namespace {
 
 struct Loop {
     std::unique_ptr<nps::event::EventLoop> loop = std::move(nps::event::EventLoop::create()).value();
-    std::unique_ptr<AsyncFetcher> fetcher = std::move(AsyncFetcher::create(*loop)).value();
+    std::unique_ptr<AsyncFetcher> fetcher = AsyncFetcher::create(*loop);
 
     // Runs the loop until `done` holds (or 20 s pass); returns done().
     template <class Pred>
