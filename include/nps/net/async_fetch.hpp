@@ -15,7 +15,7 @@
 //    pinned to them, and the socket callback refuses any other — exactly as
 //    the blocking client does.
 // The multi handles are made by the first request of each kind: loading
-// libcurl, and the TLS, LDAP and Kerberos libraries it links, costs ~7 MB of
+// libcurl, and the TLS, LDAP and Kerberos libraries it links, costs ~5 MB of
 // resident memory, which a runner that never calls out does not pay.
 // A request's Done runs on the loop, once, never inside the call that started
 // it; abort() means it never runs. request.cancel is not used (abort() is
