@@ -30,7 +30,7 @@ std::unique_ptr<AsyncFetcher> AsyncFetcher::create(event::EventLoop& loop)
     return std::unique_ptr<AsyncFetcher>(new AsyncFetcher(loop));
 }
 
-Result<CurlMulti*> AsyncFetcher::multi(std::unique_ptr<CurlMulti>& made)
+Result<CurlMulti*> AsyncFetcher::lazily_made(std::unique_ptr<CurlMulti>& made)
 {
     if (!made)
         made = NPS_TRY(CurlMulti::create(loop_));
@@ -108,7 +108,7 @@ AsyncFetcher::Id AsyncFetcher::trusted(const TrustedRequest& request, Done done)
         return id;
     }
     raw->hop = std::move(*hop);
-    auto multi = this->multi(trusted_multi_);
+    auto multi = lazily_made(trusted_multi_);
     if (!multi) {
         fail_later(id, multi.error());
         return id;
@@ -197,7 +197,7 @@ void AsyncFetcher::admitted(Id id, Result<AdmittedDestination> admitted)
     if (!hop)
         return finish(id, op.walk->fail(hop.error().describe()));
     op.hop = std::move(*hop);
-    auto multi = this->multi(guarded_multi_);
+    auto multi = lazily_made(guarded_multi_);
     if (!multi)
         return finish(id, multi.error());
     auto transfer = (*multi)->start(op.hop->handle(), [this, id](CURLcode rc) { hop_done(id, rc); });

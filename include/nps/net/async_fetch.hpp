@@ -64,7 +64,7 @@ private:
     explicit AsyncFetcher(event::EventLoop& loop);
     Id add(std::unique_ptr<Op> op);
     // `made`, made now if it is not yet.
-    Result<CurlMulti*> multi(std::unique_ptr<CurlMulti>& made);
+    Result<CurlMulti*> lazily_made(std::unique_ptr<CurlMulti>& made);
     void fail_later(Id id, Error error);
     void finish(Id id, Result<FetchedResponse> result);
     void next_hop(Id id);

@@ -186,15 +186,21 @@ std::vector<pid_t> processes_in_cgroups_of(pid_t runner_pid)
 // A spawn-pool slot holding only parked children, or none yet: the pool
 // creates a slot's cgroup before it moves the new child in, so an empty slot
 // is one being refilled (all_cgroups_of still sees it once the runner ends).
+std::vector<pid_t> processes_in(const std::string& dir)
+{
+    std::vector<pid_t> pids;
+    std::ifstream in(dir + "/cgroup.procs");
+    for (pid_t pid; in >> pid;)
+        pids.push_back(pid);
+    return pids;
+}
+
 bool parked_slot(const std::string& dir)
 {
     if (dir.find("-p", dir.rfind('/')) == std::string::npos)
         return false;
-    std::ifstream in(dir + "/cgroup.procs");
-    for (pid_t pid; in >> pid;)
-        if (!parked(pid))
-            return false;
-    return true;
+    const auto pids = processes_in(dir);
+    return std::all_of(pids.begin(), pids.end(), parked);
 }
 
 }  // namespace
@@ -257,13 +263,8 @@ std::string describe_processes(const std::vector<pid_t>& pids)
 std::string describe_cgroups(const std::vector<std::string>& dirs)
 {
     std::string out;
-    for (const auto& dir : dirs) {
-        std::vector<pid_t> pids;
-        std::istringstream procs(read_all(dir + "/cgroup.procs"));
-        for (pid_t pid; procs >> pid;)
-            pids.push_back(pid);
-        out += dir + ", its processes:\n" + describe_processes(pids);
-    }
+    for (const auto& dir : dirs)
+        out += dir + ", its processes:\n" + describe_processes(processes_in(dir));
     return out;
 }
 

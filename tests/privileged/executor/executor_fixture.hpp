@@ -74,7 +74,7 @@ std::vector<std::string> worker_cgroups_of(pid_t runner_pid);
 // Every w-<pid>-… directory of `runner_pid`, parked slots included.
 std::vector<std::string> all_cgroups_of(pid_t runner_pid);
 // What a failed check needs to know of these processes: pid, parent, state,
-// name, command line and cgroups, one per line.
+// name, command line, cgroups and kernel stack, one per line.
 std::string describe_processes(const std::vector<pid_t>& pids);
 // These cgroup directories and the processes in each.
 std::string describe_cgroups(const std::vector<std::string>& dirs);
