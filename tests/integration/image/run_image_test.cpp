@@ -16,8 +16,10 @@
 
 #include "nps/sandbox/userns.hpp"
 #include "runner_process.hpp"
+#include "temp_dir.hpp"
 #include "test_images.hpp"
 
+using nps::test::mounts_beneath;
 using nps::test::run_command;
 namespace fs = std::filesystem;
 
@@ -237,21 +239,6 @@ pid_t start_sleeping_run(const std::string& state)
     return pid;
 }
 
-// Mount points at or beneath `dir` in our mount namespace.
-std::vector<std::string> mounts_under(const std::string& dir)
-{
-    std::vector<std::string> found;
-    std::ifstream in("/proc/self/mountinfo");
-    for (std::string line; std::getline(in, line);) {
-        std::istringstream fields(line);
-        std::string a, b, c, d, point;
-        fields >> a >> b >> c >> d >> point;
-        if (point == dir || point.rfind(dir + "/", 0) == 0)
-            found.push_back(point);
-    }
-    return found;
-}
-
 // The cgroup directories named `name` beneath /sys/fs/cgroup.
 std::vector<std::string> cgroups_named(const std::string& name)
 {
@@ -273,7 +260,7 @@ bool wait_until_running(const std::string& state, pid_t pid)
 {
     const std::string rootfs = state + "/workers/run-" + std::to_string(pid) + "/rootfs";
     for (int i = 0; i < 600; ++i) {
-        if (!mounts_under(rootfs).empty() && !cgroups_named("run-" + std::to_string(pid)).empty())
+        if (!mounts_beneath(rootfs).empty() && !cgroups_named("run-" + std::to_string(pid)).empty())
             return true;
         int status = 0;
         if (::waitpid(pid, &status, WNOHANG) == pid)
@@ -312,23 +299,23 @@ TEST_CASE("run --image killed with SIGKILL: the next run removes its overlay, up
     int status = 0;
     REQUIRE(::waitpid(dead, &status, 0) == dead);
     // Nothing of it went away by itself.
-    CHECK(!mounts_under(dead_dir).empty());
+    CHECK(!mounts_beneath(dead_dir).empty());
     CHECK(fs::exists(dead_dir + "/space/upper"));
 
     auto next = f.run({"--memory", "64Mi"}, {"-c", "true"});
     CHECK_MESSAGE(next.exit_status == 0, next.err);
     CHECK_MESSAGE(next.err.find("that a dead run or runner left") != std::string::npos, next.err);
-    CHECK(mounts_under(dead_dir).empty());
+    CHECK(mounts_beneath(dead_dir).empty());
     CHECK(!fs::exists(dead_dir));
     for (const auto& group : dead_cgroups)
         CHECK_MESSAGE(!fs::exists(group), group);
     // The live run's are untouched, and it still runs.
-    CHECK(!mounts_under(live_dir + "/rootfs").empty());
+    CHECK(!mounts_beneath(live_dir + "/rootfs").empty());
     CHECK(fs::exists(live_dir + "/space/upper"));
     CHECK(!cgroups_named("run-" + std::to_string(live)).empty());
     CHECK(::waitpid(live, &status, WNOHANG) == 0);
 
     ::kill(live, SIGTERM);
     REQUIRE(::waitpid(live, &status, 0) == live);
-    CHECK(mounts_under(live_dir).empty());
+    CHECK(mounts_beneath(live_dir).empty());
 }

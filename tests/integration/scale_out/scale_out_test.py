@@ -18,6 +18,9 @@ image store, workers and runner.db) and one schema of the test server:
     other reclaims the task once the lease ran out, skips the finished node
     (its record keeps the first host's runner_nid, attempts 1) and
     completes.
+ 5. The killed host, started again on its state directory, removes what
+    its predecessor left mounted (its workers' rootfs overlays and
+    writable spaces) before it says ready.
 
 A PostgreSQL-only test: through tests/support/on_postgres.sh (skips, 77,
 without the test server). Needs root, umoci and busybox-static for the demo
@@ -66,6 +69,14 @@ def dag(task_id, middle=("double",)):
          # the slow worker answers {}: nothing to map from it
          **({"input_mapping": {"answer": "$.middle.value"}} if middle[0] != "slow" else {})}],
         "edges": [{"from": "fetch", "to": "middle"}, {"from": "middle", "to": "report"}]}}
+
+
+def mounts_under(path):
+    """Mount points at or below `path`, deepest first (/proc/self/mountinfo)."""
+    prefix = os.path.realpath(path) + "/"
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    return sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True)
 
 
 def unavailable_reason():
@@ -196,6 +207,14 @@ def main():
                 check_equal(checks, task["nodes"]["fetch"]["runner_nid"], holder,
                              "crash-1: the finished node was not run again")
                 check_equal(checks, task["nodes"]["fetch"]["attempts"], 1, "crash-1: fetch ran once")
+
+            # 5. The killed host, restarted, unmounts what its predecessor left.
+            left = mounts_under(work / victim)
+            checks(left, f"host {victim} killed mid-DAG left its workers' mounts (the case step 5 is about)")
+            daemons[victim], _, _ = start_serve(
+                args.runner, str(work / victim), ("--store", store_url, "--runner-nid", holder))
+            check_equal(checks, mounts_under(work / victim), [],
+                        f"host {victim} restarted: the {len(left)} mounts its predecessor left are gone")
     finally:
         for proc in daemons.values():
             if proc.poll() is None:
@@ -210,6 +229,8 @@ def main():
                 log = work / host / "serve.log"
                 if log.exists():
                     print(f"---- host {host} log (tail)\n" + log.read_text(errors="replace")[-4000:])
+        for point in mounts_under(work):  # only after a failure above
+            subprocess.run(["umount", "-l", point], check=False)
         shutil.rmtree(work, ignore_errors=True)
     return checks.exit_status()
 

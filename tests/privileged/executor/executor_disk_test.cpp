@@ -14,6 +14,7 @@
 
 #include "disk_usage.hpp"
 #include "executor_fixture.hpp"
+#include "temp_dir.hpp"
 
 namespace nps::test {
 namespace {
@@ -22,22 +23,6 @@ using Json = nlohmann::json;
 
 const std::string kFiller = "urn:nps:agent:exec.test:filler";
 const std::string kEmit = "urn:nps:agent:exec.test:emit";
-
-// Mount points beneath `dir` in this process's mount table.
-std::vector<std::string> mounts_beneath(const std::string& dir)
-{
-    std::vector<std::string> found;
-    std::ifstream in("/proc/self/mountinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream fields(line);
-        std::string id, parent, dev, root, point;
-        fields >> id >> parent >> dev >> root >> point;
-        if (point.rfind(dir + "/", 0) == 0)
-            found.push_back(point);
-    }
-    return found;
-}
 
 }  // namespace
 
