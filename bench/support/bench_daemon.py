@@ -23,15 +23,16 @@ def spec_ref(command):
 
 class Daemon:
     """`nps-runner serve` on 127.0.0.1 (an ephemeral port), no unix socket,
-    claiming `inboxes`; config.toml holds `config`. A context manager: the
-    daemon is stopped (SIGTERM) on exit."""
+    claiming `inboxes`; config.toml holds `config`; `prefix` (a command that
+    ends by executing its arguments, so the daemon keeps its pid) is put
+    before it. A context manager: the daemon is stopped (SIGTERM) on exit."""
 
-    def __init__(self, runner, state, inboxes, config=""):
+    def __init__(self, runner, state, inboxes, config="", prefix=()):
         self.runner, self.state = runner, state
         with open(os.path.join(state, "config.toml"), "w") as f:
             f.write(config)
         self.log = open(os.path.join(state, "serve.log"), "w+")
-        command = [runner, "serve", "--config", os.path.join(state, "config.toml"), "--state-dir", state,
+        command = [*prefix, runner, "serve", "--config", os.path.join(state, "config.toml"), "--state-dir", state,
                    "--listen", "127.0.0.1:0", "--socket", "none"]
         for nid in inboxes:
             command += ["--inbox", nid]
