@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+// Spawn-pool slots as the tests see them.
+//
+// cgroup_procs(dir): the processes of a cgroup directory (cgroup.procs; none
+// when it is gone).
+//
 // is_parked_child(pid, runner_executable): whether a process in a spawn-pool
 // slot is still the runner's parked copy, by what it executes. A parked child
 // is a clone of the runner (or of its spawn server) that has not executed its
@@ -10,9 +15,20 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <fstream>
 #include <string>
+#include <vector>
 
 namespace nps::test {
+
+inline std::vector<pid_t> cgroup_procs(const std::string& dir)
+{
+    std::vector<pid_t> pids;
+    std::ifstream in(dir + "/cgroup.procs");
+    for (pid_t pid; in >> pid;)
+        pids.push_back(pid);
+    return pids;
+}
 
 inline bool is_parked_child(pid_t pid, const std::string& runner_executable)
 {

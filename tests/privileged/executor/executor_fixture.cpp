@@ -186,20 +186,11 @@ std::vector<pid_t> processes_in_cgroups_of(pid_t runner_pid)
 // A spawn-pool slot holding only parked children, or none yet: the pool
 // creates a slot's cgroup before it moves the new child in, so an empty slot
 // is one being refilled (all_cgroups_of still sees it once the runner ends).
-std::vector<pid_t> processes_in(const std::string& dir)
-{
-    std::vector<pid_t> pids;
-    std::ifstream in(dir + "/cgroup.procs");
-    for (pid_t pid; in >> pid;)
-        pids.push_back(pid);
-    return pids;
-}
-
 bool parked_slot(const std::string& dir)
 {
     if (dir.find("-p", dir.rfind('/')) == std::string::npos)
         return false;
-    const auto pids = processes_in(dir);
+    const auto pids = cgroup_procs(dir);
     return std::all_of(pids.begin(), pids.end(), parked);
 }
 
@@ -264,7 +255,7 @@ std::string describe_cgroups(const std::vector<std::string>& dirs)
 {
     std::string out;
     for (const auto& dir : dirs)
-        out += dir + ", its processes:\n" + describe_processes(processes_in(dir));
+        out += dir + ", its processes:\n" + describe_processes(cgroup_procs(dir));
     return out;
 }
 

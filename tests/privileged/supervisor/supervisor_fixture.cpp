@@ -173,15 +173,6 @@ bool Harness::wait_parked(std::size_t count)
     return run_until([&] { return supervisor_->spawn_stats().pool_ready >= count; });
 }
 
-std::vector<pid_t> cgroup_procs(const std::string& dir)
-{
-    std::vector<pid_t> pids;
-    std::ifstream in(dir + "/cgroup.procs");
-    for (pid_t pid; in >> pid;)
-        pids.push_back(pid);
-    return pids;
-}
-
 bool is_parked_slot(const std::string& dir)
 {
     const std::string name = dir.substr(dir.rfind('/') + 1);

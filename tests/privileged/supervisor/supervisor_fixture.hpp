@@ -12,6 +12,7 @@
 
 #include "nps/cgroup/delegation.hpp"
 #include "nps/supervisor/supervisor.hpp"
+#include "parked_child.hpp"  // cgroup_procs()
 #include "temp_dir.hpp"
 
 namespace nps::test {
@@ -77,8 +78,6 @@ private:
 // Whether the cgroup directory holds a spawn pool's parked child: a slot name
 // (…-p<n>) and only copies of this process that have not executed a worker.
 bool is_parked_slot(const std::string& dir);
-// The processes in a cgroup directory.
-std::vector<pid_t> cgroup_procs(const std::string& dir);
 
 // Whether a process whose command line contains `needle` runs on the host.
 bool process_running(const std::string& needle);
