@@ -8,8 +8,6 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <sstream>
-#include <fstream>
 #include <thread>
 
 #include "disk_usage.hpp"
