@@ -356,16 +356,25 @@ TEST_CASE("a pool parking through the spawn server: its children are the caller'
     REQUIRE(pool);
     REQUIRE(pool->refill());
     CHECK(pool->ready() == 2);
-    // The parked children are this process's own, named as any parked child.
-    std::size_t parked = 0;
-    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-        const std::string name = entry.path().filename().string();
-        if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(server->pid()))
-            continue;
-        const std::string status = read_text(entry.path().string() + "/status");
-        if (status.find("\nPPid:\t" + std::to_string(::getpid()) + "\n") != std::string::npos &&
-            status.rfind("Name:\tnps-pool\n", 0) == 0)
-            ++parked;
+    // The parked children are this process's own, named as any parked child. A child names itself
+    // once it runs, which may be just after refill() returned: wait for it, up to a second.
+    auto count_parked = [&] {
+        std::size_t parked = 0;
+        for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+            const std::string name = entry.path().filename().string();
+            if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(server->pid()))
+                continue;
+            const std::string status = read_text(entry.path().string() + "/status");
+            if (status.find("\nPPid:\t" + std::to_string(::getpid()) + "\n") != std::string::npos &&
+                status.rfind("Name:\tnps-pool\n", 0) == 0)
+                ++parked;
+        }
+        return parked;
+    };
+    std::size_t parked = count_parked();
+    for (int i = 0; i < 1000 && parked < 2; ++i) {
+        ::usleep(1000);
+        parked = count_parked();
     }
     CHECK(parked == 2);
     Pipe out = make_pipe();
