@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // User namespaces made ahead of time, per-slot host id ranges and the
-// start-up probe (see the header).
+// start-up probe (see the header; its record: idmap_probe_record.hpp).
 #include "nps/sandbox/userns.hpp"
 
 #include <errno.h>
@@ -26,6 +26,7 @@
 
 #include "nps/base/limits.hpp"
 #include "nps/sandbox/child.hpp"
+#include "idmap_probe_record.hpp"
 #include "setup.hpp"
 
 namespace nps::sandbox {
@@ -241,7 +242,8 @@ UsernsSlots::UsernsSlots(UsernsSlotsOptions options) : options_(std::move(option
 
 UsernsSlots::~UsernsSlots() = default;
 
-Result<std::unique_ptr<UsernsSlots>> UsernsSlots::create(UsernsSlotsOptions options)
+Result<std::unique_ptr<UsernsSlots>> UsernsSlots::create(UsernsSlotsOptions options,
+                                                         std::optional<UserNamespaceFd> first_slots)
 {
     if (options.slots == 0 || options.slots > userns_slot_capacity(options.first_host_id, options.count))
         return internal_error("Failed to set up user namespace slots: " + std::to_string(options.slots) +
@@ -255,7 +257,9 @@ Result<std::unique_ptr<UsernsSlots>> UsernsSlots::create(UsernsSlotsOptions opti
     if (error)
         return internal_error("Failed to create the user namespace lock directory '" + options.lock_dir +
                               "': " + error.message());
-    return std::unique_ptr<UsernsSlots>(new UsernsSlots(std::move(options)));
+    std::unique_ptr<UsernsSlots> slots(new UsernsSlots(std::move(options)));
+    slots->state_->namespaces[0] = std::move(first_slots);
+    return slots;
 }
 
 std::size_t UsernsSlots::leased() const
@@ -299,8 +303,17 @@ Result<UsernsLease> UsernsSlots::acquire()
 
 // --- probe ---
 
-std::string user_namespace_unavailable_reason(const UsernsSlotsOptions& range, const std::string& scratch_dir,
-                                             RootfsKind rootfs)
+namespace {
+
+enum class ProbeRecord { ignore, use };
+
+// user_namespace_unavailable_reason(); with ProbeRecord::use, a record of a
+// passed idmap probe stands for the probe, and a passed probe is recorded
+// (idmap_probe_record.hpp). The id ranges and the namespace are checked
+// each time: accounts and the kernel's user namespace limit may change.
+// The namespace it makes maps slot 0's range: kept in `*made` when given.
+std::string unavailable_reason(const UsernsSlotsOptions& range, const std::string& scratch_dir, RootfsKind rootfs,
+                               ProbeRecord record, std::optional<UserNamespaceFd>* made = nullptr)
 {
     const std::uint64_t total = std::uint64_t{range.slots} * range.count;
     for (const auto& [path, ranges] : {std::pair{"/etc/passwd", false}, std::pair{"/etc/group", false},
@@ -311,11 +324,29 @@ std::string user_namespace_unavailable_reason(const UsernsSlotsOptions& range, c
     auto ns = UserNamespaceFd::create(range.first_host_id, range.first_host_id, range.count);
     if (!ns)
         return "user namespaces are not available: " + ns.error().describe();
-    const bool overlay = rootfs == RootfsKind::overlay;
-    if (auto problem = idmapped_rootfs_problem(ns->fd(), scratch_dir, overlay); !problem.empty())
-        return std::string(overlay ? "an image's overlay of idmapped layers" : "a rootfs directory") +
-               " cannot be mounted here (in " + scratch_dir + "): " + problem;
+    const bool use_record = record == ProbeRecord::use && !range.lock_dir.empty();
+    if (!use_record || !detail::idmap_probe_recorded(range.lock_dir, scratch_dir, rootfs)) {
+        const bool overlay = rootfs == RootfsKind::overlay;
+        if (auto problem = idmapped_rootfs_problem(ns->fd(), scratch_dir, overlay); !problem.empty())
+            return std::string(overlay ? "an image's overlay of idmapped layers" : "a rootfs directory") +
+                   " cannot be mounted here (in " + scratch_dir + "): " + problem;
+        if (use_record) {
+            std::error_code ignored;
+            std::filesystem::create_directories(range.lock_dir, ignored);
+            detail::record_idmap_probe(range.lock_dir, scratch_dir, rootfs);
+        }
+    }
+    if (made)
+        made->emplace(std::move(*ns));
     return "";
+}
+
+}  // namespace
+
+std::string user_namespace_unavailable_reason(const UsernsSlotsOptions& range, const std::string& scratch_dir,
+                                             RootfsKind rootfs)
+{
+    return unavailable_reason(range, scratch_dir, rootfs, ProbeRecord::ignore);
 }
 
 Result<UsernsDecision> decide_user_namespace(UsernsMode mode, const UsernsSlotsOptions& range,
@@ -326,14 +357,15 @@ Result<UsernsDecision> decide_user_namespace(UsernsMode mode, const UsernsSlotsO
         decision.reason = "configured off";
         return decision;
     }
-    const std::string why_not = user_namespace_unavailable_reason(range, scratch_dir, rootfs);
+    std::optional<UserNamespaceFd> first_slots;
+    const std::string why_not = unavailable_reason(range, scratch_dir, rootfs, ProbeRecord::use, &first_slots);
     if (!why_not.empty()) {
         if (mode == UsernsMode::on)
             return internal_error("sandbox.user_namespace is on, but " + why_not);
         decision.reason = "auto: off, " + why_not;
         return decision;
     }
-    decision.slots = NPS_TRY(UsernsSlots::create(range));
+    decision.slots = NPS_TRY(UsernsSlots::create(range, std::move(first_slots)));
     decision.enabled = true;
     decision.reason = mode == UsernsMode::on ? "configured on" : "auto: on, the kernel allows it";
     return decision;

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "nps/base/result.hpp"
@@ -94,7 +95,10 @@ private:
 
 class UsernsSlots {
 public:
-    static Result<std::unique_ptr<UsernsSlots>> create(UsernsSlotsOptions options);
+    // first_slots: a namespace already made for slot 0's ids (the probe's),
+    // kept as slot 0's.
+    static Result<std::unique_ptr<UsernsSlots>> create(UsernsSlotsOptions options,
+                                                       std::optional<UserNamespaceFd> first_slots = std::nullopt);
     ~UsernsSlots();
 
     // The lowest slot free here and not locked by another process. Fails
@@ -132,7 +136,8 @@ enum class RootfsKind { overlay, directory };
 // be mounted here (in DIR): ...", "/etc/subuid line 3 overlaps ..."). The
 // probe's short-lived mounts are made in `scratch_dir`, which should be on
 // the file system of the image layers (the state directory) or of the
-// rootfs directories: whether a mount can be idmapped depends on it.
+// rootfs directories: whether a mount can be idmapped depends on it. Always
+// probes (decide_user_namespace() may use a record instead).
 std::string user_namespace_unavailable_reason(const UsernsSlotsOptions& range, const std::string& scratch_dir,
                                              RootfsKind rootfs);
 
@@ -144,7 +149,11 @@ struct UsernsDecision {
 };
 
 // Resolves `mode`: auto is on when the probe passes, off with its reason
-// when not; on fails with the probe's reason; off probes nothing.
+// when not; on fails with the probe's reason; off probes nothing. A passed
+// idmap probe is recorded in range.lock_dir for this boot and scratch_dir's
+// mount, and a valid record stands for the probe (the id ranges and the
+// user namespace are still checked each time): `nps-runner run` saves the
+// probe's mount namespace and mounts, ~2 ms (docs/sandbox.md "users").
 Result<UsernsDecision> decide_user_namespace(UsernsMode mode, const UsernsSlotsOptions& range,
                                              const std::string& scratch_dir, RootfsKind rootfs);
 
