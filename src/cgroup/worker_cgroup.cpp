@@ -157,14 +157,19 @@ Result<void> WorkerCgroup::add_pid(pid_t pid)
     return {};
 }
 
-Result<void> WorkerCgroup::add_pid_outside_clone(pid_t pid)
+Result<std::vector<UniqueFd>> WorkerCgroup::open_tasks_outside_clone() const
 {
+    std::vector<UniqueFd> files;
     for (const auto& dir : created_) {
         if (v2_fd_ && dir == v2_dir_)
             continue;
-        NPS_TRY_VOID(write_file(dir + "/cgroup.procs", std::to_string(pid)));
+        const std::string path = dir + "/tasks";
+        UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+        if (!fd)
+            return system_error_errno("Failed to open '" + path + "'");
+        files.push_back(std::move(fd));
     }
-    return {};
+    return files;
 }
 
 Result<std::vector<int>> WorkerCgroup::pids() const

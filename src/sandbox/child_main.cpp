@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -76,16 +77,29 @@ void start_child(const ChildPlan& plan, int sync_fd)
     reset_signals();
     // A worker never outlives the runner that started it: when the runner
     // dies (kill -9 included), the kernel kills the worker and with it its
-    // pid namespace. With a hand-shake this is set before waiting for the go
-    // byte, so a parent that died earlier is noticed (the read fails);
-    // without one, a parent dying within these few instructions is missed.
+    // pid namespace. A runner that died before this line is noticed too:
+    // with a hand-shake the go byte's read fails; without one, the runner's
+    // end of the error pipe is closed (POLLERR on the child's end).
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         report(plan, Step::sync, errno);
+    if (sync_fd < 0) {
+        pollfd error_end{.fd = plan.error_fd, .events = POLLOUT, .revents = 0};
+        if (::poll(&error_end, 1, 0) == 1 && (error_end.revents & POLLERR))
+            ::_exit(127);
+    }
     run_child(plan, sync_fd);
 }
 
 void run_child(const ChildPlan& plan, int sync_fd)
 {
+    // Into its v1 cgroups first, before anything the limits must hold: a
+    // thread moving itself skips the kernel's threadgroup lock and its RCU
+    // grace period (WorkerCgroup::open_tasks_outside_clone).
+    for (std::size_t i = 0; i < plan.cgroup_tasks_count; ++i) {
+        if (::write(plan.cgroup_tasks_fds[i], "0", 1) != 1)
+            report(plan, Step::join_cgroup, errno);
+        ::close(plan.cgroup_tasks_fds[i]);
+    }
     // Leave the caller's session: sharing its controlling terminal would let
     // TIOCSTI type into the caller's shell.
     if (::setsid() < 0)
@@ -114,18 +128,16 @@ void run_child(const ChildPlan& plan, int sync_fd)
         if (::setrlimit(static_cast<__rlimit_resource>(limit.resource), &value) < 0)
             report(plan, Step::rlimit, errno);
     }
-    // The mounts and namespaces above are made while the parent places the
-    // child in its v1 cgroups (a write that may wait for an RCU grace
-    // period); nothing of the worker's runs before the go byte says it is
-    // placed (docs/sandbox.md "How it is built").
+    // A spawn server's child: nothing of the worker's runs before the runner,
+    // holding the child's pidfd, sends the go byte (spawn_server.cpp).
     if (sync_fd >= 0) {
         char go = 0;
         if (::read(sync_fd, &go, 1) != 1)
             report(plan, Step::sync, errno ? errno : EPIPE);
         ::close(sync_fd);
     }
-    // Only now, with the placement done in every hierarchy, so the
-    // namespace's root is the worker's own cgroup in v1 hierarchies too.
+    // After the placement in every hierarchy, so the namespace's root is the
+    // worker's own cgroup in v1 hierarchies too.
     if (::unshare(CLONE_NEWCGROUP) < 0)
         report(plan, Step::cgroup_namespace, errno);
     // The last step as the host's root: every namespace made so far is owned

@@ -24,7 +24,7 @@ struct SocketPair {
 Result<SocketPair> seqpacket_pair(const char* what);
 
 // Up to this many fds travel with one message.
-inline constexpr std::size_t kMaxMessageFds = 8;
+inline constexpr std::size_t kMaxMessageFds = 16;
 
 // Sends `size` bytes of `data` and `count` fds (not consumed). 0, or -errno.
 int send_with_fds(int socket, const void* data, std::size_t size, const int* fds, std::size_t count);

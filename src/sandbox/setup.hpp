@@ -42,6 +42,7 @@ using EmptyCaps = std::unique_ptr<void, CapFree>;
 enum class Step : int {
     none = 0,
     sync,
+    join_cgroup,
     new_session,
     cgroup_namespace,
     mount_namespace,
@@ -113,6 +114,10 @@ struct MountPlan {
     std::size_t scratch_size;
 };
 
+// The most v1 hierarchies a worker's cgroup spans (memory, cpu/cpuacct,
+// pids, freezer and a few more, mounted apart or together).
+inline constexpr std::size_t kMaxCgroupTasks = 8;
+
 // Everything the child reads between clone3 and execve, flat: the strings
 // and arrays it points to live in the parent's heap (a direct spawn: the
 // child has a copy) or in a shared arena (a pooled spawn, spawn_pool.cpp).
@@ -143,6 +148,11 @@ struct ChildPlan {
     int stderr_fd;
     bool controlling_terminal;  // stdin is a terminal: made the new session's controlling one
     int error_fd;  // Failure reports; CLOEXEC, so EOF means execve succeeded
+    // The worker cgroup's v1 `tasks` files (WorkerCgroup::open_tasks_outside_clone):
+    // the child's first step writes "0" to each, placing itself; a shared
+    // plan holds their indexes until bind_plan_fds.
+    int cgroup_tasks_fds[kMaxCgroupTasks];
+    std::size_t cgroup_tasks_count;
 };
 
 // Signal dispositions and mask back to the defaults (the parent's choices
@@ -154,11 +164,11 @@ void reset_signals();
 // Never returns.
 [[noreturn]] void start_child(const ChildPlan& plan, int sync_fd);
 
-// The rest of the child's life: namespaces it still has to make,
-// setup_mounts, hostname, network, rlimits — then, when sync_fd >= 0, the
-// parent's go byte (it has placed the child in its cgroups meanwhile) —,
-// its cgroup namespace, user namespace, cwd, stdio, privileges, seccomp,
-// execve. Never returns: failures go to plan.error_fd.
+// The rest of the child's life: its v1 cgroups (cgroup_tasks_fds),
+// namespaces it still has to make, setup_mounts, hostname, network,
+// rlimits — then, when sync_fd >= 0, the parent's go byte —, its cgroup
+// namespace, user namespace, cwd, stdio, privileges, seccomp, execve. Never
+// returns: failures go to plan.error_fd.
 [[noreturn]] void run_child(const ChildPlan& plan, int sync_fd = -1);
 
 // Writes a Failure to plan.error_fd and _exits.
@@ -190,6 +200,9 @@ struct ParentPrep {
     const SeccompProgram* seccomp = nullptr;                // the program the child loads
     UniqueFd error_read;   // the child's Failure reports; EOF without one: it exec'd
     UniqueFd error_write;  // the child's end (CLOEXEC); the parent closes its copy once the child has it
+    // spec.cgroup's v1 `tasks` files, for ChildPlan::cgroup_tasks_fds; held
+    // until the child has its copies.
+    std::vector<UniqueFd> cgroup_tasks;
 };
 
 // Checks the spec — a program and a rootfs given, a fresh space's size within

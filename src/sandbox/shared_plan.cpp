@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -108,6 +109,8 @@ ChildPlan* lay_out_plan(void* base, const SandboxSpec& spec, const ParentPrep& p
         .stderr_fd = -1,
         .controlling_terminal = false,
         .error_fd = -1,
+        .cgroup_tasks_fds = {},
+        .cgroup_tasks_count = 0,
     };
     if (area.overflowed())
         return nullptr;
@@ -131,15 +134,27 @@ ChildPlan* lay_out_plan(void* base, const SandboxSpec& spec, const ParentPrep& p
             plan->mounts.idmap_fd = plan->userns_fd;
         fds.fds[fds.count++] = spec.user_namespace->fd;
     }
+    for (const UniqueFd& tasks : prep.cgroup_tasks) {
+        plan->cgroup_tasks_fds[plan->cgroup_tasks_count++] = static_cast<int>(fds.count);
+        fds.fds[fds.count++] = tasks.get();
+    }
     return plan;
 }
 
-void parked_child_main(int socket, ChildPlan* plan)
+void parked_child_main(int socket, ChildPlan* plan, const int* cgroup_tasks, std::size_t tasks_count)
 {
     reset_signals();
     // Orphaned, it would wait forever in a cgroup nobody removes.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::prctl(PR_SET_NAME, "nps-pool");  // in ps(1) until it executes its worker, whoever cloned it
+    // A thread moving itself: no grace period (WorkerCgroup::open_tasks_outside_clone).
+    for (std::size_t i = 0; i < tasks_count; ++i) {
+        if (::write(cgroup_tasks[i], "0", 1) != 1)
+            ::_exit(126);  // the pool sees the socket close instead of the byte
+    }
+    const char placed = 1;
+    if (::send(socket, &placed, 1, MSG_NOSIGNAL) != 1)
+        ::_exit(0);
     if (socket > 3)
         ::close_range(3, static_cast<unsigned>(socket) - 1, 0);
     ::close_range(static_cast<unsigned>(socket) + 1, ~0U, 0);
@@ -158,8 +173,9 @@ void parked_child_main(int socket, ChildPlan* plan)
 
 bool bind_plan_fds(ChildPlan& plan, const int* fds, std::size_t count)
 {
-    const int expected = static_cast<int>(kFixedFds) + (plan.netns_fd >= 0 ? 1 : 0) + (plan.userns_fd >= 0 ? 1 : 0);
-    if (static_cast<int>(count) != expected)
+    const std::size_t expected = kFixedFds + (plan.netns_fd >= 0 ? 1 : 0) + (plan.userns_fd >= 0 ? 1 : 0) +
+                                 plan.cgroup_tasks_count;
+    if (count != expected || plan.cgroup_tasks_count > kMaxCgroupTasks)
         return false;
     plan.error_fd = fds[kErrorFd];
     plan.stdin_fd = fds[kStdinFd];
@@ -169,6 +185,8 @@ bool bind_plan_fds(ChildPlan& plan, const int* fds, std::size_t count)
     plan.netns_fd = passed(plan.netns_fd);
     plan.userns_fd = passed(plan.userns_fd);
     plan.mounts.idmap_fd = passed(plan.mounts.idmap_fd);
+    for (std::size_t i = 0; i < plan.cgroup_tasks_count; ++i)
+        plan.cgroup_tasks_fds[i] = passed(plan.cgroup_tasks_fds[i]);
     return true;
 }
 

@@ -20,12 +20,14 @@ inline constexpr std::size_t kSharedPlanBytes = limits::kSpawnPoolPlanBytes;
 
 // The fds passed with a plan: these four always, then the network and the
 // user namespace when the spec has them (the plan's netns_fd, userns_fd and
-// mounts.idmap_fd hold their indexes, -1 for none).
+// mounts.idmap_fd hold their indexes, -1 for none), then the v1 cgroups'
+// `tasks` files (ParentPrep::cgroup_tasks; cgroup_tasks_fds holds their
+// indexes).
 enum PassedFd : int { kErrorFd, kStdinFd, kStdoutFd, kStderrFd, kFixedFds };
-inline constexpr std::size_t kMaxPlanFds = kFixedFds + 2;
+inline constexpr std::size_t kMaxPlanFds = kFixedFds + 2 + kMaxCgroupTasks;
 
 struct PlanFds {
-    int fds[kMaxPlanFds] = {-1, -1, -1, -1, -1, -1};
+    int fds[kMaxPlanFds] = {};
     std::size_t count = 0;
 };
 
@@ -46,11 +48,13 @@ ChildPlan* lay_out_plan(void* area, const SandboxSpec& spec, const ParentPrep& p
 // received. false when `count` does not match what the plan expects.
 bool bind_plan_fds(ChildPlan& plan, const int* fds, std::size_t count);
 
-// A parked child's life (SpawnPool): every fd but `socket` (>= 3) closed —
-// it must not hold its parent's pipes open while it waits —, then one
-// message with the fds of the plan laid out at `plan` meanwhile, then the
-// sandbox. Exits when the socket closes first. It keeps PR_SET_PDEATHSIG:
-// it dies with the thread it counts as its parent's.
-[[noreturn]] void parked_child_main(int socket, ChildPlan* plan);
+// A parked child's life (SpawnPool): into its slot's v1 cgroups (writes "0"
+// to each of `cgroup_tasks`, then one byte on `socket` says it is placed),
+// every fd but `socket` (>= 3) closed — it must not hold its parent's pipes
+// open while it waits —, then one message with the fds of the plan laid out
+// at `plan` meanwhile, then the sandbox. Exits when the socket closes first,
+// or when it cannot place itself. It keeps PR_SET_PDEATHSIG: it dies with
+// the thread it counts as its parent's.
+[[noreturn]] void parked_child_main(int socket, ChildPlan* plan, const int* cgroup_tasks, std::size_t tasks_count);
 
 }  // namespace nps::sandbox::detail

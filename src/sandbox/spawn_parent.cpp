@@ -59,6 +59,7 @@ std::string failure_message(const SandboxSpec& spec, const std::string& rootfs, 
     std::string object;
     switch (step) {
     case Step::sync: return "Failed to synchronise with the sandbox child";
+    case Step::join_cgroup: return "Failed to move the sandbox child into its v1 cgroups";
     case Step::new_session: return "Failed to start a new session for the sandbox";
     case Step::cgroup_namespace: return "Failed to create the sandbox's cgroup namespace";
     case Step::mount_namespace: return "Failed to create the sandbox's mount namespace";
@@ -127,6 +128,13 @@ Result<ParentPrep> prepare_parent(const SandboxSpec& spec)
         return system_error_errno("Failed to create the sandbox error pipe");
     prep.error_read = UniqueFd(error_pipe[0]);
     prep.error_write = UniqueFd(error_pipe[1]);
+    if (spec.cgroup) {
+        prep.cgroup_tasks = NPS_TRY(spec.cgroup->open_tasks_outside_clone());
+        if (prep.cgroup_tasks.size() > kMaxCgroupTasks)
+            return internal_error("Failed to spawn a sandbox: its cgroup spans " +
+                                  std::to_string(prep.cgroup_tasks.size()) + " v1 hierarchies, at most " +
+                                  std::to_string(kMaxCgroupTasks) + " are supported");
+    }
     return prep;
 }
 

@@ -133,8 +133,11 @@ Result<bool> SpawnPool::park_one()
         slot->park_limits_set =
             slot->cgroup->set_limits(*options_.cgroup_base, *options_.park_limits, options_.park_enforcement)
                 .has_value();
+    const std::vector<UniqueFd> tasks = NPS_TRY(slot->cgroup->open_tasks_outside_clone());
+    if (tasks.size() > detail::kMaxCgroupTasks)
+        return internal_error("Failed to park a sandbox child: its cgroup spans too many v1 hierarchies");
     if (options_.server) {
-        std::optional<SpawnServer::Parked> parked = NPS_TRY(options_.server->park(slot->cgroup->dir_fd()));
+        std::optional<SpawnServer::Parked> parked = NPS_TRY(options_.server->park(slot->cgroup->dir_fd(), tasks));
         if (parked) {  // else the server is gone: park a copy of this thread below
             slot->child = std::move(parked->child);
             slot->socket = std::move(parked->socket);
@@ -167,8 +170,12 @@ Result<bool> SpawnPool::park_one()
     long pid = ::syscall(SYS_clone3, &args, sizeof args);
     if (pid < 0)
         return system_error_errno("Failed to clone3 a parked sandbox child");
-    if (pid == 0)
-        detail::parked_child_main(child_end.get(), static_cast<ChildPlan*>(slot->area));
+    if (pid == 0) {
+        int tasks_fds[detail::kMaxCgroupTasks];
+        for (std::size_t i = 0; i < tasks.size(); ++i)
+            tasks_fds[i] = tasks[i].get();
+        detail::parked_child_main(child_end.get(), static_cast<ChildPlan*>(slot->area), tasks_fds, tasks.size());
+    }
     slot->child = Child(static_cast<pid_t>(pid), UniqueFd(pidfd));
     slot->socket = std::move(parent_end);
     child_end.reset();
@@ -177,8 +184,17 @@ Result<bool> SpawnPool::park_one()
 
 Result<bool> SpawnPool::place_and_park(std::unique_ptr<PooledSlot> slot)
 {
-    // The slow part on v1 hierarchies, and the reason for the pool.
-    NPS_TRY_VOID(slot->cgroup->add_pid_outside_clone(slot->child.pid()));
+    // The child places itself in its v1 groups, then says so: parked only
+    // once it is in its cgroup in every hierarchy.
+    char placed = 0;
+    ssize_t n;
+    do {
+        n = ::recv(slot->socket.get(), &placed, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return system_error_errno("Failed to hear from a parked sandbox child");
+    if (n == 0)
+        return internal_error("Failed to park a sandbox child: it exited before it was in its v1 cgroups");
     std::lock_guard lock(slots_->mutex);
     slots_->parked.push_back(std::move(slot));
     return true;

@@ -6,10 +6,11 @@
 // runner lays out the plan in a free shared area, sends a Request naming it
 // with the plan's fds, the child's end of a sync socketpair and (v2) the
 // cgroup to clone into; the server binds the fds into the plan, clones, and
-// answers with a Reply and the child's pidfd. The child waits for the
-// runner's go byte on the sync socket — sent once the runner holds its pidfd
-// and has placed it in its v1 cgroups — so a child whose reply was lost
-// never runs: the runner's end of the sync socket closes and the child exits.
+// answers with a Reply and the child's pidfd. The child places itself in
+// its v1 cgroups (their `tasks` files travel with the plan's fds), makes its
+// mounts, then waits for the runner's go byte on the sync socket — sent once
+// the runner holds its pidfd — so a child whose reply was lost never runs:
+// the runner's end of the sync socket closes and the child exits.
 #include "nps/sandbox/spawn_server.hpp"
 
 #include <errno.h>
@@ -51,7 +52,7 @@ constexpr std::size_t kPlanAreas = limits::kSpawnPoolMaxSize + 4;
 
 enum class RequestKind : std::uint32_t {
     spawn,  // fds: the plan's, the child's end of the sync socketpair, the cgroup directory when has_cgroup
-    park,   // fds: the parked child's socket, the cgroup directory when has_cgroup
+    park,   // fds: the parked child's socket, the cgroup directory when has_cgroup, its v1 `tasks` files
 };
 
 struct Request {
@@ -60,6 +61,7 @@ struct Request {
     std::uint64_t clone_flags;
     std::uint32_t plan_fds;  // spawn
     std::uint32_t has_cgroup;
+    std::uint32_t cgroup_tasks;  // park: how many `tasks` files follow
 };
 
 struct Reply {
@@ -82,9 +84,11 @@ Reply clone_child(const Server& server, const Request& request, const int* fds, 
 {
     const bool park = request.kind == RequestKind::park;
     const std::size_t plan_fds = park ? 0 : request.plan_fds;
-    const std::size_t extra = 1 + (request.has_cgroup ? 1 : 0);
+    const std::size_t tasks = park ? request.cgroup_tasks : 0;
+    const std::size_t extra = 1 + (request.has_cgroup ? 1 : 0) + tasks;
     if ((request.kind != RequestKind::spawn && !park) || (request.clone_flags & ~kRequestFlags) != 0 ||
-        request.area >= kPlanAreas || plan_fds > count || count - plan_fds != extra)
+        request.area >= kPlanAreas || tasks > detail::kMaxCgroupTasks || plan_fds > count ||
+        count - plan_fds != extra)
         return {-1, EINVAL};
     ChildPlan& plan = *area_plan(server.areas, request.area);
     if (!park) {
@@ -108,7 +112,7 @@ Reply clone_child(const Server& server, const Request& request, const int* fds, 
     if (pid == 0) {
         ::close(server.socket);
         if (park)
-            detail::parked_child_main(own_fd, &plan);
+            detail::parked_child_main(own_fd, &plan, fds + count - tasks, tasks);
         detail::start_child(plan, own_fd);
     }
     return {static_cast<std::int32_t>(pid), 0};
@@ -302,8 +306,7 @@ Result<ServerAttempt> SpawnServer::try_spawn(const SandboxSpec& spec)
     Child child = std::move(*cloned);
     sync_child.reset();
     prep.error_write.reset();
-    if (spec.cgroup)
-        NPS_TRY_VOID(spec.cgroup->add_pid_outside_clone(child.pid()));
+    prep.cgroup_tasks.clear();
     const char go = 1;
     // A child that already died shows up through the error pipe.
     (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
@@ -312,7 +315,7 @@ Result<ServerAttempt> SpawnServer::try_spawn(const SandboxSpec& spec)
     return ServerAttempt{.started = std::move(child)};
 }
 
-Result<std::optional<SpawnServer::Parked>> SpawnServer::park(int cgroup_dir_fd)
+Result<std::optional<SpawnServer::Parked>> SpawnServer::park(int cgroup_dir_fd, const std::vector<UniqueFd>& cgroup_tasks)
 {
     State& s = *state_;
     std::unique_ptr<Area> area = s.take_area();
@@ -323,9 +326,18 @@ Result<std::optional<SpawnServer::Parked>> SpawnServer::park(int cgroup_dir_fd)
                     .area = static_cast<std::uint32_t>(area->index()),
                     .clone_flags = CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC,
                     .plan_fds = 0,
-                    .has_cgroup = cgroup_dir_fd >= 0 ? 1u : 0u};
-    const int fds[2] = {child_end.get(), cgroup_dir_fd};
-    std::optional<Child> cloned = NPS_TRY(s.clone(request, fds, request.has_cgroup ? 2 : 1, "a parked sandbox child"));
+                    .has_cgroup = cgroup_dir_fd >= 0 ? 1u : 0u,
+                    .cgroup_tasks = static_cast<std::uint32_t>(cgroup_tasks.size())};
+    if (cgroup_tasks.size() > detail::kMaxCgroupTasks)
+        return internal_error("Failed to park a sandbox child: its cgroup spans too many v1 hierarchies");
+    int fds[detail::kMaxMessageFds];
+    std::size_t count = 0;
+    fds[count++] = child_end.get();
+    if (request.has_cgroup)
+        fds[count++] = cgroup_dir_fd;
+    for (const UniqueFd& tasks : cgroup_tasks)
+        fds[count++] = tasks.get();
+    std::optional<Child> cloned = NPS_TRY(s.clone(request, fds, count, "a parked sandbox child"));
     if (!cloned)
         return std::optional<Parked>();
     Parked parked{.child = std::move(*cloned),

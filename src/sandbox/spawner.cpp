@@ -4,20 +4,18 @@
 // before cloning, because the child of a multi-threaded process must not
 // allocate (another thread may have held the malloc lock at clone time).
 //
-// Protocol between the two: when the parent has work to do before the
-// child's program may run (v1 cgroup placement), the child makes its mounts
-// and namespaces meanwhile and then waits for one byte on a socketpair;
-// otherwise it runs straight through, saving a sleep and a wake-up on the
-// hot path (`nps-runner run` without limits). A failure
-// before execve is written as a Failure{step, errno} to a CLOEXEC pipe,
-// whose EOF without data means execve succeeded.
+// The child runs straight through: it is cloned into its v2 cgroup
+// (CLONE_INTO_CGROUP) and places itself in its v1 ones (the `tasks` files
+// the parent opened), so the parent has nothing to do before the child's
+// program may run. A failure before execve is written as a
+// Failure{step, errno} to a CLOEXEC pipe, whose EOF without data means
+// execve succeeded.
 #include "nps/sandbox/spawner.hpp"
 
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,25 +42,14 @@ bool joins_shared_netns(const SandboxSpec& spec)
 
 struct DirectChild {
     ChildPlan plan;
-    int sync_fd;         // -1: no hand-shake
-    int sync_parent_fd;
     int error_read_fd;
 };
 
-// The parent must act on the child before it may run.
-bool needs_handshake(const SandboxSpec& spec)
-{
-    return spec.cgroup != nullptr;
-}
-
-// The child of a direct spawn: drops the parent's ends, then waits for the
-// parent's placement (if any) and runs.
+// The child of a direct spawn: drops the parent's end of the error pipe and runs.
 [[noreturn]] void direct_child_main(const DirectChild& c)
 {
     ::close(c.error_read_fd);
-    if (c.sync_fd >= 0)
-        ::close(c.sync_parent_fd);
-    detail::start_child(c.plan, c.sync_fd);
+    detail::start_child(c.plan, -1);
 }
 
 std::vector<char*> c_strings(std::vector<std::string>& strings)
@@ -104,14 +91,6 @@ Result<Child> spawn(const SandboxSpec& spec)
     if (!empty_caps)
         return system_error_errno("Failed to allocate an empty capability set");
 
-    UniqueFd sync_parent, sync_child;
-    if (needs_handshake(spec)) {
-        int sync[2];
-        if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
-            return system_error_errno("Failed to create the sandbox sync socketpair");
-        sync_parent = UniqueFd(sync[0]);
-        sync_child = UniqueFd(sync[1]);
-    }
     DirectChild direct{
         .plan = {
             .mounts = {.rootfs = rootfs.c_str(), .proc = proc.c_str(), .dev = dev.c_str(), .tmp = tmp.c_str(),
@@ -141,11 +120,13 @@ Result<Child> spawn(const SandboxSpec& spec)
             .stderr_fd = spec.stderr_fd,
             .controlling_terminal = spec.controlling_terminal,
             .error_fd = prep.error_write.get(),
+            .cgroup_tasks_fds = {},
+            .cgroup_tasks_count = prep.cgroup_tasks.size(),
         },
-        .sync_fd = sync_child.get(),
-        .sync_parent_fd = sync_parent.get(),
         .error_read_fd = prep.error_read.get(),
     };
+    for (std::size_t i = 0; i < prep.cgroup_tasks.size(); ++i)
+        direct.plan.cgroup_tasks_fds[i] = prep.cgroup_tasks[i].get();
 
     int pidfd = -1;
     CloneArgs args{};
@@ -165,18 +146,8 @@ Result<Child> spawn(const SandboxSpec& spec)
         direct_child_main(direct);
 
     Child child(static_cast<pid_t>(pid), UniqueFd(pidfd));
-    sync_child.reset();
     prep.error_write.reset();
-    if (spec.cgroup) {
-        if (auto placed = spec.cgroup->add_pid_outside_clone(child.pid()); !placed)
-            return placed.error();
-    }
-    if (sync_parent) {
-        char go = 1;
-        // A child that already died shows up through the error pipe.
-        (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
-    }
-
+    prep.cgroup_tasks.clear();
     NPS_TRY_VOID(detail::await_exec(prep, child, spec));
     return child;
 }

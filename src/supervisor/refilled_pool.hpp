@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal: a sandbox::SpawnPool kept full by a thread of its own, so the
-// supervisor's event loop never waits for a refill (on v1 hierarchies a
-// sparse refill sleeps for an RCU grace period, ~12 ms, in the kernel).
+// supervisor's event loop never waits for a refill (a clone and the
+// namespaces; before parked children placed themselves, also an RCU grace
+// period on v1 hierarchies).
 //
 // spawn() takes a parked slot (under the pool's mutex); wake() — after a
 // worker's cgroup is removed, or from spawn() when the pool ran dry — lets the
@@ -38,12 +39,12 @@ class RefilledPool {
 public:
     static constexpr std::chrono::seconds kRefillRetry{1};
     // A refill waits until no spawn or worker end happened for this long:
-    // parking a child (a clone of the daemon, a cgroup migration holding the
-    // kernel's cgroup_mutex through a grace period) competes with the next
-    // node's preparation and spawn for the CPUs and that mutex. So a stream
-    // of work spawns directly (back to back, migrations share their grace
-    // periods and are fast), and the pool is refilled in the pauses between
-    // bursts, where it saves the slow sparse migration (bench/RESULTS.md).
+    // parking a child competes with the next node's preparation and spawn
+    // for the CPUs (and, measured when the parent still moved it by pid,
+    // for the kernel's cgroup_mutex through a grace period). So a stream of
+    // work spawns through the server, and the pool is refilled in the
+    // pauses between bursts (bench/RESULTS.md). Not re-measured since
+    // children place themselves (docs/cgroups.md).
     static constexpr std::chrono::milliseconds kQuietPeriod{30};
 
     // Validates the options (sandbox::SpawnPool::create) and starts the
@@ -60,12 +61,10 @@ public:
     Result<sandbox::PoolAttempt> spawn(const sandbox::SandboxSpec& spec, const cgroup::CgroupLimits& limits,
                                        cgroup::Enforcement enforcement);
     // Lets the thread refill now: the supervisor calls it once a worker's
-    // cgroup is removed. Why not at every spawn: on v1 hierarchies a
-    // refill's migration holds the kernel's cgroup_mutex while it waits for
-    // an RCU grace period, and the cgroup.kill and rmdir of a worker that
-    // has just ended need that mutex — the loop would wait for the refill.
-    // Refilling after the removal overlaps the grace period with the next
-    // node's preparation instead (bench/RESULTS.md "dag").
+    // cgroup is removed. Why not at every spawn: when parking still moved
+    // the child by pid, a refill's migration held the kernel's cgroup_mutex
+    // through an RCU grace period, and the cgroup.kill and rmdir of a worker
+    // that had just ended waited for it (bench/RESULTS.md "dag").
     void wake();
 
     std::size_t size() const { return pool_.size(); }

@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -124,39 +125,51 @@ TEST_CASE("a worker the server clones joins the task's network and user namespac
     check_joined_namespaces(text, netns->fd());
 }
 
-TEST_CASE("a worker the server clones is in its cgroup in every hierarchy before it runs")
+TEST_CASE("a worker the server clones, or spawn() starts, is in its cgroup in every hierarchy before it runs")
 {
     if (cgroup_base().mode == nps::cgroup::CgroupMode::none) {
         MESSAGE("no cgroups on this host: placement is not tested here");
         return;
     }
     SpawnServer server = start_server();
-    auto cgroup = nps::cgroup::WorkerCgroup::create(
-        cgroup_base(), {.name = "server-test-" + std::to_string(::getpid()), .limits = {.pids_max = 7}});
-    REQUIRE_MESSAGE(cgroup, (cgroup ? std::string() : cgroup.error().describe()));
-    Pipe out = make_pipe();
-    // What the worker sees first thing: its own cgroup lines.
-    SandboxSpec spec = shell("cat /proc/self/cgroup; echo done; exec sleep 30", out.write_end.get());
-    spec.cgroup = &*cgroup;
-    nps::sandbox::Child worker = spawn_through(server, spec);
-    out.write_end.reset();
-    std::string text = read_until(out.read_end.get(), "done\n");
-    REQUIRE(text.size() > 5);
-    text.resize(text.size() - 5);
-    const std::string pid = std::to_string(worker.pid());
-    for (const auto& dir : cgroup->dirs())
-        CHECK_MESSAGE(read_text(dir + "/cgroup.procs") == pid + "\n", dir);
-    REQUIRE(cgroup->kill_all());
-    auto status = worker.wait();
-    REQUIRE(status);
-    CHECK(status->shell_status() == 128 + SIGKILL);
-    // Inside its cgroup namespace every hierarchy's path is its own root.
-    std::istringstream lines(text);
-    int seen = 0;
-    for (std::string line; std::getline(lines, line); ++seen)
-        CHECK_MESSAGE(line.substr(line.rfind(':')) == ":/", line);
-    CHECK(seen > 0);
-    REQUIRE(cgroup->remove());
+    // Both place the child in its v1 groups by the child itself (docs/cgroups.md).
+    for (const bool through_server : {true, false}) {
+        CAPTURE(through_server);
+        auto cgroup = nps::cgroup::WorkerCgroup::create(
+            cgroup_base(), {.name = "server-test-" + std::to_string(::getpid()) + (through_server ? "-s" : "-d"),
+                            .limits = {.pids_max = 7}});
+        REQUIRE_MESSAGE(cgroup, (cgroup ? std::string() : cgroup.error().describe()));
+        Pipe out = make_pipe();
+        // What the worker sees first thing: its own cgroup lines.
+        SandboxSpec spec = shell("cat /proc/self/cgroup; echo done; exec sleep 30", out.write_end.get());
+        spec.cgroup = &*cgroup;
+        std::optional<nps::sandbox::Child> worker;
+        if (through_server) {
+            worker.emplace(spawn_through(server, spec));
+        } else {
+            auto direct = nps::sandbox::spawn(spec);
+            REQUIRE_MESSAGE(direct, (direct ? std::string() : direct.error().describe()));
+            worker.emplace(std::move(*direct));
+        }
+        out.write_end.reset();
+        std::string text = read_until(out.read_end.get(), "done\n");
+        REQUIRE(text.size() > 5);
+        text.resize(text.size() - 5);
+        const std::string pid = std::to_string(worker->pid());
+        for (const auto& dir : cgroup->dirs())
+            CHECK_MESSAGE(read_text(dir + "/cgroup.procs") == pid + "\n", dir);
+        REQUIRE(cgroup->kill_all());
+        auto status = worker->wait();
+        REQUIRE(status);
+        CHECK(status->shell_status() == 128 + SIGKILL);
+        // Inside its cgroup namespace every hierarchy's path is its own root.
+        std::istringstream lines(text);
+        int seen = 0;
+        for (std::string line; std::getline(lines, line); ++seen)
+            CHECK_MESSAGE(line.substr(line.rfind(':')) == ":/", line);
+        CHECK(seen > 0);
+        REQUIRE(cgroup->remove());
+    }
 }
 
 TEST_CASE("the server's spawn failures read like spawn()'s")

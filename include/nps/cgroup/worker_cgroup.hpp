@@ -87,13 +87,17 @@ public:
     // before the process runs anything the limits must hold.
     Result<void> set_limits(const CgroupBase& base, const CgroupLimits& limits, Enforcement enforcement);
 
+    // The `tasks` files of the hierarchies a clone on dir_fd() does not
+    // cover (the v1 ones; all of them when dir_fd() is -1), opened for
+    // writing: how a child cloned with CLONE_INTO_CGROUP on dir_fd() completes
+    // its placement. A single-threaded child that writes "0" to each moves
+    // itself there — which the kernel does without the RCU grace period a
+    // move by pid (add_pid) waits for on v1 (~15 ms after a pause on this
+    // 2-CPU host; docs/cgroups.md "Placement cost on v1 hierarchies"). The
+    // opener's credentials are the ones checked.
+    Result<std::vector<UniqueFd>> open_tasks_outside_clone() const;
     // Writes `pid` to cgroup.procs in every hierarchy.
     Result<void> add_pid(pid_t pid);
-    // Completes the placement of a child cloned with CLONE_INTO_CGROUP on
-    // dir_fd(): writes `pid` to the hierarchies that clone did not cover (the
-    // v1 ones; all of them when dir_fd() is -1). Call before the child runs
-    // anything that the limits must hold.
-    Result<void> add_pid_outside_clone(pid_t pid);
     // The pids now in the group (from the placement hierarchy).
     Result<std::vector<int>> pids() const;
     // SIGKILLs every process in the group: cgroup.kill where present, else

@@ -2,13 +2,13 @@
 // SpawnPool: sandbox children cloned ahead of time, each already placed in a
 // cgroup of its own (a "slot"), parked until it is told what to become.
 //
-// Why: on hosts with v1 hierarchies (hybrid, legacy) a process can only be
-// put into a v1 cgroup by writing its pid to cgroup.procs, and the kernel
-// makes such a write wait for an RCU grace period (8–15 ms here) unless
-// another one went shortly before — so sparse spawns pay it every time
-// (docs/cgroups.md). A parked child pays it in refill(), off the hot path;
-// spawn() then only writes the limits and hands the child its plan. The
-// clone and the pid, uts and ipc namespaces are paid in refill() too.
+// Why: the clone and the pid, uts and ipc namespaces, and the placement in
+// the slot's cgroups, are paid in refill(), off the hot path; spawn() then
+// only writes the limits and hands the child its plan. (The placement used
+// to be the main reason: a move into a v1 cgroup by pid waits for an RCU
+// grace period, 8–15 ms here, when spawns are sparse. A parked child now
+// moves itself, which does not wait, as every spawn's child does:
+// docs/cgroups.md.)
 //
 // A parked child is a copy of the caller made at refill() time — or, with a
 // SpawnServer in the options, a copy of that small server, cloned as the

@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nps/base/result.hpp"
 #include "nps/base/unique_fd.hpp"
@@ -71,7 +72,9 @@ public:
 
     // A SpawnPool's parked child (spawn_pool.hpp), cloned by the server so it
     // is a copy of the small server, not of the caller: in new pid, uts and
-    // ipc namespaces, into `cgroup_dir_fd`'s v2 cgroup when >= 0, waiting on
+    // ipc namespaces, into `cgroup_dir_fd`'s v2 cgroup when >= 0 and, by
+    // itself, into the v1 groups whose `tasks` files are given (it sends one
+    // byte on `socket` once placed: SpawnPool waits for it), waiting on
     // `socket` for its plan, which the caller lays out in `area` (and
     // `empty_caps` is the capability set valid in the child). Its death
     // signal is tied to the thread that started the server.
@@ -83,7 +86,7 @@ public:
         void* empty_caps = nullptr;
     };
     // nullopt when the server is gone; an error when the clone failed.
-    Result<std::optional<Parked>> park(int cgroup_dir_fd);
+    Result<std::optional<Parked>> park(int cgroup_dir_fd, const std::vector<UniqueFd>& cgroup_tasks);
 
     // The server's pid (for diagnostics and tests); -1 once it is gone.
     pid_t pid() const;
