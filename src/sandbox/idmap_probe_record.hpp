@@ -2,7 +2,7 @@
 // Internal to src/sandbox: the record of a passed idmap probe, so a process
 // that decides on user namespaces (a daemon's start, every `nps-runner run`)
 // does not repeat the probe's mount namespace, mounts and directories on a
-// mount already found able (docs/sandbox.md "users").
+// mount already found able (docs/security.md "User namespace by default").
 //
 // A record is a file `idmap-probe-<kind>-<mount>` in the user namespaces'
 // lock directory, whose one line names this boot (kernel.random.boot_id),

@@ -153,7 +153,8 @@ struct UsernsDecision {
 // idmap probe is recorded in range.lock_dir for this boot and scratch_dir's
 // mount, and a valid record stands for the probe (the id ranges and the
 // user namespace are still checked each time): `nps-runner run` saves the
-// probe's mount namespace and mounts, ~2 ms (docs/sandbox.md "users").
+// probe's mount namespace and mounts, ~2 ms (docs/security.md "User
+// namespace by default").
 Result<UsernsDecision> decide_user_namespace(UsernsMode mode, const UsernsSlotsOptions& range,
                                              const std::string& scratch_dir, RootfsKind rootfs);
 
