@@ -43,8 +43,9 @@ public:
     // for the CPUs (and, measured when the parent still moved it by pid,
     // for the kernel's cgroup_mutex through a grace period). So a stream of
     // work spawns through the server, and the pool is refilled in the
-    // pauses between bursts (bench/RESULTS.md). Not re-measured since
-    // children place themselves (docs/cgroups.md).
+    // pauses between bursts (bench/RESULTS.md). Re-measured once children
+    // placed themselves: refilling after every spawn still made a DAG
+    // slower (the CPUs).
     static constexpr std::chrono::milliseconds kQuietPeriod{30};
 
     // Validates the options (sandbox::SpawnPool::create) and starts the
