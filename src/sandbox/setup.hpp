@@ -205,6 +205,10 @@ struct ParentPrep {
     std::vector<UniqueFd> cgroup_tasks;
 };
 
+// cgroup.open_tasks_outside_clone(), refused beyond kMaxCgroupTasks (the
+// child's plan holds that many): the files a child places itself with.
+Result<std::vector<UniqueFd>> open_cgroup_tasks(const cgroup::WorkerCgroup& cgroup);
+
 // Checks the spec — a program and a rootfs given, a fresh space's size within
 // limits (tmpfs takes size=0 as "half of RAM"), a user namespace that maps no
 // host root and holds spec.uid and spec.gid — and prepares the above.

@@ -128,14 +128,18 @@ Result<ParentPrep> prepare_parent(const SandboxSpec& spec)
         return system_error_errno("Failed to create the sandbox error pipe");
     prep.error_read = UniqueFd(error_pipe[0]);
     prep.error_write = UniqueFd(error_pipe[1]);
-    if (spec.cgroup) {
-        prep.cgroup_tasks = NPS_TRY(spec.cgroup->open_tasks_outside_clone());
-        if (prep.cgroup_tasks.size() > kMaxCgroupTasks)
-            return internal_error("Failed to spawn a sandbox: its cgroup spans " +
-                                  std::to_string(prep.cgroup_tasks.size()) + " v1 hierarchies, at most " +
-                                  std::to_string(kMaxCgroupTasks) + " are supported");
-    }
+    if (spec.cgroup)
+        prep.cgroup_tasks = NPS_TRY(open_cgroup_tasks(*spec.cgroup));
     return prep;
+}
+
+Result<std::vector<UniqueFd>> open_cgroup_tasks(const cgroup::WorkerCgroup& cgroup)
+{
+    std::vector<UniqueFd> tasks = NPS_TRY(cgroup.open_tasks_outside_clone());
+    if (tasks.size() > kMaxCgroupTasks)
+        return internal_error("Failed to place a sandbox child: its cgroup spans " + std::to_string(tasks.size()) +
+                              " v1 hierarchies, at most " + std::to_string(kMaxCgroupTasks) + " are supported");
+    return tasks;
 }
 
 std::optional<std::size_t> path_entry(const std::vector<std::string>& env)

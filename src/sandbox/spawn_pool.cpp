@@ -133,9 +133,7 @@ Result<bool> SpawnPool::park_one()
         slot->park_limits_set =
             slot->cgroup->set_limits(*options_.cgroup_base, *options_.park_limits, options_.park_enforcement)
                 .has_value();
-    const std::vector<UniqueFd> tasks = NPS_TRY(slot->cgroup->open_tasks_outside_clone());
-    if (tasks.size() > detail::kMaxCgroupTasks)
-        return internal_error("Failed to park a sandbox child: its cgroup spans too many v1 hierarchies");
+    const std::vector<UniqueFd> tasks = NPS_TRY(detail::open_cgroup_tasks(*slot->cgroup));
     if (options_.server) {
         std::optional<SpawnServer::Parked> parked = NPS_TRY(options_.server->park(slot->cgroup->dir_fd(), tasks));
         if (parked) {  // else the server is gone: park a copy of this thread below

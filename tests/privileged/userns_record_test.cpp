@@ -85,13 +85,10 @@ struct Scratch {
 
 }  // namespace
 
-TEST_CASE("a passed idmap probe is recorded for this boot and mount, and stands for the probe only while it is valid")
+TEST_CASE_FIXTURE(Scratch, "a passed idmap probe is recorded for this boot and mount, and stands for the probe only while it is valid")
 {
     if (!idmap_possible())
         return;
-    const Scratch scratch_dirs;
-    const std::string &locks = scratch_dirs.locks, &scratch = scratch_dirs.scratch;
-    const auto& range = scratch_dirs.range;
 
     // A tmpfs of its own: the scratch directory's mount, which the record names.
     REQUIRE(::mount("tmpfs", scratch.c_str(), "tmpfs", 0, "size=1m,mode=0755") == 0);
@@ -147,13 +144,10 @@ TEST_CASE("a passed idmap probe is recorded for this boot and mount, and stands 
     CHECK(records(locks).size() == 1);  // a failed probe is not recorded
 }
 
-TEST_CASE("user_namespace on records its probe and keeps the probe's namespace as slot 0's; off reads and writes no record")
+TEST_CASE_FIXTURE(Scratch, "user_namespace on records its probe and keeps the probe's namespace as slot 0's; off reads and writes no record")
 {
     if (!idmap_possible())
         return;
-    const Scratch scratch_dirs;
-    const std::string &locks = scratch_dirs.locks, &scratch = scratch_dirs.scratch;
-    const auto& range = scratch_dirs.range;
 
     auto off = sandbox::decide_user_namespace(sandbox::UsernsMode::off, range, scratch, sandbox::RootfsKind::directory);
     REQUIRE(off);
