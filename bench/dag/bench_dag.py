@@ -14,6 +14,7 @@ on stdin — what a runner that starts a container per node pays, without any
 store or scheduling.
 
     python3 bench/dag/bench_dag.py [--runner build/nps-runner] [--tasks 40] [--spawn-pool N] [--gap-ms MS]
+                                   [--no-spawn-server] [--no-hold-ahead]
 
 --spawn-pool N writes `[workers] spawn_pool = N` to the daemon's config (0: every
 worker spawned directly, as before the pool; unset: the daemon's default). The
@@ -108,11 +109,13 @@ def task_breakdown(task):
     return row + [at("task:completed") - prev]
 
 
-def bench_nps(runner, work, state, tasks, spawn_pool=None, gap_ms=0, spawn_server=True):
+def bench_nps(runner, work, state, tasks, spawn_pool=None, gap_ms=0, spawn_server=True, hold_ahead=True):
     import_demo_image(runner, state, work)
     config = "" if spawn_pool is None else f"spawn_pool = {spawn_pool}\n"
     if not spawn_server:
         config += "spawn_server = false\n"
+    if not hold_ahead:
+        config += "hold_ahead = false\n"
     config = "[workers]\n" + config if config else ""
     with Daemon(runner, state, inboxes=[INBOX], config=config) as d:
         for node, command in AGENTS.items():
@@ -181,6 +184,8 @@ def main():
     parser.add_argument("--spawn-pool", type=int, help="[workers] spawn_pool for the daemon (0: no pool)")
     parser.add_argument("--no-spawn-server", dest="spawn_server", action="store_false",
                         help="[workers] spawn_server = false: workers cloned from the daemon itself")
+    parser.add_argument("--no-hold-ahead", dest="hold_ahead", action="store_false",
+                        help="[workers] hold_ahead = false: a node's worker is spawned only at its dispatch")
     parser.add_argument("--gap-ms", type=int, default=0,
                         help="idle time before each task (sparse arrivals; default 0: one after another)")
     parser.add_argument("--crun-peer", nargs=2, metavar=("WORK", "TASKS"), help=argparse.SUPPRESS)
@@ -195,7 +200,7 @@ def main():
         state = os.path.join(work, "state")
         os.makedirs(state)
         client, server, spawns, breakdown = bench_nps(args.runner, work, state, args.tasks, args.spawn_pool,
-                                                     args.gap_ms, args.spawn_server)
+                                                     args.gap_ms, args.spawn_server, args.hold_ahead)
         crun = bench_crun(os.path.join(work, "oci"), work, max(10, args.tasks // 4))
         unmount_under(work)
     arrival = f"{args.gap_ms} ms apart" if args.gap_ms else "one after another"
@@ -203,7 +208,8 @@ def main():
           f"(load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cpus)")
     pool = "default" if args.spawn_pool is None else str(args.spawn_pool)
     counts, start = spawns
-    print(f"  spawn_pool {pool}, spawn_server {'on' if args.spawn_server else 'off'}; workers started (warm-up included), mean spawn (on the spawn threads): "
+    print(f"  spawn_pool {pool}, spawn_server {'on' if args.spawn_server else 'off'}, "
+          f"hold_ahead {'on' if args.hold_ahead else 'off'}; workers started (warm-up included), mean spawn (on the spawn threads): "
           + (", ".join(f"{k} {n} ({ms:.2f} ms)" for k, (n, ms) in sorted(counts.items()))
              or "no nps_worker_spawns_total metric")
           + ("" if start is None else f"; mean worker start (dispatch → exec) {start:.1f} ms"))

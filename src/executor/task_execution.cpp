@@ -246,13 +246,14 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
         [this, node = attempt.node_id, serial, prepared] { prepared_for(node, serial, std::move(**prepared)); });
 }
 
-void TaskExecution::prepared_for(const std::string& node_id, std::uint64_t serial, Prepared prepared)
+void TaskExecution::prepared_for(const std::string& node_id, std::uint64_t serial, Prepared prepared,
+                                 std::optional<supervisor::WorkerId> held)
 {
     if (!prepared) {
         finish_attempt(node_id, serial, failure(prepared.error()));
         return;
     }
-    launch(node_id, serial, std::move(*prepared));
+    launch(node_id, serial, std::move(*prepared), held);
 }
 
 TaskExecution::Slot* TaskExecution::slot_of(const std::string& node_id, std::uint64_t serial)
@@ -261,61 +262,73 @@ TaskExecution::Slot* TaskExecution::slot_of(const std::string& node_id, std::uin
     return it != slots_.end() && it->second->serial == serial ? it->second.get() : nullptr;
 }
 
-void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared)
+Result<supervisor::WorkerSpec> TaskExecution::worker_spec(const PreparedWorker& prepared)
+{
+    supervisor::WorkerSpec worker;
+    worker.sandbox.rootfs = prepared.rootfs->path();
+    worker.sandbox.writable.host_dir = prepared.rootfs->space_dir();
+    worker.sandbox.argv = prepared.process.argv;
+    worker.sandbox.env = prepared.process.env;
+    worker.sandbox.cwd = prepared.process.cwd;
+    worker.sandbox.uid = prepared.process.ids.uid;
+    worker.sandbox.gid = prepared.process.ids.gid;
+    worker.sandbox.seccomp = ctx_.seccomp;
+    // The task's own loopback-only network namespace, taken at its first
+    // worker and given up when the execution retires (after its last worker).
+    if (!netns_) {
+        auto netns = ctx_.netns_pool->take();
+        if (!netns)
+            return proto::runtime_failure(proto::RuntimeFailure::sandbox_unavailable,
+                                          "Failed to make the network namespace of task '" + task_id() +
+                                              "': " + netns.error().describe());
+        netns_.emplace(std::move(*netns));
+    }
+    worker.sandbox.netns_fd = netns_->fd();
+    // The host id range of its own it holds while it runs (its rootfs was
+    // made for it: idmapped layers).
+    if (prepared.userns) {
+        worker.sandbox.user_namespace = prepared.userns->spec();
+        worker.sandbox.user_namespace->rootfs_idmapped = true;
+    }
+    worker.limits = prepared.limits;
+    worker.enforcement = ctx_.enforcement;
+    const spawn::SpawnSpec& spec = prepared.resolution.spec;
+    if (spec.idle_timeout_seconds)
+        worker.idle_timeout = std::chrono::seconds(*spec.idle_timeout_seconds);
+    if (spec.max_runtime_seconds)
+        worker.max_runtime = std::chrono::seconds(*spec.max_runtime_seconds);
+    worker.cgn_budget = spec.cgn_budget;
+    return worker;
+}
+
+void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared,
+                           std::optional<supervisor::WorkerId> held)
 {
     auto it = slots_.find(node_id);
     if (it == slots_.end() || it->second->serial != serial || abandoned_ || it->second->stop_requested) {
+        if (held)
+            drop_held(*held, std::move(prepared));
         finish_attempt(
             node_id, serial,
             failure(protocol_error(proto::code::kNopTaskCancelled, "stopped before the worker started")));
         return;
     }
     Slot& slot = *it->second;
+    auto made = worker_spec(*prepared);
+    if (!made) {
+        if (held)
+            drop_held(*held, std::move(prepared));
+        finish_attempt(node_id, serial, failure(made.error()));
+        return;
+    }
+    supervisor::WorkerSpec worker = std::move(*made);
     const spawn::SpawnSpec& spec = prepared->resolution.spec;
-
-    supervisor::WorkerSpec worker;
-    worker.sandbox.rootfs = prepared->rootfs->path();
-    worker.sandbox.writable.host_dir = prepared->rootfs->space_dir();
-    worker.sandbox.argv = prepared->process.argv;
-    worker.sandbox.env = prepared->process.env;
-    worker.sandbox.cwd = prepared->process.cwd;
-    worker.sandbox.uid = prepared->process.ids.uid;
-    worker.sandbox.gid = prepared->process.ids.gid;
-    worker.sandbox.seccomp = ctx_.seccomp;
-    // The task's own loopback-only network namespace, taken at its first
-    // worker and given up when the execution retires (after its last worker).
-    if (!netns_) {
-        auto netns = ctx_.netns_pool->take();
-        if (!netns) {
-            finish_attempt(node_id, serial,
-                           failure(proto::runtime_failure(proto::RuntimeFailure::sandbox_unavailable,
-                                                          "Failed to make the network namespace of task '" +
-                                                              task_id() + "': " + netns.error().describe())));
-            return;
-        }
-        netns_.emplace(std::move(*netns));
-    }
-    worker.sandbox.netns_fd = netns_->fd();
-    // The host id range of its own it holds while it runs (its rootfs was
-    // made for it: idmapped layers).
-    if (prepared->userns) {
-        worker.sandbox.user_namespace = prepared->userns->spec();
-        worker.sandbox.user_namespace->rootfs_idmapped = true;
-    }
-    worker.limits = prepared->limits;
-    worker.enforcement = ctx_.enforcement;
-    if (spec.idle_timeout_seconds)
-        worker.idle_timeout = std::chrono::seconds(*spec.idle_timeout_seconds);
-    if (spec.max_runtime_seconds)
-        worker.max_runtime = std::chrono::seconds(*spec.max_runtime_seconds);
     worker.delegate_frame = make_delegate_frame(task_, slot.attempt, spec.cgn_budget);
     worker.attempt = slot.attempt.number;
     slot.detail = attempt_detail(slot.attempt, spec.image);
-    worker.cgn_budget = spec.cgn_budget;
 
-    auto id = ctx_.supervisor.start(
-        std::move(worker),
-        {.on_outcome =
+    supervisor::WorkerCallbacks callbacks{
+        .on_outcome =
              [this, node_id, serial](const supervisor::WorkerOutcome& outcome) {
                  log_worker_end(node_id, serial, outcome);
                  count_worker(node_id, serial, outcome);
@@ -339,7 +352,10 @@ void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std
              Slot* mine = slot_of(node_id, serial);
              if (const auto status = ctx_.supervisor.status(started); status && mine)
                  mine->detail["limits"] = worker_limits_json(*status);
-         }});
+         }};
+    // With a held process the supervisor drops it itself if unfit (or if it refuses the worker).
+    auto id = held ? ctx_.supervisor.start(std::move(worker), std::move(callbacks), *held)
+                   : ctx_.supervisor.start(std::move(worker), std::move(callbacks));
     if (!id) {
         finish_attempt(
             node_id, serial,

@@ -81,12 +81,15 @@ private:
     struct Slot;
     using Prepared = Result<std::unique_ptr<PreparedWorker>>;
     // A worker prepared ahead (anticipate()): taken by the next dispatch of
-    // its agent, released unused when the run ends or it grows stale.
+    // its agent, released unused when the run ends or it grows stale. Once
+    // prepared, its process is held by the supervisor (Supervisor::hold)
+    // when it has room, so that dispatch only releases it.
     struct Ahead {
         std::string agent;
         event::EventLoop::TimePoint made{};
         std::optional<Prepared> prepared;           // once its preparation ended
-        std::function<void(Prepared)> taker;        // a dispatch waiting for it
+        std::optional<supervisor::WorkerId> held;   // its process, held before its execve
+        std::function<void(Prepared, std::optional<supervisor::WorkerId>)> taker;  // a dispatch waiting for it
     };
     // At most this many workers prepared ahead per task, used within this long.
     static constexpr std::size_t kMaxAhead = 2;
@@ -97,9 +100,22 @@ private:
     static std::string next_worker_name();
     // The slot of the attempt (node_id, serial) while it is the node's current one, else nullptr.
     Slot* slot_of(const std::string& node_id, std::uint64_t serial);
-    void launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared);
+    // Starts the attempt's worker under the supervisor, with the process
+    // held for it if any.
+    void launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared,
+                std::optional<supervisor::WorkerId> held);
     // Launches the attempt with `prepared`, or ends it with the preparation's error.
-    void prepared_for(const std::string& node_id, std::uint64_t serial, Prepared prepared);
+    void prepared_for(const std::string& node_id, std::uint64_t serial, Prepared prepared,
+                      std::optional<supervisor::WorkerId> held = std::nullopt);
+    // The worker of `prepared` as the supervisor runs it, but for what only
+    // its attempt gives (the DelegateFrame, the attempt number): hold() and
+    // start() get the same. Takes the task's network namespace at its first
+    // worker.
+    Result<supervisor::WorkerSpec> worker_spec(const PreparedWorker& prepared);
+    // Has the supervisor hold the process of `ahead`'s prepared worker.
+    void hold_ahead(Ahead& ahead);
+    // Drops a held process nobody took; `prepared` is released once it is gone.
+    void drop_held(supervisor::WorkerId held, std::unique_ptr<PreparedWorker> prepared);
     // The attempt's slot exists: launches it with `ahead`'s worker, at once
     // when ready (in the next loop round), else when its preparation ends.
     void launch_ahead(const nop::Attempt& attempt, std::uint64_t serial, std::shared_ptr<Ahead> ahead);

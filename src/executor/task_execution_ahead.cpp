@@ -13,10 +13,11 @@ void TaskExecution::launch_ahead(const nop::Attempt& attempt, std::uint64_t seri
     // outside the run's dispatch), else when its preparation ends. A
     // preparation ahead that failed is not the node's failure: the node
     // prepares its own.
-    ahead->taker = [this, node = attempt.node_id, serial, agent = attempt.agent](Prepared prepared) {
+    ahead->taker = [this, node = attempt.node_id, serial, agent = attempt.agent](
+                       Prepared prepared, std::optional<supervisor::WorkerId> held) {
         if (prepared) {
             ++ctx_.metrics.workers_prepared_ahead_used;
-            return prepared_for(node, serial, std::move(prepared));
+            return prepared_for(node, serial, std::move(prepared), held);
         }
         ++ctx_.metrics.workers_prepared_ahead_failed;
         auto fresh = std::make_shared<std::optional<Prepared>>();
@@ -28,7 +29,7 @@ void TaskExecution::launch_ahead(const nop::Attempt& attempt, std::uint64_t seri
     if (ahead->prepared)
         ctx_.loop.defer([this, alive = alive_, ahead] {
             if (*alive)
-                ahead->taker(std::move(*ahead->prepared));
+                ahead->taker(std::move(*ahead->prepared), ahead->held);
         });
 }
 
@@ -48,9 +49,10 @@ void TaskExecution::anticipate(const std::string& agent)
         [this, ahead, prepared] {
             --ahead_jobs_;
             if (ahead->taker) {
-                ahead->taker(std::move(**prepared));
+                ahead->taker(std::move(**prepared), std::nullopt);
             } else {
                 ahead->prepared = std::move(**prepared);
+                hold_ahead(*ahead);
                 // Not taken within its freshness: its resources go back.
                 const auto left = kAheadFreshness - (event::EventLoop::now() - ahead->made);
                 start_timer(std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left),
@@ -74,6 +76,15 @@ std::shared_ptr<TaskExecution::Ahead> TaskExecution::take_ahead(const std::strin
     return nullptr;
 }
 
+void TaskExecution::hold_ahead(Ahead& ahead)
+{
+    if (ended_ || !ctx_.options.workers.hold_ahead || !ahead.prepared || !*ahead.prepared)
+        return;
+    auto spec = worker_spec(***ahead.prepared);
+    if (spec)  // else the dispatch fails with the same error
+        ahead.held = ctx_.supervisor.hold(*spec);
+}
+
 void TaskExecution::drop_ahead(const std::shared_ptr<Ahead>& ahead)
 {
     const auto it = std::find(ahead_.begin(), ahead_.end(), ahead);
@@ -83,10 +94,23 @@ void TaskExecution::drop_ahead(const std::shared_ptr<Ahead>& ahead)
     if (!ahead->prepared || !*ahead->prepared)
         return;
     ++ctx_.metrics.workers_prepared_ahead_unused;
+    if (ahead->held) {
+        drop_held(*ahead->held, std::move(**ahead->prepared));
+        return;
+    }
     // As finish_attempt releases a worker's rootfs: off the loop.
     ctx_.jobs.submit([prepared = std::shared_ptr<PreparedWorker>(std::move(**ahead->prepared))] {
         (void)prepared->release();
     }, [] {});
+}
+
+void TaskExecution::drop_held(supervisor::WorkerId held, std::unique_ptr<PreparedWorker> prepared)
+{
+    // Its rootfs is released after the process is gone; by then this
+    // execution may have retired: nothing of it is captured.
+    ctx_.supervisor.drop_held(held, [&jobs = ctx_.jobs, prepared = std::shared_ptr<PreparedWorker>(std::move(prepared))] {
+        jobs.submit([prepared] { (void)prepared->release(); }, [] {});
+    });
 }
 
 void TaskExecution::release_ahead()

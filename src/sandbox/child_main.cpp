@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "nps/base/limits.hpp"
 #include "setup.hpp"
 
 namespace nps::sandbox::detail {
@@ -29,11 +30,11 @@ int move_stdio(int from, int to)
 }
 
 // execve, searching PATH for a name without '/' (execvpe may allocate).
-int exec_program(const ChildPlan& plan)
+int exec_program(const ChildPlan& plan, char* const* envp)
 {
     const char* file = plan.argv[0];
     if (::strchr(file, '/')) {
-        ::execve(file, plan.argv, plan.envp);
+        ::execve(file, plan.argv, envp);
         return errno;
     }
     int result = ENOENT;
@@ -42,13 +43,60 @@ int exec_program(const ChildPlan& plan)
         int n = ::snprintf(plan.mounts.scratch, plan.mounts.scratch_size, "%.*s/%s", static_cast<int>(end - dir),
                            end == dir ? "." : dir, file);
         if (n > 0 && static_cast<std::size_t>(n) < plan.mounts.scratch_size) {
-            ::execve(plan.mounts.scratch, plan.argv, plan.envp);
+            ::execve(plan.mounts.scratch, plan.argv, envp);
             if (errno != ENOENT && errno != ENOTDIR)
                 result = errno;
         }
         dir = *end ? end + 1 : end;
     }
     return result;
+}
+
+// Reads exactly `size` bytes; false on EOF or an error.
+bool read_exactly(int fd, char* into, std::size_t size)
+{
+    while (size > 0) {
+        const ssize_t n = ::read(fd, into, size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        into += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// A held child (ChildPlan::hold_before_exec), set up to the last step:
+// says so on its report socket, waits for the release (Child::release: a
+// size, then "K=V\0" entries), and execs with those entries after its
+// own. The parent gone or a malformed release: it exits without running
+// anything. Its buffers live on its stack (no allocation here).
+[[noreturn]] [[gnu::noinline]] void exec_when_released(const ChildPlan& plan)
+{
+    const Failure held{Step::none, 0};
+    if (::write(plan.error_fd, &held, sizeof held) != static_cast<ssize_t>(sizeof held))
+        ::_exit(127);
+    std::uint32_t size = 0;
+    char block[limits::kMaxReleaseEnvBytes];
+    if (!read_exactly(plan.error_fd, reinterpret_cast<char*>(&size), sizeof size) ||
+        size > limits::kMaxReleaseEnvBytes || !read_exactly(plan.error_fd, block, size) ||
+        (size > 0 && block[size - 1] != '\0'))
+        ::_exit(127);
+    char* envp[limits::kMaxHeldEnvEntries + 1];
+    std::size_t count = 0;
+    for (char* const* entry = plan.envp; *entry; ++entry) {
+        if (count == limits::kMaxHeldEnvEntries)
+            report(plan, Step::exec, E2BIG);
+        envp[count++] = *entry;
+    }
+    for (std::size_t at = 0; at < size; at += ::strlen(block + at) + 1) {
+        if (count == limits::kMaxHeldEnvEntries)
+            report(plan, Step::exec, E2BIG);
+        envp[count++] = block + at;
+    }
+    envp[count] = nullptr;
+    report(plan, Step::exec, exec_program(plan, envp));
 }
 
 }  // namespace
@@ -79,12 +127,12 @@ void start_child(const ChildPlan& plan, int sync_fd)
     // dies (kill -9 included), the kernel kills the worker and with it its
     // pid namespace. A runner that died before this line is noticed too:
     // with a hand-shake the go byte's read fails; without one, the runner's
-    // end of the error pipe is closed (POLLERR on the child's end).
+    // end of the report socket is closed (POLLHUP on the child's end).
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
         report(plan, Step::sync, errno);
     if (sync_fd < 0) {
         pollfd error_end{.fd = plan.error_fd, .events = POLLOUT, .revents = 0};
-        if (::poll(&error_end, 1, 0) == 1 && (error_end.revents & POLLERR))
+        if (::poll(&error_end, 1, 0) == 1 && (error_end.revents & (POLLERR | POLLHUP)))
             ::_exit(127);
     }
     run_child(plan, sync_fd);
@@ -156,7 +204,9 @@ void run_child(const ChildPlan& plan, int sync_fd)
         report(plan, f.step, f.err);
     if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, plan.seccomp, 0, 0) < 0)
         report(plan, Step::seccomp, errno);
-    report(plan, Step::exec, exec_program(plan));
+    if (plan.hold_before_exec)
+        exec_when_released(plan);
+    report(plan, Step::exec, exec_program(plan, plan.envp));
 }
 
 }  // namespace nps::sandbox::detail

@@ -147,7 +147,12 @@ struct ChildPlan {
     int stdout_fd;
     int stderr_fd;
     bool controlling_terminal;  // stdin is a terminal: made the new session's controlling one
-    int error_fd;  // Failure reports; CLOEXEC, so EOF means execve succeeded
+    // Failure reports on a stream socket; CLOEXEC, so EOF means execve
+    // succeeded. A held child also reads its release from it.
+    int error_fd;
+    // Report "held" (a Failure of Step::none) after the seccomp filter and
+    // wait for the release before the execve (SandboxSpec::hold_before_exec).
+    bool hold_before_exec;
     // The worker cgroup's v1 `tasks` files (WorkerCgroup::open_tasks_outside_clone):
     // the child's first step writes "0" to each, placing itself; a shared
     // plan holds their indexes until bind_plan_fds.
@@ -198,7 +203,9 @@ struct ParentPrep {
     std::string space_options;  // a fresh writable space's tmpfs options (owned by the namespace's root)
     std::shared_ptr<const SeccompProgram> default_seccomp;  // held when spec.seccomp is null
     const SeccompProgram* seccomp = nullptr;                // the program the child loads
-    UniqueFd error_read;   // the child's Failure reports; EOF without one: it exec'd
+    // A socketpair: the child's Failure reports (EOF without one: it
+    // exec'd), and a held child's release the other way.
+    UniqueFd error_read;   // the parent's end
     UniqueFd error_write;  // the child's end (CLOEXEC); the parent closes its copy once the child has it
     // spec.cgroup's v1 `tasks` files, for ChildPlan::cgroup_tasks_fds; held
     // until the child has its copies.
@@ -219,8 +226,9 @@ std::optional<std::size_t> path_entry(const std::vector<std::string>& env);
 
 // Waits until `child` has exec'd or reported a failed step on
 // prep.error_read; a failed child is reaped and its step worded as
-// "Failed to <step> <object>".
-Result<void> await_exec(const ParentPrep& prep, Child& child, const SandboxSpec& spec);
+// "Failed to <step> <object>". With spec.hold_before_exec, waits until it
+// is held instead, and hands it prep.error_read to be released through.
+Result<void> await_exec(ParentPrep& prep, Child& child, const SandboxSpec& spec);
 
 // --- Child side ---
 

@@ -109,6 +109,7 @@ ChildPlan* lay_out_plan(void* base, const SandboxSpec& spec, const ParentPrep& p
         .stderr_fd = -1,
         .controlling_terminal = false,
         .error_fd = -1,
+        .hold_before_exec = spec.hold_before_exec,
         .cgroup_tasks_fds = {},
         .cgroup_tasks_count = 0,
     };

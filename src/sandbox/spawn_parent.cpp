@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The parent's side of a spawn that the direct spawn (spawner.cpp) and the
 // pooled one (spawn_pool.cpp) share: the checks of the spec, the resolved
-// rootfs, the seccomp program, the error pipe, and reading the child's
+// rootfs, the seccomp program, the report socket, and reading the child's
 // report once it runs.
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -111,6 +112,9 @@ Result<ParentPrep> prepare_parent(const SandboxSpec& spec)
     if (spec.user_namespace)
         NPS_TRY_VOID(validate_user_namespace(spec));
     NPS_TRY_VOID(validate_writable(spec));
+    if (spec.hold_before_exec && spec.env.size() > limits::kMaxHeldEnvEntries - limits::kMaxReleaseEnvEntries)
+        return internal_error("Failed to spawn a held sandbox: its " + std::to_string(spec.env.size()) +
+                              " environment entries leave no room for its release's");
     ParentPrep prep;
     char resolved[PATH_MAX];
     if (!::realpath(spec.rootfs.c_str(), resolved))
@@ -123,11 +127,11 @@ Result<ParentPrep> prepare_parent(const SandboxSpec& spec)
         prep.default_seccomp = NPS_TRY(SeccompProgram::default_program());
         prep.seccomp = prep.default_seccomp.get();
     }
-    int error_pipe[2];
-    if (::pipe2(error_pipe, O_CLOEXEC) < 0)
-        return system_error_errno("Failed to create the sandbox error pipe");
-    prep.error_read = UniqueFd(error_pipe[0]);
-    prep.error_write = UniqueFd(error_pipe[1]);
+    int error_pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, error_pair) < 0)
+        return system_error_errno("Failed to create the sandbox's report socket");
+    prep.error_read = UniqueFd(error_pair[0]);
+    prep.error_write = UniqueFd(error_pair[1]);
     if (spec.cgroup)
         prep.cgroup_tasks = NPS_TRY(open_cgroup_tasks(*spec.cgroup));
     return prep;
@@ -151,20 +155,26 @@ std::optional<std::size_t> path_entry(const std::vector<std::string>& env)
     return found;
 }
 
-Result<void> await_exec(const ParentPrep& prep, Child& child, const SandboxSpec& spec)
+Result<void> await_exec(ParentPrep& prep, Child& child, const SandboxSpec& spec)
 {
     Failure failure;
     ssize_t n;
     do {
         n = ::read(prep.error_read.get(), &failure, sizeof failure);
     } while (n < 0 && errno == EINTR);
-    if (n == 0)
+    if (n == 0 && !spec.hold_before_exec)
         return {};
     const int read_err = errno;
+    if (n == static_cast<ssize_t>(sizeof failure) && failure.step == Step::none && spec.hold_before_exec) {
+        child.set_held(std::move(prep.error_read), failure_message(spec, prep.rootfs, Step::exec));
+        return {};
+    }
     (void)child.wait();
     if (n < 0)
-        return system_error("Failed to read the sandbox error pipe", read_err);
-    if (n != sizeof failure)
+        return system_error("Failed to read the sandbox's report socket", read_err);
+    if (n == 0)  // held: its end closed without a word
+        return internal_error("Failed to set up the sandbox: the child ended before it was held");
+    if (n != sizeof failure || failure.step == Step::none)
         return internal_error("Failed to set up the sandbox: short report from the child");
     return system_error(failure_message(spec, prep.rootfs, failure.step), failure.err);
 }

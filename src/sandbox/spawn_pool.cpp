@@ -240,6 +240,8 @@ Result<PoolAttempt> SpawnPool::try_spawn(const SandboxSpec& spec, const cgroup::
 {
     if (spec.cgroup || (spec.user_namespace && spec.user_namespace->fd < 0))
         return PoolAttempt{.missed = "caller-made cgroups and user namespaces without an fd need sandbox::spawn()"};
+    if (spec.hold_before_exec)
+        return PoolAttempt{.missed = "a child held before its execve is not taken from the pool"};
     detail::ParentPrep prep = NPS_TRY(detail::prepare_parent(spec));
 
     std::unique_ptr<PooledSlot> slot = take();

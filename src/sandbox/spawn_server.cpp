@@ -46,9 +46,13 @@ using detail::ChildPlan;
 constexpr std::uint64_t kRequestFlags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET;
 
 // Plan areas, mapped MAP_NORESERVE (only what plans touch is memory): one
-// per parked child of a spawn pool, and four for spawns under way at once
-// (each holds its area until its child has exec'd); more wait for one.
-constexpr std::size_t kPlanAreas = limits::kSpawnPoolMaxSize + 4;
+// per parked child of a spawn pool, four for spawns under way at once
+// (each holds its area until its child has exec'd; more wait for one), and
+// kHeldAreas for children held before their execve, which keep theirs until
+// released — a held spawn finding none free is a miss, never a wait, so
+// held children cannot starve the others.
+constexpr std::size_t kHeldAreas = 8;
+constexpr std::size_t kPlanAreas = limits::kSpawnPoolMaxSize + 4 + kHeldAreas;
 
 enum class RequestKind : std::uint32_t {
     spawn,  // fds: the plan's, the child's end of the sync socketpair, the cgroup directory when has_cgroup
@@ -156,6 +160,7 @@ struct SpawnServer::State {
     std::mutex mutex;  // the areas in use, the socket's request/reply exchange, `gone`
     std::condition_variable area_freed;
     bool busy[kPlanAreas] = {};
+    std::size_t held = 0;  // areas taken for held spawns
     bool gone = false;
 
     State() = default;
@@ -171,16 +176,20 @@ struct SpawnServer::State {
 
     bool* free_area() { return std::find(busy, busy + kPlanAreas, false); }
 
-    // A free area, waiting for one; nullptr once the server is gone.
-    std::unique_ptr<Area> take_area()
+    // A free area, waiting for one; nullptr once the server is gone, or for
+    // a held spawn when kHeldAreas are taken.
+    std::unique_ptr<Area> take_area(bool for_held = false)
     {
         std::unique_lock lock(mutex);
+        if (for_held && held == kHeldAreas)
+            return nullptr;
         area_freed.wait(lock, [this] { return gone || free_area() != busy + kPlanAreas; });
         if (gone)
             return nullptr;
         bool* free = free_area();
         *free = true;
-        return std::make_unique<Area>(*this, static_cast<std::size_t>(free - busy));
+        held += for_held ? 1 : 0;
+        return std::make_unique<Area>(*this, static_cast<std::size_t>(free - busy), for_held);
     }
 
     // One request and its reply: the child the server cloned; nullopt (and
@@ -217,6 +226,7 @@ SpawnServer::Area::~Area()
     {
         std::lock_guard lock(state_.mutex);
         state_.busy[index_] = false;
+        state_.held -= held_ ? 1 : 0;
     }
     state_.area_freed.notify_one();
 }
@@ -274,9 +284,10 @@ Result<ServerAttempt> SpawnServer::try_spawn(const SandboxSpec& spec)
         return ServerAttempt{.missed = "a user namespace without an fd needs sandbox::spawn()"};
     detail::ParentPrep prep = NPS_TRY(detail::prepare_parent(spec));
     State& s = *state_;
-    const std::unique_ptr<Area> area = s.take_area();
+    std::unique_ptr<Area> area = s.take_area(spec.hold_before_exec);
     if (!area)
-        return ServerAttempt{.missed = "the spawn server is gone"};
+        return ServerAttempt{.missed = spec.hold_before_exec ? "no plan area is free for a held child"
+                                                             : "the spawn server is gone"};
 
     detail::PlanFds plan_fds;
     if (!detail::lay_out_plan(area->memory(), spec, prep, nullptr, detail::PlanNamespaces::from_clone, plan_fds))
@@ -308,10 +319,13 @@ Result<ServerAttempt> SpawnServer::try_spawn(const SandboxSpec& spec)
     prep.error_write.reset();
     prep.cgroup_tasks.clear();
     const char go = 1;
-    // A child that already died shows up through the error pipe.
+    // A child that already died shows up through the report socket.
     (void)::send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
-    // The area stays ours until the child has exec'd: it reads its plan there.
+    // The area stays ours until the child has exec'd: it reads its plan
+    // there. A held child keeps it until it is released.
     NPS_TRY_VOID(detail::await_exec(prep, child, spec));
+    if (child.held())
+        child.keep_plan_until_exec(std::shared_ptr<Area>(std::move(area)));
     return ServerAttempt{.started = std::move(child)};
 }
 

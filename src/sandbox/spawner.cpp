@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // spawn(): clone3 into new namespaces, then the child sets itself up and
-// execs. The parent prepares every string, path and the seccomp program
+// execs (or, held, waits before its execve). The parent prepares every string, path and the seccomp program
 // before cloning, because the child of a multi-threaded process must not
 // allocate (another thread may have held the malloc lock at clone time).
 //
@@ -8,7 +8,7 @@
 // (CLONE_INTO_CGROUP) and places itself in its v1 ones (the `tasks` files
 // the parent opened), so the parent has nothing to do before the child's
 // program may run. A failure before execve is written as a
-// Failure{step, errno} to a CLOEXEC pipe, whose EOF without data means
+// Failure{step, errno} to a CLOEXEC socket, whose EOF without data means
 // execve succeeded.
 #include "nps/sandbox/spawner.hpp"
 
@@ -45,7 +45,7 @@ struct DirectChild {
     int error_read_fd;
 };
 
-// The child of a direct spawn: drops the parent's end of the error pipe and runs.
+// The child of a direct spawn: drops the parent's end of the report socket and runs.
 [[noreturn]] void direct_child_main(const DirectChild& c)
 {
     ::close(c.error_read_fd);
@@ -120,6 +120,7 @@ Result<Child> spawn(const SandboxSpec& spec)
             .stderr_fd = spec.stderr_fd,
             .controlling_terminal = spec.controlling_terminal,
             .error_fd = prep.error_write.get(),
+            .hold_before_exec = spec.hold_before_exec,
             .cgroup_tasks_fds = {},
             .cgroup_tasks_count = prep.cgroup_tasks.size(),
         },

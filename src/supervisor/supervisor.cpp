@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "refilled_pool.hpp"
+#include "spawn_job.hpp"
 #include "worker.hpp"
 
 #include "nps/proto/error_codes.hpp"
@@ -93,6 +94,7 @@ Supervisor::~Supervisor()
     // Spawns in flight finish first; their completions are dropped, and with
     // them the children and cgroups they made (worker_spawn.cpp).
     spawn_jobs_.reset();
+    held_.clear();  // ~Child kills and reaps each held process, ~WorkerCgroup removes its cgroup
     loop_.cancel_timer(pump_timer_);
     for (auto timer : pending_)
         loop_.cancel_timer(timer);
@@ -118,6 +120,11 @@ Supervisor::Worker* Supervisor::find(WorkerId id)
 
 Result<WorkerId> Supervisor::start(WorkerSpec spec, WorkerCallbacks callbacks)
 {
+    return enqueue(std::move(spec), std::move(callbacks), std::nullopt);
+}
+
+Result<WorkerId> Supervisor::enqueue(WorkerSpec spec, WorkerCallbacks callbacks, std::optional<WorkerId> held)
+{
     if (!callbacks.on_outcome)
         return internal_error("Failed to start a worker: no outcome callback");
     if (spec.sandbox.argv.empty() || spec.sandbox.argv.front().empty())
@@ -128,7 +135,7 @@ Result<WorkerId> Supervisor::start(WorkerSpec spec, WorkerCallbacks callbacks)
         return internal_error("Failed to start a worker: " + std::to_string(queue_.size()) +
                               " workers are already waiting for a slot");
     DelegateLine delegate = NPS_TRY(encode_delegate_frame(spec.delegate_frame));
-    const WorkerId id = next_id_++;
+    const WorkerId id = held.value_or(next_id_++);
     std::string name = options_.name_prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(id);
     const LifecycleLimits limits = resolve_limits(spec.idle_timeout, spec.max_runtime, options_.default_idle_timeout,
                                                   options_.default_max_runtime);
@@ -183,6 +190,7 @@ void Supervisor::cancel(WorkerId id, StopReason reason)
             continue;
         std::shared_ptr<Worker> w(std::move(*it));
         queue_.erase(it);
+        drop_held(id);  // the process held for it, if any
         // It never ran: its outcome needs no reaping, but still comes from
         // the loop, not from inside cancel().
         const auto timer = std::make_shared<event::EventLoop::TimerId>(0);
@@ -315,9 +323,12 @@ SpawnStats Supervisor::spawn_stats() const
     SpawnStats stats{.pooled = spawned_pooled_.load(std::memory_order_relaxed),
                      .server = spawned_server_.load(std::memory_order_relaxed),
                      .direct = spawned_direct_.load(std::memory_order_relaxed),
+                     .held = spawned_held_.load(std::memory_order_relaxed),
                      .pooled_us = pooled_us_.load(std::memory_order_relaxed),
                      .server_us = server_us_.load(std::memory_order_relaxed),
-                     .direct_us = direct_us_.load(std::memory_order_relaxed)};
+                     .direct_us = direct_us_.load(std::memory_order_relaxed),
+                     .held_us = held_us_.load(std::memory_order_relaxed),
+                     .holds_unused = holds_unused_.load(std::memory_order_relaxed)};
     if (pool_) {
         stats.pool_size = pool_->size();
         stats.pool_ready = pool_->ready();
@@ -331,10 +342,12 @@ std::string render_spawn_metrics(const SpawnStats& stats)
 {
     std::string out;
     out += "# HELP nps_worker_spawns_total Workers started, by path: from a parked child of the spawn pool, "
-           "cloned by the spawn server, or directly.\n# TYPE nps_worker_spawns_total counter\n";
+           "cloned by the spawn server, directly, or released from a process held ahead.\n"
+           "# TYPE nps_worker_spawns_total counter\n";
     out += "nps_worker_spawns_total{path=\"pool\"} " + std::to_string(stats.pooled) + "\n";
     out += "nps_worker_spawns_total{path=\"server\"} " + std::to_string(stats.server) + "\n";
     out += "nps_worker_spawns_total{path=\"direct\"} " + std::to_string(stats.direct) + "\n";
+    out += "nps_worker_spawns_total{path=\"held\"} " + std::to_string(stats.held) + "\n";
     auto seconds = [](std::uint64_t us) {
         char text[32];
         std::snprintf(text, sizeof text, "%.6f", static_cast<double>(us) / 1e6);
@@ -345,6 +358,10 @@ std::string render_spawn_metrics(const SpawnStats& stats)
     out += "nps_worker_spawn_seconds_total{path=\"pool\"} " + seconds(stats.pooled_us) + "\n";
     out += "nps_worker_spawn_seconds_total{path=\"server\"} " + seconds(stats.server_us) + "\n";
     out += "nps_worker_spawn_seconds_total{path=\"direct\"} " + seconds(stats.direct_us) + "\n";
+    out += "nps_worker_spawn_seconds_total{path=\"held\"} " + seconds(stats.held_us) + "\n";
+    out += "# HELP nps_worker_holds_unused_total Processes held ahead for a worker that did not use them.\n"
+           "# TYPE nps_worker_holds_unused_total counter\n";
+    out += "nps_worker_holds_unused_total " + std::to_string(stats.holds_unused) + "\n";
     out += "# HELP nps_spawn_pool_ready Sandbox children parked in the spawn pool now.\n"
            "# TYPE nps_spawn_pool_ready gauge\n";
     out += "nps_spawn_pool_ready " + std::to_string(stats.pool_ready) + "\n";

@@ -3,6 +3,9 @@
 // frame and the worker's environment.
 #include "nps/supervisor/worker_protocol.hpp"
 
+#include <algorithm>
+#include <iterator>
+
 #include "nps/base/json_string.hpp"
 
 namespace nps::supervisor {
@@ -119,6 +122,16 @@ std::vector<std::string> worker_environment(const Assignment& assignment, std::u
     for (const auto& [name, value] : ours)
         env.push_back(name + "=" + value);
     return env;
+}
+
+bool is_worker_variable(std::string_view entry)
+{
+    static constexpr std::string_view kNames[] = {
+        "NPS_PROTOCOL", "NPS_TASK_ID", "NPS_NODE_ID", "NPS_SUBTASK_ID", "NPS_AGENT_NID",
+        "NPS_ACTION", "NPS_ATTEMPT", "NPS_IDEMPOTENCY_KEY", "NPS_DEADLINE_AT", "NPS_CGN_BUDGET",
+    };
+    const std::string_view name = entry.substr(0, entry.find('='));
+    return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
 
 }  // namespace nps::supervisor

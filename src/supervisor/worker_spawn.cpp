@@ -16,15 +16,12 @@
 #include <chrono>
 
 #include "refilled_pool.hpp"
+#include "spawn_job.hpp"
 #include "worker.hpp"
 
 namespace nps::supervisor {
 
 namespace {
-
-struct Pipe {
-    UniqueFd read_end, write_end;
-};
 
 Result<Pipe> make_pipe(const char* what)
 {
@@ -46,37 +43,29 @@ bool transient(int err)
 
 }  // namespace
 
-// One spawn's inputs and results, shared by its two halves: the loop fills
-// the inputs, a spawn thread the results. The fds the sandbox refers to stay
-// open here until the spawn is over; a spawn whose completion is dropped
-// (the Supervisor went first) kills its child and cgroup on destruction.
-struct Supervisor::SpawnJob {
-    sandbox::SandboxSpec sandbox;
-    std::string name;
-    cgroup::CgroupLimits limits;
-    cgroup::Enforcement enforcement = cgroup::Enforcement::strict;
-    UniqueFd in, child_in;  // the worker's stdin socket: ours, its
-    Pipe out, err;
-
-    Result<void> spawned;
-    std::optional<cgroup::WorkerCgroup> cgroup;
-    sandbox::Child child;
-};
-
 void Supervisor::launch(std::unique_ptr<Worker> owned)
 {
     Worker& w = *owned;
     workers_.emplace(w.id, std::move(owned));
     ++running_;
-    auto job = prepare_spawn(w);
+    if (held_.count(w.id)) {
+        launch_held(w);
+        return;
+    }
+    auto job = prepare_spawn(w.spec, w.name,
+                             worker_environment(w.delegate.assignment, w.spec.attempt, w.spec.cgn_budget,
+                                                w.spec.sandbox.env));
     if (!job) {
         fail_launch(w, job.error());
         return;
     }
+    submit_spawn(w, std::move(*job));
+}
+
+void Supervisor::submit_spawn(Worker& w, std::shared_ptr<SpawnJob> job)
+{
     w.spawning = true;
-    std::shared_ptr<SpawnJob> shared = std::move(*job);
-    spawn_jobs_->submit([this, shared] { spawn_process(*shared); },
-                        [this, id = w.id, shared] { on_spawned(id, *shared); });
+    spawn_jobs_->submit([this, job] { spawn_process(*job); }, [this, id = w.id, job] { on_spawned(id, *job); });
 }
 
 void Supervisor::fail_launch(Worker& w, const Error& error)
@@ -91,7 +80,8 @@ void Supervisor::fail_launch(Worker& w, const Error& error)
     finish(w.id, std::move(outcome));
 }
 
-Result<std::shared_ptr<Supervisor::SpawnJob>> Supervisor::prepare_spawn(Worker& w)
+Result<std::shared_ptr<Supervisor::SpawnJob>> Supervisor::prepare_spawn(const WorkerSpec& spec, std::string name,
+                                                                         std::vector<std::string> env)
 {
     auto job = std::make_shared<SpawnJob>();
     job->out = NPS_TRY(make_pipe("stdout"));
@@ -108,15 +98,14 @@ Result<std::shared_ptr<Supervisor::SpawnJob>> Supervisor::prepare_spawn(Worker& 
     if (::fcntl(job->in.get(), F_SETFL, O_NONBLOCK) < 0)
         return system_error_errno("Failed to make the worker's stdin socket non-blocking");
 
-    job->sandbox = w.spec.sandbox;
-    job->sandbox.env = worker_environment(w.delegate.assignment, w.spec.attempt, w.spec.cgn_budget,
-                                          std::move(job->sandbox.env));
+    job->sandbox = spec.sandbox;
+    job->sandbox.env = std::move(env);
     job->sandbox.stdin_fd = job->child_in.get();
     job->sandbox.stdout_fd = job->out.write_end.get();
     job->sandbox.stderr_fd = job->err.write_end.get();
-    job->name = w.name;
-    job->limits = w.spec.limits;
-    job->enforcement = w.spec.enforcement;
+    job->name = std::move(name);
+    job->limits = spec.limits;
+    job->enforcement = spec.enforcement;
     return job;
 }
 
@@ -128,7 +117,13 @@ void Supervisor::spawn_process(SpawnJob& job)
             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - began).count());
     };
     job.spawned = [&]() -> Result<void> {
-        if (pool_) {
+        if (job.child.held()) {  // held ahead (worker_held.cpp): only its release is left
+            NPS_TRY_VOID(job.child.release(job.late_env));
+            ++spawned_held_;
+            held_us_ += spent_us();
+            return {};
+        }
+        if (pool_ && !job.sandbox.hold_before_exec) {
             // A miss (none parked, a plan too large, a parked child gone)
             // falls back below; a failure of the worker's own spec is its
             // outcome.
@@ -154,14 +149,18 @@ void Supervisor::spawn_process(SpawnJob& job)
             sandbox::ServerAttempt attempt = NPS_TRY(options_.spawn_server->try_spawn(job.sandbox));
             if (attempt.started) {
                 job.child = std::move(*attempt.started);
-                ++spawned_server_;
-                server_us_ += spent_us();
+                if (!job.sandbox.hold_before_exec) {
+                    ++spawned_server_;
+                    server_us_ += spent_us();
+                }
                 return {};
             }
         }
         job.child = NPS_TRY(sandbox::spawn(job.sandbox));
-        ++spawned_direct_;
-        direct_us_ += spent_us();
+        if (!job.sandbox.hold_before_exec) {
+            ++spawned_direct_;
+            direct_us_ += spent_us();
+        }
         return {};
     }();
     // The child has its copies (or there is no child): ours would keep the

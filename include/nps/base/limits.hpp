@@ -243,6 +243,15 @@ inline constexpr std::size_t kSpawnPoolPlanBytes = 1 << 20;
 // Parked children a SpawnPool keeps at most.
 inline constexpr std::size_t kSpawnPoolMaxSize = 64;
 
+// --- Sandbox children held before their execve (ours; docs/sandbox.md) ---
+// What Child::release() may append to a held child's environment: entries,
+// and bytes as "K=V\0" each.
+inline constexpr std::size_t kMaxReleaseEnvEntries = 64;
+inline constexpr std::size_t kMaxReleaseEnvBytes = 16 * 1024;
+// A held child's whole environment, its own entries and the release's: the
+// array it builds on its stack before its execve.
+inline constexpr std::size_t kMaxHeldEnvEntries = kMaxImageConfigEnv + kMaxSpawnSpecEnv + kMaxReleaseEnvEntries;
+
 // --- A worker's writable space (ours; docs/sandbox.md "Disk") ---
 // Overlay upper, /tmp and /dev/shm share one tmpfs of the worker's disk
 // limit. The default stays below the default memory limit (512 MiB), as

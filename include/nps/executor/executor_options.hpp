@@ -44,6 +44,10 @@ struct WorkerPolicy {
     std::uint32_t log_retention_hours = 168;        // finished workers' logs are deleted after; 0: kept forever
     std::size_t spawn_pool = supervisor::kDefaultSpawnPool;  // parked sandbox children (docs/supervisor.md); 0: none
     bool spawn_server = true;  // other workers cloned by a small fork of the daemon (docs/supervisor.md)
+    // The process of a worker prepared ahead is held before its execve, so
+    // its dispatch only releases it (docs/supervisor.md "Workers held
+    // before their execve").
+    bool hold_ahead = true;
     // A worker's disk: its overlay upper, /tmp and /dev/shm together (docs/sandbox.md "Disk").
     std::uint64_t default_disk = limits::kDefaultWorkerDiskBytes;  // every worker's; `run` without --disk
     std::uint64_t max_disk = limits::kDefaultMaxWorkerDiskBytes;   // ceiling of default_disk and `run --disk`

@@ -4,6 +4,10 @@
 
 #include <sys/types.h>
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "nps/base/result.hpp"
 #include "nps/base/unique_fd.hpp"
 
@@ -23,6 +27,10 @@ struct ExitStatus {
 // never hit a recycled pid. Destroying a Child that has not been waited for
 // kills it (SIGKILL) and reaps it: a sandbox never outlives its owner's
 // interest in it. Move-only.
+//
+// A child spawned with SandboxSpec::hold_before_exec is *held*: set up
+// completely, its seccomp filter loaded, it waits before its execve until
+// release() (docs/sandbox.md "A child held before its execve").
 class Child {
 public:
     Child() = default;
@@ -46,11 +54,32 @@ public:
     // Blocks until the process exits and reaps it. Retries on EINTR.
     Result<ExitStatus> wait();
 
+    bool held() const noexcept { return release_.valid(); }
+    // Lets a held child execute its program, with `late_env` ("K=V" each, at
+    // most limits::kMaxReleaseEnvEntries and kMaxReleaseEnvBytes, no NUL)
+    // appended to the environment its spec gave, and waits until it has.
+    // An entry refused leaves the child held; a failed execve is reported
+    // as spawn() reports it ("Failed to execute '/bin/x' in the sandbox:
+    // …") and the child reaped. Afterwards the child is an ordinary one.
+    Result<void> release(const std::vector<std::string>& late_env = {});
+
+    // For the spawns (src/sandbox): the child reported itself held on
+    // `channel` (the parent's end of its report socket); `exec_failure`
+    // words a failed execve.
+    void set_held(UniqueFd channel, std::string exec_failure);
+    // Keeps what a held child reads its plan from (a spawn server's shared
+    // area) until it has exec'd or is gone.
+    void keep_plan_until_exec(std::shared_ptr<void> plan) { plan_ = std::move(plan); }
+
 private:
     void kill_and_reap() noexcept;
 
     pid_t pid_ = -1;
     UniqueFd pidfd_;
+    // While held.
+    UniqueFd release_;
+    std::string exec_failure_;
+    std::shared_ptr<void> plan_;
 };
 
 }  // namespace nps::sandbox

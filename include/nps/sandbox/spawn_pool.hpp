@@ -16,7 +16,7 @@
 // socketpair and waits on it. spawn() writes
 // the plan (paths, argv, env, rlimits, seccomp program) into a shared page
 // area the child mapped at the same address, and passes the fds (stdio, the
-// error pipe, a shared network namespace) over the socket. The child then
+// report socket, a shared network namespace) over the socket. The child then
 // makes its mount (and, for a private network, net) namespace and runs the
 // same setup as sandbox::spawn(): the sandbox is the same.
 //

@@ -67,7 +67,8 @@ public:
     // errors; a spec.cgroup is joined as spawn() joins it. A ServerAttempt
     // without `started` when the server is gone or the plan exceeds the
     // shared area; an error when the worker's own spec failed, as spawn()
-    // would have failed.
+    // would have failed. A held child (spec.hold_before_exec) keeps its plan
+    // area until released; at most 8 do at once, more are misses.
     Result<ServerAttempt> try_spawn(const SandboxSpec& spec);
 
     // A SpawnPool's parked child (spawn_pool.hpp), cloned by the server so it
@@ -102,7 +103,7 @@ private:
 // SpawnServer must outlive it.
 class SpawnServer::Area {
 public:
-    Area(State& state, std::size_t index) : state_(state), index_(index) {}
+    Area(State& state, std::size_t index, bool held = false) : state_(state), index_(index), held_(held) {}
     Area(const Area&) = delete;
     Area& operator=(const Area&) = delete;
     ~Area();
@@ -113,6 +114,7 @@ public:
 private:
     State& state_;
     std::size_t index_;
+    bool held_;  // taken for a held child (they have areas of their own)
 };
 
 }  // namespace nps::sandbox

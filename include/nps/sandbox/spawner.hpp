@@ -32,6 +32,8 @@ struct Rlimit {
     int resource;  // RLIMIT_*
     rlim_t soft;
     rlim_t hard;
+
+    bool operator==(const Rlimit&) const = default;
 };
 
 // An optional user namespace: ids 0..count-1 inside are host ids
@@ -56,6 +58,8 @@ struct UserNamespace {
     // overlay of idmapped layers, image/rootfs.hpp): it is bound as it is,
     // not idmapped again (needs `fd`).
     bool rootfs_idmapped = false;
+
+    bool operator==(const UserNamespace&) const = default;
 };
 
 // Everything a sandbox needs. The rootfs must contain the directories
@@ -101,13 +105,22 @@ struct SandboxSpec {
     // its controlling terminal a process can type into that session
     // (TIOCSTI). sandbox::spawn only; pooled spawns ignore it.
     bool controlling_terminal = false;
+    // Stop short of the program: the child sets everything up — its
+    // namespaces, mounts, cgroups, privileges and seccomp filter — and
+    // waits right before its execve. The spawn returns a held Child
+    // (Child::held); Child::release() lets it exec, with environment
+    // entries that were not known yet appended. Not with the spawn pool.
+    bool hold_before_exec = false;
+
+    bool operator==(const SandboxSpec&) const = default;
 };
 
 // Starts spec.argv in new pid, mount, uts, ipc and cgroup namespaces (and a
 // new net namespace for Network::none) behind pivot_root, with no
 // capabilities, no_new_privs and the default seccomp filter.
 //
-// Returns once the program has been executed. A failure in any setup step
+// Returns once the program has been executed (or, with hold_before_exec,
+// once the child waits before its execve). A failure in any setup step
 // before execve (including execve itself) is reported as an Error naming the
 // step and its object, e.g. "Failed to execute '/bin/x' in the sandbox: No
 // such file or directory"; the half-made child is reaped by then.

@@ -22,6 +22,8 @@ struct WritableSpace {
     // /dev/shm itself, in its own mount namespace (it goes with it).
     std::string host_dir;
     std::uint64_t bytes = limits::kDefaultWorkerDiskBytes;  // without host_dir
+
+    bool operator==(const WritableSpace&) const = default;
 };
 
 // The tmpfs options of a space of `bytes`: its size, an inode count in

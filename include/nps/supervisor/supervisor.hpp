@@ -19,6 +19,11 @@
 // (of at most max_queued), which is the back-pressure the claim loop reads
 // through running() / queued() / has_capacity().
 //
+// A worker's process may be spawned ahead, *held* before its execve while
+// what it waits for still runs (hold(); docs/supervisor.md "Workers held
+// before their execve"): start() with the hold then only releases it, with
+// the NPS_* variables of its DelegateFrame, and its timers run from there.
+//
 // Outcome callbacks run on the loop, never inside start() or cancel(); they
 // may call start() and cancel() but must not destroy the Supervisor.
 // Destroying it kills and reaps every worker and removes their cgroups
@@ -142,17 +147,22 @@ inline constexpr std::chrono::seconds kDefaultStopGrace{5};
 // Threads that spawn workers off the loop: spawns on two of them overlap
 // (one child's setup, another's cgroup placement).
 inline constexpr std::size_t kSpawnThreads = 2;
+// Processes held ahead at most (Supervisor::hold), whatever max_concurrent.
+inline constexpr std::size_t kMaxHeld = 4;
 
 // How workers were started, for /metrics and status.
 struct SpawnStats {
     std::uint64_t pooled = 0;         // from a parked child of the spawn pool
     std::uint64_t server = 0;         // cloned by the spawn server (none parked, a user namespace)
     std::uint64_t direct = 0;         // by sandbox::spawn() (no server, or it is gone)
-    // Time the loop spent in those spawns (cgroup, clone, placement, setup
-    // up to the exec), microseconds.
+    std::uint64_t held = 0;           // a process held ahead, released (Supervisor::hold)
+    // Time the spawn threads spent in those spawns (cgroup, clone, placement,
+    // setup up to the exec; for a held one its release), microseconds.
     std::uint64_t pooled_us = 0;
     std::uint64_t server_us = 0;
     std::uint64_t direct_us = 0;
+    std::uint64_t held_us = 0;
+    std::uint64_t holds_unused = 0;   // held processes dropped, or not fit for their worker
     std::size_t pool_size = 0;        // 0: no pool
     std::size_t pool_ready = 0;       // children parked now
     std::uint64_t refill_failures = 0;
@@ -212,6 +222,26 @@ public:
     // killed_reason spawn_failed.
     Result<WorkerId> start(WorkerSpec spec, WorkerCallbacks callbacks);
 
+    // Spawns the process of a worker of `spec` ahead — its cgroup, sandbox,
+    // mounts and seccomp filter — held before its execve (with the
+    // environment spec gives, without the NPS_* variables). Returns the id
+    // the worker will have, or nullopt when nothing is held: while running,
+    // queued and held workers together fill max_concurrent (a held process
+    // never takes a running worker's place), or kMaxHeld are held. No
+    // callback comes for it; give it to start() or drop_held().
+    std::optional<WorkerId> hold(const WorkerSpec& spec);
+    // start() of the worker held as `held`: its process is released when
+    // the worker's turn comes (max_concurrent holds for it too). Unless
+    // spec.sandbox, limits and enforcement are what hold() was given and the
+    // hold succeeded, the held process is dropped and the worker spawned as
+    // start() spawns. An unknown `held` is ignored.
+    Result<WorkerId> start(WorkerSpec spec, WorkerCallbacks callbacks, WorkerId held);
+    // Kills and reaps a held process not given to start(), and removes its
+    // cgroup, off the loop; `gone` (optional) then runs on the loop.
+    void drop_held(WorkerId held, std::function<void()> gone = {});
+    // Processes held now, those of workers start() queued included.
+    std::size_t held() const { return held_.size(); }
+
     // Stops a queued or running worker (see above). Unknown or finished ids,
     // and workers already stopping or settled, are left alone.
     void cancel(WorkerId id, StopReason reason = StopReason::cancelled);
@@ -264,11 +294,21 @@ private:
     void pump();
     // worker_spawn.cpp
     struct SpawnJob;
+    struct Held;
     void launch(std::unique_ptr<Worker> worker);
     void fail_launch(Worker& w, const Error& error);
-    Result<std::shared_ptr<SpawnJob>> prepare_spawn(Worker& w);
+    Result<std::shared_ptr<SpawnJob>> prepare_spawn(const WorkerSpec& spec, std::string name,
+                                                    std::vector<std::string> env);
     void spawn_process(SpawnJob& job);  // on a spawn thread
     void on_spawned(WorkerId id, SpawnJob& job);
+    // worker_held.cpp
+    Result<WorkerId> enqueue(WorkerSpec spec, WorkerCallbacks callbacks, std::optional<WorkerId> held);
+    void submit_spawn(Worker& w, std::shared_ptr<SpawnJob> job);
+    void on_held_spawned(WorkerId id);
+    void launch_held(Worker& w);
+    void release_held(WorkerId id);
+    void finish_drop(WorkerId id, std::function<void()> gone);
+    void discard(std::shared_ptr<SpawnJob> job, std::function<void()> gone);
     // worker_io.cpp
     Result<void> register_io(Worker& w);
     void send_stdin(Worker& w, std::string bytes);
@@ -302,8 +342,10 @@ private:
     event::EventLoop::TimerId pump_timer_ = 0;
     std::vector<event::EventLoop::TimerId> pending_;  // deferred outcomes of workers that never ran
     std::string read_buffer_;
-    std::atomic<std::uint64_t> spawned_pooled_{0}, spawned_server_{0}, spawned_direct_{0};
-    std::atomic<std::uint64_t> pooled_us_{0}, server_us_{0}, direct_us_{0};
+    std::atomic<std::uint64_t> spawned_pooled_{0}, spawned_server_{0}, spawned_direct_{0}, spawned_held_{0};
+    std::atomic<std::uint64_t> pooled_us_{0}, server_us_{0}, direct_us_{0}, held_us_{0};
+    std::atomic<std::uint64_t> holds_unused_{0};
+    std::unordered_map<WorkerId, std::unique_ptr<Held>> held_;  // processes held ahead, not started yet
     // The spawn pool and its refill thread; nullptr without one.
     std::unique_ptr<RefilledPool> pool_;
     // The threads spawns run on (worker_spawn.cpp).

@@ -69,6 +69,9 @@ std::vector<std::string> worker_environment(const Assignment& assignment, std::u
                                             std::optional<std::int64_t> cgn_budget,
                                             std::vector<std::string> base);
 
+// Whether an environment entry ("K=V") names one of those variables.
+bool is_worker_variable(std::string_view entry);
+
 // Splits a byte stream into lines. A line whose first byte that is not a
 // space, tab or CR is '{' is a candidate frame: it is buffered (up to
 // max_line_bytes) and handed over whole, without its '\n'. Every other byte

@@ -133,7 +133,7 @@ TEST_CASE("TC-N3-DAG-01: a 3-node linear DAG of sandboxed workers completes with
 TEST_CASE("a worker prepared ahead for a node that never runs is released when the task ends")
 {
     ExecutorFixture f;
-    f.announce(kFetch, inline_spawn_spec({"/bin/sh", "-c", "sleep 0.3; exit 3"}));
+    f.announce(kFetch, inline_spawn_spec({"/bin/sh", "-c", "sleep 1; exit 3"}));
     f.announce(kDouble, inline_spawn_spec({"/bin/true"}));
     Json task = f.wait_terminal(f.submit(task_frame_of(
         "ahead-unused", {dag_node("a", kFetch, "nwp://exec.test/a"), dag_node("b", kDouble, "nwp://exec.test/b", {"a"})},
@@ -147,6 +147,37 @@ TEST_CASE("a worker prepared ahead for a node that never runs is released when t
     const std::string metrics = http("GET", f.runner().url() + "/metrics").raw;
     CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"unused\"} 1\n") != std::string::npos);
     CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"used\"} 0\n") != std::string::npos);
+    // Its process was held meanwhile (a ran for a second), and went with it.
+    CHECK(metrics.find("\nnps_worker_holds_unused_total 1\n") != std::string::npos);
+    CHECK(metrics.find("\nnps_worker_spawns_total{path=\"held\"} 0\n") != std::string::npos);
+}
+
+TEST_CASE("a node's worker held while its predecessor runs is released at its dispatch, with its own NPS_* variables")
+{
+    for (const bool hold_ahead : {true, false}) {
+        CAPTURE(hold_ahead);
+        ExecutorFixture f(hold_ahead ? "" : "\n[workers]\nhold_ahead = false\n");
+        f.announce(kFetch, inline_spawn_spec({"/bin/worker", "sleep", "1"}));
+        // Its limits count from its release: held for the second a runs, it
+        // still has all of its max runtime.
+        f.announce(kDouble,
+                   inline_spawn_spec({"/bin/sh", "-c",
+                                      "read -r frame; sleep 0.5; printf '{\"seq\":0,\"is_final\":true,\"data\":"
+                                      "{\"node\":\"%s\",\"attempt\":%s,\"action\":\"%s\"}}\\n' "
+                                      "\"$NPS_NODE_ID\" \"$NPS_ATTEMPT\" \"$NPS_ACTION\""},
+                                     Json{{"max_runtime_seconds", 1}}));
+        Json task = f.wait_terminal(f.submit(task_frame_of(
+            hold_ahead ? "held-on" : "held-off",
+            {dag_node("a", kFetch, "nwp://exec.test/a"), dag_node("b", kDouble, "nwp://exec.test/b", {"a"})})));
+        INFO(task.dump(2));
+        CHECK(task["state"] == "COMPLETED");
+        CHECK(task["nodes"]["b"]["result"] == Json{{"node", "b"}, {"attempt", 1}, {"action", "nwp://exec.test/b"}});
+        const std::string metrics = http("GET", f.runner().url() + "/metrics").raw;
+        CHECK(metrics.find("\nnps_worker_spawns_total{path=\"held\"} " + std::string(hold_ahead ? "1" : "0") +
+                           "\n") != std::string::npos);
+        CHECK(metrics.find("\nnps_worker_holds_unused_total 0\n") != std::string::npos);
+        check_no_worker_left(f, f.runner().pid());
+    }
 }
 
 TEST_CASE("workers start from the spawn pool by default, else from the spawn server; both off spawns them directly")
@@ -176,8 +207,9 @@ TEST_CASE("workers start from the spawn pool by default, else from the spawn ser
         CHECK(task["state"] == "COMPLETED");
         const long pooled = metric(f, "nps_worker_spawns_total{path=\"pool\"}");
         const long server = metric(f, "nps_worker_spawns_total{path=\"server\"}");
-        INFO("pooled " << pooled << ", server " << server);
-        CHECK(pooled + server == 3);
+        const long held = metric(f, "nps_worker_spawns_total{path=\"held\"}");
+        INFO("pooled " << pooled << ", server " << server << ", held " << held);
+        CHECK(pooled + server + held == 3);  // a node held while its predecessor ran is released
         CHECK(pooled >= 1);  // the first node's, at least: the pool was full
         CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") == 0);
         check_no_worker_left(f, f.runner().pid());
@@ -190,7 +222,8 @@ TEST_CASE("workers start from the spawn pool by default, else from the spawn ser
         CHECK(task["state"] == "COMPLETED");
         CHECK(metric(f, "nps_spawn_pool_size") == 0);
         CHECK(metric(f, "nps_worker_spawns_total{path=\"pool\"}") == 0);
-        CHECK(metric(f, "nps_worker_spawns_total{path=\"server\"}") == 3);
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"server\"}") +
+                  metric(f, "nps_worker_spawns_total{path=\"held\"}") == 3);
         CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") == 0);
         check_no_worker_left(f, f.runner().pid());
         CHECK(parked_children_of(f.runner().pid()).empty());
@@ -203,7 +236,8 @@ TEST_CASE("workers start from the spawn pool by default, else from the spawn ser
         Json task = f.wait_terminal(f.submit(pipeline_frame("pool-03")));
         CHECK(task["state"] == "COMPLETED");
         CHECK(metric(f, "nps_worker_spawns_total{path=\"server\"}") == 0);
-        CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") == 3);
+        CHECK(metric(f, "nps_worker_spawns_total{path=\"direct\"}") +
+                  metric(f, "nps_worker_spawns_total{path=\"held\"}") == 3);
         check_no_worker_left(f, f.runner().pid());
     }
 }

@@ -82,7 +82,7 @@ Harness::~Harness()
     supervisor_.reset();
 }
 
-WorkerId Harness::start(WorkerSpec spec)
+WorkerId Harness::start(WorkerSpec spec, std::optional<WorkerId> held)
 {
     WorkerCallbacks callbacks;
     callbacks.on_outcome = [this](const WorkerOutcome& outcome) {
@@ -95,7 +95,8 @@ WorkerId Harness::start(WorkerSpec spec)
         if (on_progress)
             on_progress(id, seq);
     };
-    auto id = supervisor_->start(std::move(spec), std::move(callbacks));
+    auto id = held ? supervisor_->start(std::move(spec), std::move(callbacks), *held)
+                   : supervisor_->start(std::move(spec), std::move(callbacks));
     REQUIRE_MESSAGE(id, (id ? "" : id.error().describe()));
     return *id;
 }

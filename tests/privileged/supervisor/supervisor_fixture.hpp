@@ -41,7 +41,8 @@ public:
     const std::string& log_root() const { return logs_.path(); }
     const std::string& prefix() const { return prefix_; }
 
-    supervisor::WorkerId start(supervisor::WorkerSpec spec);
+    // Supervisor::start(), with the process `held` (Supervisor::hold) if given.
+    supervisor::WorkerId start(supervisor::WorkerSpec spec, std::optional<supervisor::WorkerId> held = {});
     // Runs the loop until the worker's outcome is in (fails the test after
     // `limit`).
     supervisor::WorkerOutcome wait(supervisor::WorkerId id, std::chrono::seconds limit = std::chrono::seconds(30));
