@@ -202,6 +202,10 @@ void run_child(const ChildPlan& plan, int sync_fd)
         report(plan, Step::stdio, errno);
     if (Failure f = drop_privileges(plan.uid, plan.gid, plan.empty_caps); f.step != Step::none)
         report(plan, f.step, f.err);
+    // In ps(1) while held (its execve names it after its program), whoever
+    // cloned it; before the filter, which need not allow it.
+    if (plan.hold_before_exec)
+        ::prctl(PR_SET_NAME, "nps-held");
     if (::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, plan.seccomp, 0, 0) < 0)
         report(plan, Step::seccomp, errno);
     if (plan.hold_before_exec)

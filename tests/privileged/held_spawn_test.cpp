@@ -87,6 +87,7 @@ TEST_CASE("a held child is set up but runs nothing until released, then execs wi
         CHECK(status_line(child.pid(), "Seccomp") == "Seccomp:\t2");
         CHECK(status_line(child.pid(), "NoNewPrivs") == "NoNewPrivs:\t1");
         CHECK(status_line(child.pid(), "CapEff") == "CapEff:\t0000000000000000");
+        CHECK(read_text("/proc/" + std::to_string(child.pid()) + "/comm") == "nps-held\n");
         CHECK_FALSE(readable_within(out.read_end.get(), 200));  // its program has not run
 
         REQUIRE(child.release({"LATE=2", "OTHER=a=b c"}));

@@ -183,3 +183,29 @@ TEST_CASE("drop_held, a cancelled queued worker and the supervisor's end leave n
     h.destroy_supervisor();
     CHECK(h.leftover_cgroups().empty());
 }
+
+TEST_CASE("a hold that failed is spawned afresh; an execve failing at its release is the worker's spawn failure")
+{
+    HELD_MODES(mode, through_server);
+    Harness h(mode, options(through_server));
+    if (!h.available())
+        return;
+    WorkerSpec nowhere = sh_worker("echo never");
+    nowhere.sandbox.rootfs = "/nonexistent/rootfs";
+    const auto failed_hold = h.supervisor().hold(nowhere);
+    REQUIRE(failed_hold);  // the spawn fails on its thread, not here
+    const WorkerOutcome o = h.wait(h.start(nowhere, failed_hold));
+    CHECK(o.killed_reason == KilledReason::spawn_failed);
+    CHECK(contains(o.error_message, "Failed to resolve the rootfs '/nonexistent/rootfs'"));
+    CHECK(h.supervisor().spawn_stats().holds_unused == 1);
+
+    WorkerSpec missing = sh_worker("");
+    missing.sandbox.argv = {"/bin/no-such-program"};
+    const auto held = h.supervisor().hold(missing);
+    REQUIRE(held);
+    const WorkerOutcome m = h.wait(h.start(missing, held));
+    CHECK(m.killed_reason == KilledReason::spawn_failed);
+    CHECK(contains(m.error_message, "Failed to execute '/bin/no-such-program' in the sandbox"));
+    CHECK(h.supervisor().spawn_stats().held == 0);  // a release that failed counts on no path
+    CHECK(h.run_until([&] { return h.supervisor().held() == 0 && h.leftover_cgroups().empty(); }));
+}

@@ -59,7 +59,8 @@ TEST_CASE("pool: a worker starts from a parked child; the slot's cgroup is its c
     CHECK(h.leftover_cgroups().empty());  // parked slots are the pool's, not leftovers
 
     auto id = h.start(sh_worker("echo started; exec sleep 4322"));
-    REQUIRE(h.run_until([&] { return process_running("sleep 4322"); }));
+    // Running, and taken back by the loop (its spawn thread has handed it over).
+    REQUIRE(h.run_until([&] { return process_running("sleep 4322") && h.supervisor().pid(id).has_value(); }));
     const auto name = h.supervisor().cgroup_name(id);
     REQUIRE(name);
     CHECK(starts_with(*name, slot_head(h)));
@@ -136,7 +137,8 @@ TEST_CASE("pool: spawn_pool = 0 spawns every worker directly, in its own <prefix
     if (!h.available())
         return;
     auto id = h.start(sh_worker("exec sleep 4323"));
-    REQUIRE(h.run_until([&] { return process_running("sleep 4323"); }));
+    // Running, and taken back by the loop (its spawn thread has handed it over).
+    REQUIRE(h.run_until([&] { return process_running("sleep 4323") && h.supervisor().pid(id).has_value(); }));
     CHECK(*h.supervisor().cgroup_name(id) == h.prefix() + "-" + std::to_string(::getpid()) + "-" + std::to_string(id));
     h.supervisor().kill(id);
     h.wait(id);
@@ -162,7 +164,8 @@ TEST_CASE("pool: with no live parked child the worker is spawned directly, and t
     REQUIRE(h.run_until([&] { return h.parked_slots().empty(); }));
 
     auto id = h.start(sh_worker("exec sleep 4324"));
-    REQUIRE(h.run_until([&] { return process_running("sleep 4324"); }));
+    // Running, and taken back by the loop (its spawn thread has handed it over).
+    REQUIRE(h.run_until([&] { return process_running("sleep 4324") && h.supervisor().pid(id).has_value(); }));
     CHECK_FALSE(starts_with(*h.supervisor().cgroup_name(id), slot_head(h)));
     auto stats = h.supervisor().spawn_stats();
     CHECK(stats.pooled == 0);
