@@ -123,6 +123,11 @@ Result<WorkerId> Supervisor::start(WorkerSpec spec, WorkerCallbacks callbacks)
     return enqueue(std::move(spec), std::move(callbacks), std::nullopt);
 }
 
+std::string Supervisor::worker_name(WorkerId id) const
+{
+    return options_.name_prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(id);
+}
+
 Result<WorkerId> Supervisor::enqueue(WorkerSpec spec, WorkerCallbacks callbacks, std::optional<WorkerId> held)
 {
     if (!callbacks.on_outcome)
@@ -136,7 +141,7 @@ Result<WorkerId> Supervisor::enqueue(WorkerSpec spec, WorkerCallbacks callbacks,
                               " workers are already waiting for a slot");
     DelegateLine delegate = NPS_TRY(encode_delegate_frame(spec.delegate_frame));
     const WorkerId id = held.value_or(next_id_++);
-    std::string name = options_.name_prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(id);
+    std::string name = worker_name(id);
     const LifecycleLimits limits = resolve_limits(spec.idle_timeout, spec.max_runtime, options_.default_idle_timeout,
                                                   options_.default_max_runtime);
     queue_.push_back(std::make_unique<Worker>(id, std::move(name), std::move(spec), std::move(delegate),

@@ -41,6 +41,13 @@ struct Supervisor::Worker {
     {
     }
 
+    // Its process's environment: the spec's with the DelegateFrame's NPS_*
+    // variables.
+    std::vector<std::string> environment() const
+    {
+        return worker_environment(delegate.assignment, spec.attempt, spec.cgn_budget, spec.sandbox.env);
+    }
+
     WorkerId id;
     std::string name;
     WorkerSpec spec;

@@ -7,8 +7,6 @@
 // are the hold's); when its turn comes, launch_held() releases the process
 // on a spawn thread with those variables, and on_spawned() takes it as any
 // spawned child: the worker's timers run from the release.
-#include <unistd.h>
-
 #include <utility>
 
 #include "nps/base/limits.hpp"
@@ -30,8 +28,7 @@ std::optional<WorkerId> Supervisor::hold(const WorkerSpec& spec)
     for (const std::string& entry : spec.sandbox.env)
         if (!is_worker_variable(entry))
             env.push_back(entry);
-    auto job = prepare_spawn(spec, options_.name_prefix + "-" + std::to_string(::getpid()) + "-" + std::to_string(id),
-                             std::move(env));
+    auto job = prepare_spawn(spec, worker_name(id), std::move(env));
     if (!job)
         return std::nullopt;
     (*job)->sandbox.hold_before_exec = true;
@@ -120,11 +117,9 @@ void Supervisor::release_held(WorkerId id)
 {
     std::shared_ptr<SpawnJob> job = std::move(held_.extract(id).mapped()->job);
     Worker& w = *find(id);  // launched, spawning: it ends only in on_spawned()
-    std::vector<std::string> env =
-        worker_environment(w.delegate.assignment, w.spec.attempt, w.spec.cgn_budget, w.spec.sandbox.env);
     job->late_env.clear();
     std::size_t bytes = 0;
-    for (std::string& entry : env) {
+    for (std::string& entry : w.environment()) {
         if (is_worker_variable(entry)) {
             bytes += entry.size() + 1;
             job->late_env.push_back(std::move(entry));
@@ -139,16 +134,7 @@ void Supervisor::release_held(WorkerId id)
     // worker is spawned as start() spawns it, once the held process and
     // its cgroup (of the same name) are gone.
     ++holds_unused_;
-    job.reset();
-    auto fresh = prepare_spawn(w.spec, w.name,
-                               worker_environment(w.delegate.assignment, w.spec.attempt, w.spec.cgn_budget,
-                                                  w.spec.sandbox.env));
-    if (!fresh) {
-        w.spawning = false;
-        fail_launch(w, fresh.error());
-        return;
-    }
-    submit_spawn(w, std::move(*fresh));
+    spawn_fresh(w, std::move(job));
 }
 
 }  // namespace nps::supervisor

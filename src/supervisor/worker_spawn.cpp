@@ -48,24 +48,35 @@ void Supervisor::launch(std::unique_ptr<Worker> owned)
     Worker& w = *owned;
     workers_.emplace(w.id, std::move(owned));
     ++running_;
-    if (held_.count(w.id)) {
+    if (held_.count(w.id))
         launch_held(w);
-        return;
-    }
-    auto job = prepare_spawn(w.spec, w.name,
-                             worker_environment(w.delegate.assignment, w.spec.attempt, w.spec.cgn_budget,
-                                                w.spec.sandbox.env));
+    else
+        spawn_fresh(w);
+}
+
+void Supervisor::spawn_fresh(Worker& w, std::shared_ptr<SpawnJob> replaced)
+{
+    auto job = prepare_spawn(w.spec, w.name, w.environment());
     if (!job) {
+        w.spawning = false;
         fail_launch(w, job.error());
         return;
     }
-    submit_spawn(w, std::move(*job));
+    submit_spawn(w, std::move(*job), std::move(replaced));
 }
 
-void Supervisor::submit_spawn(Worker& w, std::shared_ptr<SpawnJob> job)
+void Supervisor::submit_spawn(Worker& w, std::shared_ptr<SpawnJob> job, std::shared_ptr<SpawnJob> replaced)
 {
     w.spawning = true;
-    spawn_jobs_->submit([this, job] { spawn_process(*job); }, [this, id = w.id, job] { on_spawned(id, *job); });
+    // The replaced job's process and cgroup, which carry the worker's name,
+    // go first, on the spawn thread: killing, reaping and rmdir are not
+    // the loop's to wait for.
+    spawn_jobs_->submit(
+        [this, job, replaced = std::move(replaced)]() mutable {
+            replaced.reset();
+            spawn_process(*job);
+        },
+        [this, id = w.id, job] { on_spawned(id, *job); });
 }
 
 void Supervisor::fail_launch(Worker& w, const Error& error)

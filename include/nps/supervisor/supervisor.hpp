@@ -295,7 +295,12 @@ private:
     // worker_spawn.cpp
     struct SpawnJob;
     struct Held;
+    // <name_prefix>-<pid>-<id>: its cgroup's and log directory's name.
+    std::string worker_name(WorkerId id) const;
     void launch(std::unique_ptr<Worker> worker);
+    // A spawn of its own for `w`; `replaced` (a failed hold of the same
+    // name) is dropped on the spawn thread first.
+    void spawn_fresh(Worker& w, std::shared_ptr<SpawnJob> replaced = {});
     void fail_launch(Worker& w, const Error& error);
     Result<std::shared_ptr<SpawnJob>> prepare_spawn(const WorkerSpec& spec, std::string name,
                                                     std::vector<std::string> env);
@@ -303,7 +308,7 @@ private:
     void on_spawned(WorkerId id, SpawnJob& job);
     // worker_held.cpp
     Result<WorkerId> enqueue(WorkerSpec spec, WorkerCallbacks callbacks, std::optional<WorkerId> held);
-    void submit_spawn(Worker& w, std::shared_ptr<SpawnJob> job);
+    void submit_spawn(Worker& w, std::shared_ptr<SpawnJob> job, std::shared_ptr<SpawnJob> replaced = {});
     void on_held_spawned(WorkerId id);
     void launch_held(Worker& w);
     void release_held(WorkerId id);
