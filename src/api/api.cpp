@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/api/api.hpp"
 
-#include <openssl/crypto.h>
-
 #include <algorithm>
 #include <exception>
 
@@ -11,6 +9,7 @@
 #include "nps/api/process_metrics.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/log.hpp"
+#include "nps/lazy/crypto.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/store/write_health.hpp"
@@ -71,7 +70,7 @@ bool Api::authorized(const net::HttpRequest& request) const
     const std::string& expected = *config_.token;
     auto matches = [&expected](std::string_view presented) {
         return presented.size() == expected.size() &&
-               CRYPTO_memcmp(presented.data(), expected.data(), expected.size()) == 0;
+               sym_CRYPTO_memcmp(presented.data(), expected.data(), expected.size()) == 0;
     };
     static constexpr std::string_view kBearer = "Bearer ";
     if (header.size() > kBearer.size() && header.compare(0, kBearer.size(), kBearer) == 0)

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/base/digest.hpp"
 
-#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "nps/lazy/crypto.hpp"
 
 namespace nps {
 
@@ -9,7 +13,15 @@ Sha256 sha256(std::string_view data)
 {
     Sha256 out{};
     unsigned int len = 0;
-    EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_sha256(), nullptr);
+    // Fails only when libcrypto cannot be loaded (said on stderr): a broken
+    // installation. A digest that is not one would make wrong dedup keys and
+    // frame hashes, so nothing goes on.
+    if (sym_EVP_Digest(data.data(), data.size(), out.data(), &len, sym_EVP_sha256(), nullptr) != 1 ||
+        len != out.size()) {
+        static constexpr char kMessage[] = "nps-runner: error: SHA-256 is unavailable without libcrypto; stopping\n";
+        (void)!::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
+        std::abort();
+    }
     return out;
 }
 

@@ -2,10 +2,9 @@
 #include "lazy_library.hpp"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <string>
-
-#include "nps/base/log.hpp"
 
 namespace nps::lazy {
 
@@ -17,6 +16,14 @@ std::string dl_error()
     return why ? why : "unknown error";
 }
 
+// The lowest layer has no logger (nps/base/log.hpp is above it): one line on
+// stderr, in the text format of log::error.
+void report(const std::string& message)
+{
+    const std::string line = "nps-runner: error: " + message + "\n";
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+}
+
 }  // namespace
 
 void* LazyLibrary::symbol(const char* name)
@@ -26,13 +33,13 @@ void* LazyLibrary::symbol(const char* name)
         // where they could satisfy another object's undefined references.
         handle_ = ::dlopen(soname_, RTLD_NOW | RTLD_LOCAL);
         if (!handle_)
-            log::error(std::string("Failed to load '") + soname_ + "': " + dl_error());
+            report(std::string("Failed to load '") + soname_ + "': " + dl_error());
     });
     if (!handle_)
         return nullptr;
     void* address = ::dlsym(handle_, name);
     if (!address)
-        log::error(std::string("Failed to find '") + name + "' in '" + soname_ + "': " + dl_error());
+        report(std::string("Failed to find '") + name + "' in '" + soname_ + "': " + dl_error());
     return address;
 }
 

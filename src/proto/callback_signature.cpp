@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/proto/callback_signature.hpp"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "nps/base/digest.hpp"
+#include "nps/lazy/crypto.hpp"
 #include "nps/proto/error_codes.hpp"
 
 namespace nps::proto {
@@ -35,7 +32,7 @@ Result<std::string> sign_callback_body(std::string_view secret_base64url, std::s
     unsigned int mac_len = 0;
     static constexpr unsigned char kEmpty = 0;  // HMAC wants a non-null data pointer
     const auto* data = raw_body.empty() ? &kEmpty : reinterpret_cast<const unsigned char*>(raw_body.data());
-    if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data, raw_body.size(), mac, &mac_len) ==
+    if (sym_HMAC(sym_EVP_sha256(), key.data(), static_cast<int>(key.size()), data, raw_body.size(), mac, &mac_len) ==
         nullptr)
         return internal_error("callback signature: HMAC-SHA256 failed");
     return std::string(kPrefix) + to_hex(std::string_view(reinterpret_cast<const char*>(mac), mac_len));
@@ -48,7 +45,7 @@ Result<void> verify_callback_signature(std::string_view secret_base64url, std::s
         return protocol_error(code::kNopCallbackHmacMissing, "callback signature: no X-NPS-Signature header");
     const std::string expected = NPS_TRY(sign_callback_body(secret_base64url, raw_body));
     if (signature->size() != expected.size() ||
-        CRYPTO_memcmp(signature->data(), expected.data(), expected.size()) != 0)
+        sym_CRYPTO_memcmp(signature->data(), expected.data(), expected.size()) != 0)
         return protocol_error(code::kNopCallbackHmacInvalid,
                               "callback signature: X-NPS-Signature does not match the body");
     return {};

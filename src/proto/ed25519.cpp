@@ -2,11 +2,10 @@
 // Ed25519 over OpenSSL 3 EVP (see nps/proto/ed25519.hpp).
 #include "nps/proto/ed25519.hpp"
 
-#include <openssl/evp.h>
-
 #include <memory>
 
 #include "nps/base/digest.hpp"
+#include "nps/lazy/crypto.hpp"
 
 namespace nps::proto {
 
@@ -17,10 +16,10 @@ constexpr std::string_view kPrefix = "ed25519:";
 constexpr std::string_view kSpkiPrefix{"\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00", 12};
 
 struct PkeyFree {
-    void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+    void operator()(EVP_PKEY* p) const { sym_EVP_PKEY_free(p); }
 };
 struct MdCtxFree {
-    void operator()(EVP_MD_CTX* c) const { EVP_MD_CTX_free(c); }
+    void operator()(EVP_MD_CTX* c) const { sym_EVP_MD_CTX_free(c); }
 };
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
@@ -73,30 +72,30 @@ bool ed25519_verify(std::string_view public_key, std::string_view message, std::
 {
     if (public_key.size() != kEd25519PublicKeyBytes || signature.size() != kEd25519SignatureBytes)
         return false;
-    Pkey key(EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, bytes(public_key), public_key.size()));
-    MdCtx ctx(EVP_MD_CTX_new());
+    Pkey key(sym_EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nullptr, bytes(public_key), public_key.size()));
+    MdCtx ctx(sym_EVP_MD_CTX_new());
     if (!key || !ctx)
         return false;
-    if (EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1)
+    if (sym_EVP_DigestVerifyInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1)
         return false;
     static constexpr unsigned char kEmpty = 0;
     const unsigned char* data = message.empty() ? &kEmpty : bytes(message);
-    return EVP_DigestVerify(ctx.get(), bytes(signature), signature.size(), data, message.size()) == 1;
+    return sym_EVP_DigestVerify(ctx.get(), bytes(signature), signature.size(), data, message.size()) == 1;
 }
 
 Result<std::string> ed25519_sign(std::string_view seed, std::string_view message)
 {
     if (seed.size() != kEd25519SeedBytes)
         return internal_error("Ed25519 sign: the seed must be 32 bytes");
-    Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, bytes(seed), seed.size()));
-    MdCtx ctx(EVP_MD_CTX_new());
-    if (!key || !ctx || EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1)
+    Pkey key(sym_EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, bytes(seed), seed.size()));
+    MdCtx ctx(sym_EVP_MD_CTX_new());
+    if (!key || !ctx || sym_EVP_DigestSignInit(ctx.get(), nullptr, nullptr, nullptr, key.get()) != 1)
         return internal_error("Ed25519 sign: OpenSSL could not set up the key");
     std::string sig(kEd25519SignatureBytes, '\0');
     std::size_t len = sig.size();
     static constexpr unsigned char kEmpty = 0;
     const unsigned char* data = message.empty() ? &kEmpty : bytes(message);
-    if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, data, message.size()) != 1 ||
+    if (sym_EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len, data, message.size()) != 1 ||
         len != kEd25519SignatureBytes)
         return internal_error("Ed25519 sign: OpenSSL failed to sign");
     return sig;
@@ -106,10 +105,10 @@ Result<std::string> ed25519_public_key(std::string_view seed)
 {
     if (seed.size() != kEd25519SeedBytes)
         return internal_error("Ed25519 key: the seed must be 32 bytes");
-    Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, bytes(seed), seed.size()));
+    Pkey key(sym_EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, bytes(seed), seed.size()));
     std::string pub(kEd25519PublicKeyBytes, '\0');
     std::size_t len = pub.size();
-    if (!key || EVP_PKEY_get_raw_public_key(key.get(), reinterpret_cast<unsigned char*>(pub.data()), &len) != 1 ||
+    if (!key || sym_EVP_PKEY_get_raw_public_key(key.get(), reinterpret_cast<unsigned char*>(pub.data()), &len) != 1 ||
         len != kEd25519PublicKeyBytes)
         return internal_error("Ed25519 key: OpenSSL could not derive the public key");
     return pub;

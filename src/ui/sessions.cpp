@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/ui/sessions.hpp"
 
-#include <openssl/crypto.h>
 
 #include <algorithm>
 
 #include "nps/base/digest.hpp"
 #include "nps/base/random_id.hpp"
+#include "nps/lazy/crypto.hpp"
 
 namespace nps::ui {
 
@@ -74,7 +74,7 @@ void Sessions::end(std::string_view id)
 bool Sessions::csrf_matches(const Session& session, std::string_view presented)
 {
     return presented.size() == session.csrf.size() &&
-           CRYPTO_memcmp(presented.data(), session.csrf.data(), presented.size()) == 0;
+           sym_CRYPTO_memcmp(presented.data(), session.csrf.data(), presented.size()) == 0;
 }
 
 std::size_t Sessions::live_sessions()

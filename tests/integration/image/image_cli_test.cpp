@@ -385,3 +385,27 @@ TEST_CASE_FIXTURE(StateFixture, "import, rm and gc take --json")
     CHECK(collected["removed_manifests"].empty());
     CHECK(collected.contains("usage_bytes"));
 }
+
+// libcrypto is opened on first use (nps/lazy/crypto.hpp, docs/startup.md):
+// the dynamic loader's own account (LD_DEBUG=files lists every object it
+// loads, dlopen included) shows `ls` running without it and `import`, which
+// hashes every blob, loading it.
+TEST_CASE_FIXTURE(StateFixture, "libcrypto is loaded by a verb that hashes, not by one that does not")
+{
+    ok({"ls"});  // the store exists: `ls` below only reads it
+    REQUIRE(::setenv("LD_DEBUG", "files", 1) == 0);
+    const auto listed = image({"ls"});
+    const auto imported = image({"import", images.oci_dir, "--name", "busybox:oci"});
+    const auto version = run_command({"version"});
+    ::unsetenv("LD_DEBUG");
+    REQUIRE(listed.exit_status == 0);
+    REQUIRE(imported.exit_status == 0);
+    REQUIRE(version.exit_status == 0);
+    INFO("import's loader trace: " << imported.err.substr(0, 4000));
+    CHECK(contains(imported.err, "libcrypto.so"));
+    CHECK_FALSE(contains(listed.err, "libcrypto.so"));
+    CHECK_FALSE(contains(version.err, "libcrypto.so"));
+    // The hashes are the right ones: the imported image verifies and lists.
+    CHECK(contains(ok({"ls"}), "busybox:oci"));
+    CHECK(inspect("busybox:oci")["manifest_digest"] == images.manifest_digest);
+}
