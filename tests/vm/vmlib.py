@@ -190,7 +190,7 @@ def foreign_shared_libraries(binary, triplet):
 
 # What nps-runner opens with dlopen on first use (src/lazy/; libpq only with a
 # PostgreSQL store): not in its DT_NEEDED, so found by name.
-LAZY_LIBRARIES = ("libcurl.so.4", "libmicrohttpd.so.12")
+LAZY_LIBRARIES = ("libcurl.so.4", "libmicrohttpd.so.12", "libcrypto.so.3")
 
 
 def runner_libraries(runner, triplet=None):
