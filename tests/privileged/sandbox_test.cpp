@@ -236,11 +236,21 @@ TEST_CASE("spawn: a rootfs without /proc fails naming the mount step")
           "Failed to mount proc on '" + empty.path() + "/proc': No such file or directory");
 }
 
-TEST_CASE("network none: loopback is up")
+TEST_CASE("network none: loopback is up, alone, in a namespace of the command's own")
 {
     auto r = run_sh("ip link show lo");
     REQUIRE(r.exit_status == 0);
     CHECK(r.out.find("UP") != std::string::npos);
+    auto links = run_sh("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
+    REQUIRE(links.exit_status == 0);
+    CHECK(links.out == "lo\n");
+    // Made on a thread of `run` while it sets up the rest: never the host's.
+    auto inside = run_sh("readlink /proc/self/ns/net");
+    REQUIRE(inside.exit_status == 0);
+    char host[64] = {};
+    REQUIRE(::readlink("/proc/self/ns/net", host, sizeof host - 1) > 0);
+    CHECK(inside.out.rfind("net:[", 0) == 0);
+    CHECK(inside.out != std::string(host) + "\n");
 }
 
 TEST_CASE("the environment is PATH and HOME plus --env")
