@@ -135,9 +135,10 @@ private:
     void log_worker_end(const std::string& node_id, std::uint64_t serial, const supervisor::WorkerOutcome& o) const;
     void finish_attempt(const std::string& node_id, std::uint64_t serial, nop::AttemptOutcome outcome);
     void renew_lease();
-    // Writes the unrecorded node results in order, then the task's end;
-    // while the store cannot write (disk full, I/O error) retries every
-    // kRecordRetry, keeping the lease renewed, instead of dropping the task.
+    // Writes the unwritten events, then the unrecorded node results, each in
+    // order, then the task's end; while the store cannot write (disk full,
+    // I/O error) retries every kRecordRetry, keeping the lease renewed,
+    // instead of dropping the task or its records.
     void write_records();
     // A fenced write was refused: lease_refused() in the next loop round (once).
     void refused_later(const Error& error);
@@ -164,6 +165,11 @@ private:
     // clock). Never compared with a wall clock (docs/durability.md, "Leases
     // across hosts").
     event::EventLoop::TimePoint lease_sure_until_{};
+    struct UnwrittenEvent {
+        std::string name;
+        std::string detail_json;
+    };
+    std::deque<UnwrittenEvent> unwritten_events_;        // events the store could not take yet (written first)
     std::deque<store::NodeResult> unrecorded_;          // node results the store has not taken yet
     std::optional<store::TaskOutcome> unrecorded_end_;  // the task's end, written after them
     event::EventLoop::TimerId record_timer_ = 0;

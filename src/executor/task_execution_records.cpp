@@ -23,6 +23,9 @@ constexpr std::chrono::seconds kRenewRetry{1};
 // rates.
 constexpr std::chrono::seconds kLeaseSafetyMargin{2};
 constexpr std::chrono::seconds kRecordRetry{1};
+// Events kept while the store cannot write; past this, newer ones are
+// dropped (logged). Node records and the task's end are always kept.
+constexpr std::size_t kMaxUnwrittenEvents = 1024;
 
 // The store cannot write for now (nps/store/write_health.hpp): keep the
 // record and try again, rather than give the task up.
@@ -52,15 +55,14 @@ void TaskExecution::on_event(const std::string& name, const std::string& detail_
 {
     if (abandoned_ || is_final_task_event(name))
         return;
-    std::optional<std::string> fence;
-    if (fence_ == Fence::lease)
-        fence = lease_.runner_nid;
-    auto appended = ctx_.store.append_event(task_id(), name, detail_json, fence);
-    if (appended)
+    if (unwritten_events_.size() >= kMaxUnwrittenEvents) {
+        log::warning("task " + task_id() + ": event " + name + " dropped: " + std::to_string(kMaxUnwrittenEvents) +
+                     " events already wait for the store to take writes again", {.task_id = task_id()});
         return;
-    if (is_lease_lost(appended.error()))
-        return refused_later(appended.error());
-    log::warning("task " + task_id() + ": event " + name + ": " + appended.error().describe(), {.task_id = task_id()});
+    }
+    // In order: behind the events that wait already, if any.
+    unwritten_events_.push_back({.name = name, .detail_json = detail_json});
+    write_records();
 }
 
 void TaskExecution::on_node(const nop::NodeUpdate& update)
@@ -113,6 +115,24 @@ void TaskExecution::write_records()
             maybe_retire();
         });
     };
+    while (!unwritten_events_.empty()) {
+        const UnwrittenEvent& event = unwritten_events_.front();
+        std::optional<std::string> fence;
+        if (fence_ == Fence::lease)
+            fence = lease_.runner_nid;
+        auto appended = ctx_.store.append_event(task_id(), event.name, event.detail_json, fence);
+        if (!appended) {
+            if (is_store_fault(appended.error()))
+                return retry_later(appended.error());
+            if (is_lease_lost(appended.error())) {
+                unwritten_events_.clear();
+                return refused_later(appended.error());
+            }
+            log::warning("task " + task_id() + ": event " + event.name + ": " + appended.error().describe(),
+                         {.task_id = task_id()});
+        }
+        unwritten_events_.pop_front();
+    }
     while (!unrecorded_.empty()) {
         auto recorded = ctx_.store.record_node_result(unrecorded_.front());
         if (!recorded) {
@@ -224,6 +244,7 @@ void TaskExecution::abandon(const std::string& why)
     log::warning("task " + task_id() + ": abandoned, " + why, {.task_id = task_id()});
     abandoned_ = true;
     ended_ = true;
+    unwritten_events_.clear();
     unrecorded_.clear();
     unrecorded_end_.reset();
     ctx_.loop.cancel_timer(std::exchange(record_timer_, 0));
@@ -241,7 +262,8 @@ void TaskExecution::shut_down()
 
 void TaskExecution::maybe_retire()
 {
-    if (!ended_ || outstanding_ > 0 || ahead_jobs_ > 0 || retiring_ || !unrecorded_.empty() || unrecorded_end_)
+    if (!ended_ || outstanding_ > 0 || ahead_jobs_ > 0 || retiring_ || !unwritten_events_.empty() ||
+        !unrecorded_.empty() || unrecorded_end_)
         return;
     release_ahead();
     retiring_ = true;

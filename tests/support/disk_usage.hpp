@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bytes a directory tree costs its own file system (du -x), for the tests of
 // the workers' bounded writable space: what a worker's files cost the host's
-// disk, its tmpfs space left out.
+// disk, its tmpfs space left out. And a file system filled to the last byte,
+// for the tests of a full disk.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace nps::test {
 
@@ -31,6 +35,23 @@ inline std::uintmax_t disk_bytes_beneath(const std::string& dir)
         total += static_cast<std::uintmax_t>(st.st_blocks) * 512;
     }
     return total;
+}
+
+// Writes the new file `path` until its file system is full (64 KiB blocks,
+// then 512 bytes). False when the file cannot be created.
+inline bool fill_filesystem(const std::string& path)
+{
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    std::vector<char> block(64 * 1024, 'x');
+    while (::write(fd, block.data(), block.size()) > 0) {
+    }
+    std::vector<char> small(512, 'x');
+    while (::write(fd, small.data(), small.size()) > 0) {
+    }
+    ::close(fd);
+    return true;
 }
 
 }  // namespace nps::test

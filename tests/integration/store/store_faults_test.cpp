@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "disk_usage.hpp"
 #include "runner_process.hpp"
 
 using nps::test::http;
@@ -41,20 +42,6 @@ struct SmallDisk {
     }
 };
 
-// Writes `path` until the filesystem is full.
-void fill(const std::string& path)
-{
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    REQUIRE(fd >= 0);
-    std::vector<char> block(64 * 1024, 'x');
-    while (::write(fd, block.data(), block.size()) > 0) {
-    }
-    std::vector<char> small(512, 'x');
-    while (::write(fd, small.data(), small.size()) > 0) {
-    }
-    ::close(fd);
-}
-
 // Runs `serve` on `state_dir`, which must refuse to start: its exit status
 // and stderr. (A serve that starts would not return: the test's timeout
 // fails it.)
@@ -82,7 +69,7 @@ TEST_CASE("a full disk: deposits answer 503 and change nothing, /healthz says de
     REQUIRE(http("GET", runner.url() + "/healthz").status == 200);
     REQUIRE(http("GET", runner.url() + "/readyz").status == 200);
 
-    fill(disk.path + "/filler");
+    REQUIRE(nps::test::fill_filesystem(disk.path + "/filler"));
     // The WAL may still have room for a deposit or two; then it must grow.
     nps::test::Reply refused;
     std::string refused_id;

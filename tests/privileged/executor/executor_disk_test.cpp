@@ -2,12 +2,15 @@
 // A daemon's worker filling its bounded writable space ([workers]
 // default_disk; docs/sandbox.md "Disk"): ENOSPC for the worker, the host's
 // disk untouched, the daemon serving on, and nothing mounted left after.
-#include <sys/statvfs.h>
+// And the state directory's own disk full under a running task
+// (docs/security.md, finding 12).
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "disk_usage.hpp"
@@ -119,6 +122,66 @@ TEST_CASE("kill -9 of the daemon with a worker holding its space: the restart un
     while (!mounts_beneath(workers).empty() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK(mounts_beneath(workers).empty());
+}
+
+TEST_CASE("a full state disk while a task runs: the task keeps its lease, its records wait for space, it completes once")
+{
+    // The state directory (runner.db, worker logs) on a small disk of its own.
+    ExecutorFixture f("", "48m");
+    const std::string script = "sleep 3; printf '{\"seq\":0,\"is_final\":true,\"data\":{\"value\":42}}\\n'";
+    f.announce(kFiller, inline_spawn_spec({"/bin/sh", "-c", script}));
+    const std::string task_id = f.submit(task_frame_of("full-01", {dag_node("slow", kFiller, "nwp://exec.test/slow")},
+                                                       {{"max_retries", 0}}));
+    f.wait_until(task_id, [&](const Json& t) {
+        return t["state"] == "RUNNING" && !worker_processes_of(f.runner().pid()).empty();
+    });
+    const std::string runner_nid = f.task(task_id)["lease"]["runner_nid"];
+
+    // Fill the disk while the worker runs, then use up what room the WAL
+    // kept with deposits into an inbox nobody claims, until one is refused.
+    REQUIRE(fill_filesystem(f.state_dir() + "/filler"));
+    const std::string other_inbox = f.runner().url() + "/v1/inbox/" + net::url_encode("urn:nps:agent:exec.test:nobody");
+    long status = 0;
+    for (int i = 0; i < 500 && status != 503; ++i)
+        status = http("POST", other_inbox, task_frame_of("spill-" + std::to_string(i),
+                                                          {dag_node("n", kEmit, "nwp://exec.test/n")}).dump()).status;
+    REQUIRE(status == 503);
+
+    // The worker ends meanwhile; its record cannot be written. The task is
+    // neither dropped nor failed: still RUNNING, its lease still ours, its
+    // node not recorded, the daemon degraded and serving.
+    f.wait_until(task_id, [&](const Json&) { return worker_processes_of(f.runner().pid()).empty(); });
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // three record retries
+    Json held = f.task(task_id);
+    INFO(held.dump(2));
+    CHECK(held["state"] == "RUNNING");
+    REQUIRE(held["lease"].is_object());
+    CHECK(held["lease"]["runner_nid"] == runner_nid);
+    if (held["nodes"].contains("slow"))  // its dispatch, recorded before the disk filled
+        CHECK(held["nodes"]["slow"]["state"] == "RUNNING");
+    auto health = http("GET", f.runner().url() + "/healthz");
+    CHECK(health.status == 503);
+    CHECK(health.body["status"] == "degraded");
+
+    // Space returns: the kept record is written, the task completes with the
+    // worker's result, and the node ran once.
+    std::filesystem::remove(f.state_dir() + "/filler");
+    Json task = f.wait_terminal(task_id);
+    INFO(task.dump(2));
+    INFO(f.runner().log());
+    CHECK(task["state"] == "COMPLETED");
+    CHECK(task["nodes"]["slow"]["attempts"] == 1);
+    CHECK(task["nodes"]["slow"]["result"] == Json{{"value", 42}});
+    CHECK(task["claims"] == 1);
+    // The events the full disk held back are written too, once each.
+    std::map<std::string, int> events;
+    for (const auto& e : task["events"])
+        ++events[e["event"].get<std::string>()];
+    for (const char* name : {"slow:worker", "slow:attempt:1", "slow:completed"})
+        CHECK_MESSAGE(events[name] == 1, name);
+    for (int i = 0; i < 50 && http("GET", f.runner().url() + "/healthz").status != 200; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(http("GET", f.runner().url() + "/healthz").status == 200);
 }
 
 }  // namespace nps::test

@@ -2,12 +2,15 @@
 #include "executor_fixture.hpp"
 
 #include <dirent.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -67,8 +70,13 @@ std::string inline_spawn_spec(const std::vector<std::string>& command, const Jso
     return "spawnspec:" + base64url_encode(spec.dump());
 }
 
-ExecutorFixture::ExecutorFixture(const std::string& extra_config) : dir_("nps-exec")
+ExecutorFixture::ExecutorFixture(const std::string& extra_config, const char* state_disk_size) : dir_("nps-exec")
 {
+    if (state_disk_size) {
+        const std::string options = std::string("mode=0700,size=") + state_disk_size;
+        REQUIRE_MESSAGE(::mount("tmpfs", dir_.path().c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) == 0,
+                        "mount a tmpfs on " << dir_.path() << ": " << std::strerror(errno));  // dir_ unmounts it
+    }
     const std::string config = "[runner]\ninboxes = [\"" + std::string(kInbox) + "\"]\n" + extra_config;
     runner_.emplace(RunnerOptions{.state_dir = dir_.path(), .config_text = config});
     auto imported =

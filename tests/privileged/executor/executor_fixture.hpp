@@ -31,8 +31,10 @@ std::string inline_spawn_spec(const std::vector<std::string>& command, const nlo
 
 class ExecutorFixture {
 public:
-    // extra_config is appended to the [runner] section's config file.
-    explicit ExecutorFixture(const std::string& extra_config = "");
+    // extra_config is appended to the [runner] section's config file. With
+    // state_disk_size ("24m") the state directory is a tmpfs of that size, a
+    // disk the test can fill.
+    explicit ExecutorFixture(const std::string& extra_config = "", const char* state_disk_size = nullptr);
 
     RunnerProcess& runner() { return *runner_; }
     const std::string& state_dir() const { return dir_.path(); }
