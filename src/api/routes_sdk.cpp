@@ -64,11 +64,11 @@ Result<net::HttpResponse> Api::sdk_task_cancel(const std::optional<std::string>&
 Result<net::HttpResponse> Api::sdk_task_status(const std::optional<std::string>& base_nid, const std::string& task_id)
 {
     const auto task = NPS_TRY(sdk_task(base_nid, task_id));
-    if (task.results_expired(clock_.now_ms()))
+    auto store = NPS_TRY(stores_.acquire());
+    if (task.results_expired(NPS_TRY(store->time_now_ms())))  // the clock of the task's times
         return protocol_error(proto::code::kNopTaskResultExpired,
                               "The results of task '" + task_id + "' expired (its result_ttl_seconds); its state is " +
                                   std::string(proto::to_string(task.state)));
-    auto store = NPS_TRY(stores_.acquire());
     Json node_results = Json::object();
     for (const auto& r : NPS_TRY(store->node_results(task_id)))
         if (r.dedup_key == task.dedup_key)

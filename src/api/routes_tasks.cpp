@@ -68,19 +68,20 @@ Result<net::HttpResponse> Api::get_task(const std::string& task_id)
 {
     auto store = NPS_TRY(stores_.acquire());
     auto task = NPS_TRY(store->task(task_id));
-    if (task.results_expired(clock_.now_ms()))
-        return results_expired_response(task, clock_.now_ms());
+    const std::int64_t now = NPS_TRY(store->time_now_ms());  // the clock of the task's times
+    if (task.results_expired(now))
+        return results_expired_response(task, now);
     auto results = NPS_TRY(store->node_results(task_id));
     auto events = NPS_TRY(store->events(task_id));
 
-    Json body = task_summary(task, clock_.now_ms());
+    Json body = task_summary(task, now);
     body["error_message"] = text_or_null(task.error_message);
     body["error_status"] = error_status(task.error_code);
     body["aggregate"] = json_or_null(task.aggregate_json);
     body["dag_hash"] = task.dag_hash;
     body["dedup_key"] = task.dedup_key;
     body["claims"] = task.claims;
-    const bool leased = task.lease_owner && task.lease_expiry_ms > clock_.now_ms();
+    const bool leased = task.lease_owner && task.lease_expiry_ms > now;
     body["lease"] = leased ? Json{{"runner_nid", *task.lease_owner},
                                   {"lease_expiry", format_rfc3339_ms(task.lease_expiry_ms)}}
                            : Json(nullptr);
@@ -124,6 +125,7 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
 {
     store::TaskListFilter filter;
     filter.limit = limits::kDefaultTaskListLimit;
+    std::optional<std::int64_t> since_seconds;
     if (auto it = request.query.find("state"); it != request.query.end() && !it->second.empty()) {
         filter.state = proto::parse_task_state(ascii_upper(it->second));
         if (!filter.state)
@@ -144,7 +146,7 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
         const std::int64_t seconds =
             NPS_TRY(bounded_integer(it->second, "since_seconds", 0, 1, limits::kMaxRetentionSeconds));
         if (seconds > 0)  // empty: no age filter
-            filter.created_after_ms = clock_.now_ms() - seconds * 1000;
+            since_seconds = seconds;
     }
     if (auto it = request.query.find("limit"); it != request.query.end()) {
         char* end = nullptr;
@@ -155,10 +157,13 @@ Result<net::HttpResponse> Api::list_tasks(const net::HttpRequest& request)
         filter.limit = static_cast<std::uint32_t>(std::min<long>(limit, limits::kMaxTaskListLimit));
     }
     auto store = NPS_TRY(stores_.acquire());
+    const std::int64_t now = NPS_TRY(store->time_now_ms());  // the clock of the tasks' times
+    if (since_seconds)
+        filter.created_after_ms = now - *since_seconds * 1000;
     auto tasks = NPS_TRY(store->list_tasks(filter));
     Json list = Json::array();
     for (const auto& t : tasks)
-        list.push_back(task_summary(t, clock_.now_ms()));
+        list.push_back(task_summary(t, now));
     return json_response(200, {{"count", list.size()}, {"tasks", std::move(list)}});
 }
 
@@ -243,7 +248,7 @@ Result<net::HttpResponse> Api::cancel_task(const std::string& task_id)
     auto task = NPS_TRY(store->cancel(task_id));
     if (hooks_.cancelled)
         hooks_.cancelled(task_id);
-    return json_response(200, task_summary(task, clock_.now_ms()));
+    return json_response(200, task_summary(task, NPS_TRY(store->time_now_ms())));
 }
 
 Result<net::HttpResponse> Api::remove_task(const std::string& task_id)
@@ -262,7 +267,7 @@ Result<net::HttpResponse> Api::prune_tasks(const net::HttpRequest& request)
                               "DELETE /v1/tasks needs older_than_seconds (finished tasks older than that are removed)");
     const std::int64_t seconds = NPS_TRY(
         bounded_integer(older->second, "older_than_seconds", 0, 0, limits::kMaxRetentionSeconds));
-    store::PruneRequest prune{.finished_before_ms = clock_.now_ms() - seconds * 1000};
+    store::PruneRequest prune;
     if (auto it = request.query.find("state"); it != request.query.end() && !it->second.empty()) {
         // Any other state is refused by the store, in the same words.
         prune.state = proto::parse_task_state(ascii_upper(it->second));
@@ -273,6 +278,7 @@ Result<net::HttpResponse> Api::prune_tasks(const net::HttpRequest& request)
     // Batches of the store's size until none is left: a hand prune of a big
     // backlog holds the write lock for one batch at a time.
     auto store = NPS_TRY(stores_.acquire());
+    prune.finished_before_ms = NPS_TRY(store->time_now_ms()) - seconds * 1000;  // the clock of finished_at
     std::int64_t removed = 0;
     for (;;) {
         const std::int64_t n = NPS_TRY(store->prune_tasks(prune));

@@ -72,6 +72,18 @@ Result<void> take_generated_token(config::Config& config, bool require_token, st
     return {};
 }
 
+// The deposit listener of a shared store, for /metrics (docs/scale-out.md
+// "Connections").
+std::string deposit_signal_metrics(const store::DepositSignal& signal)
+{
+    return "# HELP nps_store_listener_connected 1 while the LISTEN connection that wakes claims on other hosts' "
+           "deposits is up, else 0.\n# TYPE nps_store_listener_connected gauge\nnps_store_listener_connected " +
+           std::string(signal.healthy() ? "1" : "0") +
+           "\n# HELP nps_store_notifications_received_total Deposit notifications (NOTIFY) received from the "
+           "store.\n# TYPE nps_store_notifications_received_total counter\nnps_store_notifications_received_total " +
+           std::to_string(signal.received()) + "\n";
+}
+
 Result<void> check_listen_policy(const config::Config& config)
 {
     if (config.listen.empty())
@@ -308,7 +320,11 @@ Result<void> run(config::Config config, ConfigLoader reload)
                                deposit_signal->deposited();
                        },
                    .cancelled = [&executor](const std::string& task_id) { executor->cancelled(task_id); },
-                   .metrics = [&executor] { return executor->render_metrics(); },
+                   .metrics =
+                       [&executor, &deposit_signal] {
+                           return executor->render_metrics() +
+                                  (deposit_signal ? deposit_signal_metrics(*deposit_signal) : std::string());
+                       },
                    .executor = [&executor] { return executor->status(); },
                    .not_ready = [&executor] { return executor->not_ready_reason(); },
                    .workers = [&executor] { return executor->workers(); },

@@ -27,6 +27,13 @@ namespace {
 
 using Json = nlohmann::json;
 using TimerId = event::EventLoop::TimerId;
+using Steady = std::chrono::steady_clock::time_point;
+
+// Milliseconds on this host's monotonic clock since `since`.
+std::int64_t elapsed_ms(Steady since)
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Steady::clock::now() - since).count();
+}
 
 // Kept in hand before an attempt: an attempt may take the whole timeout, and
 // the lease must still be ours when we record its outcome.
@@ -73,9 +80,11 @@ struct Deliverer::Impl {
     // Claims what fits in the free slots and starts it; then plans the next look.
     void pump();
     void pump_soon();
-    void begin(const store::ReportRow& row);
+    // A row claimed at `asked` (this host's monotonic clock, just before
+    // the claim): attempted, or given back when its lease is too short.
+    void begin(const store::ReportRow& row, Steady asked);
     void answered(std::int64_t row_id, detail::AttemptResult result);
-    void finish(const store::ReportRow& row, const detail::AttemptResult& result);
+    void finish(const store::ReportRow& row, Steady asked, const detail::AttemptResult& result);
     void release(std::int64_t row_id);
     void refresh_counts();
     void plan_next_look();
@@ -108,6 +117,7 @@ struct Deliverer::Impl {
 
     struct InFlight {
         store::ReportRow row;
+        Steady asked;  // when its claim was asked
         net::AsyncFetcher::Id fetch = 0;
     };
     std::map<std::int64_t, InFlight> in_flight;  // row id →
@@ -143,6 +153,7 @@ void Deliverer::Impl::pump()
     }
     const std::size_t room = options.batch - std::min<std::size_t>(in_flight.size(), options.batch);
     if (room > 0) {
+        const Steady asked = Steady::clock::now();
         auto rows = store->claim_reports({.owner = owner,
                                           .lease_ms = lease_ms(),
                                           .max_rows = static_cast<std::uint32_t>(room),
@@ -152,16 +163,18 @@ void Deliverer::Impl::pump()
         } else {
             last_store_error.clear();
             for (const store::ReportRow& row : *rows)
-                begin(row);
+                begin(row, asked);
         }
     }
     refresh_counts();
     plan_next_look();
 }
 
-void Deliverer::Impl::begin(const store::ReportRow& row)
+void Deliverer::Impl::begin(const store::ReportRow& row, Steady asked)
 {
-    const bool out_of_lease = row.lease_until_ms - clock.now_ms() < options.timeout.count() + kLeaseMarginMs;
+    // The claim leased the row for lease_ms() from a moment no earlier than
+    // `asked`: too little of that left (a slow claim) and it is not tried.
+    const bool out_of_lease = lease_ms() - elapsed_ms(asked) < options.timeout.count() + kLeaseMarginMs;
     // While the task store is failing, one node report at a time probes it
     // (one request per backoff period, not one per pending report); the
     // first success lets the backlog drain concurrently again.
@@ -181,7 +194,7 @@ void Deliverer::Impl::begin(const store::ReportRow& row)
             if (reply && !options.npsd_url && attempt.decided->verdict == Verdict::delivered &&
                 options.notice_deposited)
                 options.notice_deposited(row.reply_to.value_or(""));
-            return finish(row, *attempt.decided);
+            return finish(row, asked, *attempt.decided);
         }
         fetch = fetcher->trusted(attempt.request, [this, id, request = attempt.request](
                                                       Result<net::FetchedResponse> response) {
@@ -190,12 +203,12 @@ void Deliverer::Impl::begin(const store::ReportRow& row)
     } else {
         detail::CallbackAttempt attempt = detail::prepare_callback(options, *store, guard, row);
         if (attempt.decided)
-            return finish(row, *attempt.decided);
+            return finish(row, asked, *attempt.decided);
         fetch = fetcher->guarded(std::move(attempt.request), [this, id](Result<net::FetchedResponse> response) {
             answered(id, detail::judge_callback(response, clock));
         });
     }
-    in_flight.emplace(id, InFlight{.row = row, .fetch = fetch});
+    in_flight.emplace(id, InFlight{.row = row, .asked = asked, .fetch = fetch});
 }
 
 void Deliverer::Impl::answered(std::int64_t row_id, detail::AttemptResult result)
@@ -204,8 +217,9 @@ void Deliverer::Impl::answered(std::int64_t row_id, detail::AttemptResult result
     if (it == in_flight.end())
         return;
     const store::ReportRow row = std::move(it->second.row);
+    const Steady asked = it->second.asked;
     in_flight.erase(it);
-    finish(row, result);
+    finish(row, asked, result);
     pump_soon();  // a slot is free
 }
 
@@ -215,9 +229,12 @@ void Deliverer::Impl::release(std::int64_t row_id)
         store_failed(released.error());
 }
 
-void Deliverer::Impl::finish(const store::ReportRow& row, const detail::AttemptResult& result)
+void Deliverer::Impl::finish(const store::ReportRow& row, Steady asked, const detail::AttemptResult& result)
 {
-    const std::int64_t now = clock.now_ms();
+    // Now on the store's clock, which wrote recorded_at and compares
+    // next_attempt_at: on PostgreSQL the database server's, which a host's
+    // own wall clock may be hours off (docs/scale-out.md "Clocks").
+    const std::int64_t now = row.claimed_at_ms + elapsed_ms(asked);
     const std::uint32_t tries = row.tries + 1;
     const bool callback = row.kind == store::ReportKind::callback;
     const bool node = row.kind == store::ReportKind::node;
@@ -264,7 +281,7 @@ void Deliverer::Impl::finish(const store::ReportRow& row, const detail::AttemptR
                 // The task store itself is failing: hold back every node report
                 // until this one is due again (one probe per period). Reports
                 // already in flight finish on their own.
-                node_pause_until_ms = std::max(node_pause_until_ms, now + delay);
+                node_pause_until_ms = std::max(node_pause_until_ms, clock.now_ms() + delay);
                 if (!task_store_failing) {
                     task_store_failing = true;
                     log::warning("Failed to deliver " + row_name(row) + ", retrying with backoff: " + result.error);
@@ -300,11 +317,11 @@ void Deliverer::Impl::plan_next_look()
     const std::int64_t now = clock.now_ms();
     std::int64_t wake_at = now + options.poll.count();
     if (in_flight.size() < options.batch) {
-        auto due = store->next_report_due(claimable());
-        if (!due)
-            store_failed(due.error());
-        else if (*due)
-            wake_at = std::min(wake_at, **due);
+        auto due_in = store->report_due_in_ms(claimable());
+        if (!due_in)
+            store_failed(due_in.error());
+        else if (*due_in)
+            wake_at = std::min(wake_at, now + **due_in);
     }
     if (options.task_store_url && nodes_paused())
         wake_at = std::min(wake_at, node_pause_until_ms);

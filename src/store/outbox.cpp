@@ -84,8 +84,10 @@ Result<std::vector<ReportRow>> SqliteStore::claim_reports(const ReportClaim& cla
                 st->bindNoCopy(3, claim.owner);
                 st->bind(4, static_cast<std::int64_t>(now + std::max<std::int64_t>(claim.lease_ms, 1)));
                 st->bind(5, static_cast<std::int64_t>(std::max<std::uint32_t>(claim.max_rows, 1)));
-                while (st->executeStep())
+                while (st->executeStep()) {
                     rows.push_back(read_report(*st));
+                    rows.back().claimed_at_ms = now;
+                }
             }
             txn.commit();
             // RETURNING yields rows in no promised order; delivery order is id order.
@@ -249,7 +251,7 @@ Result<ReportCounts> SqliteStore::report_counts()
         });
 }
 
-Result<std::optional<std::int64_t>> SqliteStore::next_report_due(ReportKinds kinds)
+Result<std::optional<std::int64_t>> SqliteStore::report_due_in_ms(ReportKinds kinds)
 {
     return guarded<std::optional<std::int64_t>>(
         [&] { return std::string("Failed to find the next due report"); },
@@ -260,7 +262,7 @@ Result<std::optional<std::int64_t>> SqliteStore::next_report_due(ReportKinds kin
             bind_kinds(*st, 2, kinds);  // ?1 (now) is not used here
             if (!st->executeStep() || st->isColumnNull(0))
                 return std::optional<std::int64_t>{};
-            return std::optional<std::int64_t>{st->getColumn(0).getInt64()};
+            return std::optional<std::int64_t>{st->getColumn(0).getInt64() - now_ms()};
         });
 }
 

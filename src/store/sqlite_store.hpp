@@ -140,6 +140,7 @@ public:
     ~SqliteStore() override;
 
     int schema_version() const override { return version_; }
+    Result<std::int64_t> time_now_ms() override { return now_ms(); }
 
     Result<DepositResult> deposit(const DepositRequest& request) override;
     std::vector<Result<DepositResult>> deposit_batch(const std::vector<DepositRequest>& requests) override;
@@ -197,7 +198,7 @@ public:
     Result<std::int64_t> release_reports(const std::string& owner, std::int64_t id) override;
     Result<std::int64_t> discard_node_reports() override;
     Result<ReportCounts> report_counts() override;
-    Result<std::optional<std::int64_t>> next_report_due(ReportKinds kinds) override;
+    Result<std::optional<std::int64_t>> report_due_in_ms(ReportKinds kinds) override;
     Result<std::vector<ReportRow>> dead_reports(std::uint32_t limit) override;
 
     // --- helpers for the implementation files ---------------------------------

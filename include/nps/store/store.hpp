@@ -72,6 +72,10 @@ public:
 
     // Schema version the file is at after open().
     virtual int schema_version() const = 0;
+    // Now, on the clock the store writes its times with (deposits, leases,
+    // expiries): the host's for runner.db, the database server's for
+    // PostgreSQL. Judge those times against this, not a host's clock.
+    virtual Result<std::int64_t> time_now_ms() = 0;
 
     // --- inbox -----------------------------------------------------------------
     // Stores the message and creates the task (state PENDING, event
@@ -283,10 +287,12 @@ public:
     // store is the task store). Returns how many.
     virtual Result<std::int64_t> discard_node_reports() = 0;
     virtual Result<ReportCounts> report_counts() = 0;
-    // When the next row of `kinds` becomes due (max of next_attempt_at and
-    // lease_until over rows whose predecessors are not pending); nullopt when
-    // none is pending. May be in the past.
-    virtual Result<std::optional<std::int64_t>> next_report_due(ReportKinds kinds) = 0;
+    // How many milliseconds from now, on the store's clock, the next row of
+    // `kinds` becomes due (max of next_attempt_at and lease_until over rows
+    // whose predecessors are not pending); ≤ 0 when one is due already,
+    // nullopt when none is pending. Relative, so that a caller whose own
+    // clock is off (a host's, against PostgreSQL's) still waits right.
+    virtual Result<std::optional<std::int64_t>> report_due_in_ms(ReportKinds kinds) = 0;
     // Dead rows, newest first; limit 0 → kDefaultTaskListLimit.
     virtual Result<std::vector<ReportRow>> dead_reports(std::uint32_t limit) = 0;
 };

@@ -235,6 +235,11 @@ struct ReportRow {
     std::int64_t next_attempt_at_ms = 0;
     std::int64_t lease_until_ms = 0;
     std::optional<std::string> last_error{};
+    // The store's clock when claim_reports() took the row (0 from other
+    // reads): on PostgreSQL the database server's, so that a deliverer
+    // reckons a row's age and its next attempt on the clock of the row's
+    // other times, not on its host's (docs/scale-out.md "Clocks").
+    std::int64_t claimed_at_ms = 0;
 };
 
 // Which rows a claim may take: all, or all but node reports (while there is

@@ -83,8 +83,10 @@ constexpr const char* kReportCounts =
     "FROM report_outbox";
 
 // $1 the kind left out.
-constexpr const char* kNextReportDue =
-    "SELECT min(greatest(o.next_attempt_at, o.lease_until)) FROM report_outbox o WHERE " NPS_PG_REPORT_DUE("$1");
+// $1 the kind left out, $2 now (NULL: the database's clock).
+constexpr const char* kReportDueIn =
+    "SELECT min(greatest(o.next_attempt_at, o.lease_until)) - coalesce($2::bigint, nps_now_ms()) "
+    "FROM report_outbox o WHERE " NPS_PG_REPORT_DUE("$1");
 
 constexpr const char* kDeadReports =
     "SELECT " NPS_PG_REPORT_COLUMNS " FROM report_outbox WHERE status = 'dead' ORDER BY id DESC LIMIT $1";
@@ -156,8 +158,10 @@ Result<std::vector<ReportRow>> PostgresStore::claim_reports(const ReportClaim& c
             const Rows rows = w.conn().query(kClaimReports, p);
             std::vector<ReportRow> out;
             out.reserve(static_cast<std::size_t>(rows.size()));
-            for (int i = 0; i < rows.size(); ++i)
+            for (int i = 0; i < rows.size(); ++i) {
                 out.push_back(read_report(rows, i));
+                out.back().claimed_at_ms = now;
+            }
             w.commit();
             // RETURNING yields rows in no promised order; delivery order is id order.
             std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
@@ -279,14 +283,18 @@ Result<ReportCounts> PostgresStore::report_counts()
         });
 }
 
-Result<std::optional<std::int64_t>> PostgresStore::next_report_due(ReportKinds kinds)
+Result<std::optional<std::int64_t>> PostgresStore::report_due_in_ms(ReportKinds kinds)
 {
     return guarded<std::optional<std::int64_t>>(
         [&] { return std::string("Failed to find the next due report"); },
         [&]() -> Result<std::optional<std::int64_t>> {
             Params p;
             kinds_param(p, kinds);
-            const Rows rows = conn().query(kNextReportDue, p);
+            if (database_clock())
+                p.null();
+            else
+                p.integer(clock().now_ms());
+            const Rows rows = conn().query(kReportDueIn, p);
             if (rows.empty() || rows.is_null(0, 0))
                 return std::optional<std::int64_t>{};
             return std::optional<std::int64_t>{rows.integer(0, 0)};

@@ -103,6 +103,12 @@ std::int64_t PostgresStore::now_ms()
     return conn().query(kNowSql).integer(0, 0);
 }
 
+Result<std::int64_t> PostgresStore::time_now_ms()
+{
+    return guarded<std::int64_t>([] { return std::string("Failed to read the database's clock"); },
+                                 [&]() -> Result<std::int64_t> { return now_ms(); });
+}
+
 void PostgresStore::add_event(Connection& conn, std::int64_t message_id, std::int64_t at_ms, const std::string& name,
                               const std::string& detail)
 {

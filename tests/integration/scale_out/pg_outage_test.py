@@ -24,7 +24,8 @@ While the database is down:
 
 Once the database is back:
  4. `/healthz` returns to 200 "ok", `nps_store_degraded` to 0, `status`
-    exits 0.
+    exits 0; the deposit listener reconnects (`nps_store_listener_connected`
+    0 during the outage, 1 before and after).
  5. The interrupted task is claimed again (after its lease ran out) and
     COMPLETED: one lease:granted, one lease:reclaimed, the reclaim no
     earlier than lease_seconds after the claim (database clock); its first
@@ -217,6 +218,8 @@ def main():
         status, body = api.health()
         check_equal(checks, (status, body and body.get("status")), (200, "ok"), "/healthz ok before the outage")
         check_equal(checks, api.metric("nps_store_degraded"), 0.0, "nps_store_degraded 0 before the outage")
+        check_equal(checks, api.metric("nps_store_listener_connected"), 1.0,
+                    "nps_store_listener_connected 1 before the outage")
         process_start = api.metric("process_start_time_seconds")
 
         # The slow node runs: note its worker's processes.
@@ -262,6 +265,8 @@ def main():
                    "the /healthz problem names the lost PostgreSQL connection")
             figures["health degraded after"] = health_degraded_at
         check_equal(checks, api.metric("nps_store_degraded"), 1.0, "nps_store_degraded 1 while the database is down")
+        check_equal(checks, api.metric("nps_store_listener_connected"), 0.0,
+                    "nps_store_listener_connected 0 while the database is down")
         checks(workers_gone_at is not None and workers_gone_at <= LEASE_SECONDS,
                f"the slow worker and its processes are gone before the lease could run out "
                f"(after {workers_gone_at if workers_gone_at is None else round(workers_gone_at, 2)} s; "
@@ -351,6 +356,15 @@ def main():
             if task and task["state"] != "COMPLETED":
                 print(f"{task_id}: {json.dumps(task, indent=1)}")
 
+        # The listener reconnects on its own back-off (1 s doubling to 30 s).
+        listener_deadline = time.monotonic() + 40
+        while api.metric("nps_store_listener_connected") != 1.0 and time.monotonic() < listener_deadline:
+            time.sleep(0.2)
+        check_equal(checks, api.metric("nps_store_listener_connected"), 1.0,
+                    "nps_store_listener_connected 1 again once the database is back")
+        notified = api.metric("nps_store_notifications_received_total")
+        checks(notified is not None and notified >= 1,
+               f"nps_store_notifications_received_total counts the deposits' notifications ({notified})")
         checks(daemon.poll() is None, "the daemon is still running after the outage")
         check_equal(checks, api.metric("process_start_time_seconds"), process_start,
                     "the same daemon process throughout (process_start_time_seconds unchanged)")

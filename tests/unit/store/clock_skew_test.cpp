@@ -69,3 +69,43 @@ TEST_CASE("leases follow the database's clock: hosts hours apart never take or r
     CHECK(done->created_at_ms >= real_now - 60'000);
     CHECK(done->created_at_ms <= real_now + 60'000);
 }
+
+TEST_CASE("the outbox follows the database's clock: a deliverer on a host hours fast still waits out a retry" *
+          doctest::test_suite("postgresql"))
+{
+    StoreLocation location;
+    REQUIRE_MESSAGE(location.on_postgres(), "this case runs on the PostgreSQL store only");
+    const std::int64_t real_now = nps::SystemClock::instance().now_ms();
+    nps::FakeClock fast(real_now + 5 * kHour);
+    auto store = open_with(location, fast);
+
+    REQUIRE(store->deposit(deposit_request("task-r")));
+    nps::store::NodeResult result{.task_id = "task-r",
+                                  .node_id = "n1",
+                                  .dedup_key = deposit_request("task-r").dedup_key,
+                                  .state = nps::proto::NodeState::completed,
+                                  .attempts = 1};
+    REQUIRE(store->record_node_result(result));
+    auto rows = store->claim_reports({.owner = "deliverer", .lease_ms = 30'000, .max_rows = 16});
+    REQUIRE(rows);
+    REQUIRE(rows->size() == 1);
+    const nps::store::ReportRow row = rows->front();
+    // The claim's moment and the row's times are the server's, not the host's.
+    CHECK(row.claimed_at_ms > real_now - 60'000);
+    CHECK(row.claimed_at_ms < real_now + 60'000);
+    CHECK(row.lease_until_ms - row.claimed_at_ms == 30'000);
+    CHECK(row.claimed_at_ms - row.recorded_at_ms < 60'000);  // the age a deliverer reckons
+
+    // A retry 10 s after the claim, reckoned on the claim's clock: due in
+    // about 10 s, though the host's clock is hours past that moment.
+    REQUIRE(*store->reschedule_report(
+        {.id = row.id, .owner = "deliverer", .error = "HTTP 503", .next_attempt_at_ms = row.claimed_at_ms + 10'000}));
+    auto due_in = store->report_due_in_ms(nps::store::ReportKinds::all);
+    REQUIRE(due_in);
+    REQUIRE(due_in->has_value());
+    CHECK(**due_in > 5'000);
+    CHECK(**due_in <= 10'000);
+    auto early = store->claim_reports({.owner = "deliverer", .lease_ms = 30'000, .max_rows = 16});
+    REQUIRE(early);
+    CHECK(early->empty());
+}

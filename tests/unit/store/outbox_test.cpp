@@ -151,6 +151,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a node's reports go out in order, one at a time
 
     auto first = *store->claim_reports(claim_by(kOwnerA));
     CHECK(states_of(first) == std::vector<std::string>{"charge:COMPLETED", "ship:FAILED"});
+    CHECK(first[0].claimed_at_ms == clock.now_ms());  // the store's clock at the claim
     // Nothing else is due while charge's first report is pending.
     CHECK(store->claim_reports(claim_by(kOwnerB))->empty());
 
@@ -159,7 +160,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a node's reports go out in order, one at a time
         {.id = first[0].id, .owner = kOwnerA, .error = "HTTP 503", .next_attempt_at_ms = clock.now_ms() + 1000}));
     REQUIRE(*store->mark_report_delivered(first[1].id, kOwnerA, ""));
     CHECK(store->claim_reports(claim_by(kOwnerA))->empty());
-    CHECK(*store->next_report_due(ReportKinds::all) == clock.now_ms() + 1000);
+    CHECK(*store->report_due_in_ms(ReportKinds::all) == 1000);
 
     clock.advance_ms(1000);
     auto retry = *store->claim_reports(claim_by(kOwnerA));
@@ -177,7 +178,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a node's reports go out in order, one at a time
     REQUIRE(states_of(third) == std::vector<std::string>{"charge:COMPENSATED"});
     REQUIRE(*store->mark_report_delivered(third[0].id, kOwnerA, ""));
     CHECK(store->report_counts()->backlog == 0);
-    CHECK_FALSE(*store->next_report_due(ReportKinds::all));
+    CHECK_FALSE(*store->report_due_in_ms(ReportKinds::all));
 }
 
 TEST_CASE_FIXTURE(StoreFixture, "two Store objects on one file never hold a row at once")
@@ -266,17 +267,17 @@ TEST_CASE_FIXTURE(StoreFixture, "only callbacks are claimed when asked; node row
     REQUIRE(store->record_node_result(outbox_node_result("cb-1", "n1", NodeState::completed, "{}")));
     REQUIRE(store->complete("cb-1", kRunnerA, completed()));
     CHECK(store->report_counts()->backlog == 2);
-    CHECK(*store->next_report_due(ReportKinds::no_node_reports) == clock.now_ms());
+    CHECK(*store->report_due_in_ms(ReportKinds::no_node_reports) == 0);
 
     auto rows = *store->claim_reports({.owner = kOwnerA, .lease_ms = 1000, .max_rows = 16,
                                        .kinds = ReportKinds::no_node_reports});
     REQUIRE(rows.size() == 1);
     CHECK(rows[0].kind == ReportKind::callback);
-    CHECK(*store->next_report_due(ReportKinds::no_node_reports) == clock.now_ms() + 1000);
+    CHECK(*store->report_due_in_ms(ReportKinds::no_node_reports) == 1000);
 
     CHECK(*store->discard_node_reports() == 1);
     CHECK(store->report_counts()->backlog == 1);
-    CHECK(*store->next_report_due(ReportKinds::all) == clock.now_ms() + 1000);
+    CHECK(*store->report_due_in_ms(ReportKinds::all) == 1000);
 }
 
 TEST_CASE_FIXTURE(StoreFixture, "dead rows are kept, counted and listed, and unblock the node's later rows")
