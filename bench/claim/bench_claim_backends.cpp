@@ -8,7 +8,8 @@
 // tasks/s and the duplicates: claims of a task someone else had already
 // claimed (must be 0: there are no crashes, so no lease ever expires).
 //
-// usage: bench-claim-backends --store postgresql://… [--tasks N] [--dir DIR]
+// usage: bench-claim-backends --store postgresql://… [--tasks N] [--dir DIR] [--k K]
+// (--k: that batch size only, both backends still side by side)
 // The PostgreSQL store is a fresh schema of that server (dropped after);
 // SQLite is <dir>/runner.db (FULL), a new file per cell.
 #include <unistd.h>
@@ -138,6 +139,7 @@ int main(int argc, char** argv)
 {
     std::string server, dir = "/tmp";
     int tasks = 4000;
+    std::vector<unsigned> batch_sizes = {1u, 64u};
     for (int i = 1; i + 1 < argc; i += 2) {
         const std::string flag = argv[i];
         if (flag == "--store")
@@ -146,8 +148,10 @@ int main(int argc, char** argv)
             tasks = std::atoi(argv[i + 1]);
         else if (flag == "--dir")
             dir = argv[i + 1];
+        else if (flag == "--k" && std::atoi(argv[i + 1]) > 0)
+            batch_sizes = {static_cast<unsigned>(std::atoi(argv[i + 1]))};
         else
-            die("unknown flag " + flag + " (usage: --store postgresql://… [--tasks N] [--dir DIR])");
+            die("unknown flag " + flag + " (usage: --store postgresql://… [--tasks N] [--dir DIR] [--k K])");
     }
     if (server.empty() || !is_postgres_url(server))
         die("give --store postgresql://… (a server on which a scratch schema may be created)");
@@ -159,7 +163,7 @@ int main(int argc, char** argv)
     std::printf("%-4s %-8s %12s %12s %8s %14s\n", "k", "clients", "sqlite/s", "postgres/s", "pg/sq", "duplicates");
     int cell = 0;
     bool failed = false;
-    for (unsigned k : {1u, 64u})
+    for (unsigned k : batch_sizes)
         for (int clients : {1, 4, 16}) {
             const std::string schema = "nps_bench_" + std::to_string(::getpid()) + "_" + std::to_string(++cell);
             psql(server, "CREATE SCHEMA " + schema);
