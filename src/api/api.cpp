@@ -273,7 +273,10 @@ Result<net::HttpResponse> Api::readyz()
 Result<net::HttpResponse> Api::render_metrics()
 {
     std::string gauges;
+    std::optional<std::int64_t> store_bytes;
     if (auto store = stores_.acquire()) {
+        if (auto bytes = (*store)->size_bytes())
+            store_bytes = *bytes;
         gauges += "# HELP nps_inbox_depth Messages queued per claimed inbox.\n# TYPE nps_inbox_depth gauge\n";
         for (const auto& nid : config_.inboxes)
             if (auto d = (*store)->depth(nid))
@@ -301,7 +304,7 @@ Result<net::HttpResponse> Api::render_metrics()
     gauges += "# HELP nps_api_live_feeds Event streams and followed logs open now.\n"
               "# TYPE nps_api_live_feeds gauge\nnps_api_live_feeds " +
               std::to_string(feeds_->open_feeds()) + "\n";
-    gauges += render_process_metrics(config_.database_path());
+    gauges += render_process_metrics(store_bytes);
     if (hooks_.metrics)
         gauges += hooks_.metrics();
     net::HttpResponse response;

@@ -73,15 +73,9 @@ double start_time_seconds()
     return boot + std::strtod(field.c_str(), nullptr) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-double file_bytes(const std::string& path)
-{
-    struct stat st{};
-    return ::stat(path.c_str(), &st) == 0 ? static_cast<double>(st.st_size) : 0;
-}
-
 }  // namespace
 
-std::string render_process_metrics(const std::string& database_path)
+std::string render_process_metrics(std::optional<std::int64_t> store_bytes)
 {
     std::ostringstream out;
     metric(out, "nps_runner_build_info", "gauge", "The nps-runner build: 1, its version as a label.",
@@ -93,8 +87,10 @@ std::string render_process_metrics(const std::string& database_path)
     metric(out, "process_open_fds", "gauge", "Open file descriptors of the daemon process.", "", open_fds());
     metric(out, "process_start_time_seconds", "gauge", "When the daemon process started, seconds since the epoch.",
            "", start_time_seconds());
-    metric(out, "nps_store_bytes", "gauge", "Size of runner.db with its WAL file.", "",
-           file_bytes(database_path) + file_bytes(database_path + "-wal"));
+    if (store_bytes)
+        metric(out, "nps_store_bytes", "gauge",
+               "What the task store takes on disk: runner.db with its WAL, or the tables of its PostgreSQL schema.", "",
+               static_cast<double>(*store_bytes));
     return out.str();
 }
 

@@ -226,6 +226,17 @@ SqliteStore::SqliteStore(std::unique_ptr<SQLite::Database> db, const Clock& cloc
 // are declared after db_, so they are destroyed first.
 SqliteStore::~SqliteStore() = default;
 
+Result<std::int64_t> SqliteStore::size_bytes()
+{
+    std::int64_t total = 0;
+    for (const std::string& file : {path_, path_ + "-wal"}) {
+        struct stat st {};
+        if (::stat(file.c_str(), &st) == 0)
+            total += st.st_size;
+    }
+    return total;
+}
+
 StatementUse SqliteStore::use(CachedStatement& slot, const char* sql)
 {
     if (!slot.stmt)

@@ -141,6 +141,7 @@ public:
 
     int schema_version() const override { return version_; }
     Result<std::int64_t> time_now_ms() override { return now_ms(); }
+    Result<std::int64_t> size_bytes() override;
 
     Result<DepositResult> deposit(const DepositRequest& request) override;
     std::vector<Result<DepositResult>> deposit_batch(const std::vector<DepositRequest>& requests) override;

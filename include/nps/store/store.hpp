@@ -76,6 +76,9 @@ public:
     // expiries): the host's for runner.db, the database server's for
     // PostgreSQL. Judge those times against this, not a host's clock.
     virtual Result<std::int64_t> time_now_ms() = 0;
+    // What the store takes on disk: runner.db with its WAL; on PostgreSQL
+    // the tables of its schema with their indexes and TOAST.
+    virtual Result<std::int64_t> size_bytes() = 0;
 
     // --- inbox -----------------------------------------------------------------
     // Stores the message and creates the task (state PENDING, event

@@ -18,6 +18,11 @@ namespace {
 constexpr const char* kBeginWithNow = "BEGIN; SELECT nps_now_ms()";
 
 constexpr const char* kNowSql = "SELECT nps_now_ms()";
+// The tables of the store's schema (the search path's first) with their
+// indexes and TOAST.
+constexpr const char* kSizeSql =
+    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c "
+    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'";
 
 // Every store call runs on a thread that has other work (the executor's on
 // the event loop), so none may wait without bound: a connection attempt
@@ -101,6 +106,12 @@ std::int64_t PostgresStore::now_ms()
     if (!database_clock())
         return clock_.now_ms();
     return conn().query(kNowSql).integer(0, 0);
+}
+
+Result<std::int64_t> PostgresStore::size_bytes()
+{
+    return guarded<std::int64_t>([] { return std::string("Failed to read the store's size"); },
+                                 [&]() -> Result<std::int64_t> { return conn().query(kSizeSql).integer(0, 0); });
 }
 
 Result<std::int64_t> PostgresStore::time_now_ms()

@@ -103,6 +103,7 @@ public:
 
     int schema_version() const override { return version_; }
     Result<std::int64_t> time_now_ms() override;
+    Result<std::int64_t> size_bytes() override;
 
     Result<DepositResult> deposit(const DepositRequest& request) override;
     Result<DepositResult> deposit_notice(const NoticeRequest& request) override;
