@@ -57,6 +57,7 @@ void JobPool::run_thread()
             queue_.pop_front();
         }
         job.work();
+        job.work = nullptr;  // what it captured is let go before its done runs
         post_([this, done = std::move(job.done)] {
             --pending_;
             done();

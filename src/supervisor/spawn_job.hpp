@@ -38,6 +38,15 @@ struct Supervisor::SpawnJob {
     Result<void> spawned;
     std::optional<cgroup::WorkerCgroup> cgroup;
     sandbox::Child child;
+
+    // What destruction does, now, whoever else still holds the job: the
+    // child killed and reaped, then its cgroup removed. For a job replaced
+    // by a spawn under the same name, which must find that name free.
+    void discard()
+    {
+        child = sandbox::Child();
+        cgroup.reset();
+    }
 };
 
 // A process held ahead (Supervisor::hold) until start() or drop_held().

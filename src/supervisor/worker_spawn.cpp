@@ -70,9 +70,12 @@ void Supervisor::submit_spawn(Worker& w, std::shared_ptr<SpawnJob> job, std::sha
     w.spawning = true;
     // The replaced job's process and cgroup, which carry the worker's name,
     // go first, on the spawn thread: killing, reaping and rmdir are not
-    // the loop's to wait for.
+    // the loop's to wait for. Discarded, not just let go: the loop may
+    // still hold the job a moment (the callback that replaced it).
     spawn_jobs_->submit(
         [this, job, replaced = std::move(replaced)]() mutable {
+            if (replaced)
+                replaced->discard();
             replaced.reset();
             spawn_process(*job);
         },

@@ -195,6 +195,7 @@ TEST_CASE("a hold that failed is spawned afresh; an execve failing at its releas
     const auto failed_hold = h.supervisor().hold(nowhere);
     REQUIRE(failed_hold);  // the spawn fails on its thread, not here
     const WorkerOutcome o = h.wait(h.start(nowhere, failed_hold));
+    INFO("the outcome's error: " << o.error_message);
     CHECK(o.killed_reason == KilledReason::spawn_failed);
     CHECK(contains(o.error_message, "Failed to resolve the rootfs '/nonexistent/rootfs'"));
     CHECK(h.supervisor().spawn_stats().holds_unused == 1);
