@@ -9,6 +9,7 @@
 #include "nps/api/process_metrics.hpp"
 #include "nps/base/digest.hpp"
 #include "nps/base/log.hpp"
+#include "nps/base/prometheus_text.hpp"
 #include "nps/lazy/crypto.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/proto/task_frame.hpp"
@@ -272,38 +273,34 @@ Result<net::HttpResponse> Api::readyz()
 
 Result<net::HttpResponse> Api::render_metrics()
 {
+    using prometheus::Type;
     std::string gauges;
     std::optional<std::int64_t> store_bytes;
     if (auto store = stores_.acquire()) {
         if (auto bytes = (*store)->size_bytes())
             store_bytes = *bytes;
-        gauges += "# HELP nps_inbox_depth Messages queued per claimed inbox.\n# TYPE nps_inbox_depth gauge\n";
+        prometheus::family(gauges, "nps_inbox_depth", Type::gauge, "Messages queued per claimed inbox.");
         for (const auto& nid : config_.inboxes)
             if (auto d = (*store)->depth(nid))
-                gauges += "nps_inbox_depth{nid=\"" + nid + "\"} " + std::to_string(*d) + "\n";
+                prometheus::sample(gauges, "nps_inbox_depth", prometheus::label("nid", nid), *d);
         if (auto counts = (*store)->report_counts()) {
-            gauges += "# HELP nps_report_backlog Outbox reports (node states, callbacks) not yet delivered.\n"
-                      "# TYPE nps_report_backlog gauge\nnps_report_backlog " +
-                      std::to_string(counts->backlog) + "\n";
-            gauges += "# HELP nps_report_dead Outbox reports refused or abandoned (kept for inspection).\n"
-                      "# TYPE nps_report_dead gauge\nnps_report_dead " +
-                      std::to_string(counts->dead) + "\n";
+            prometheus::metric(gauges, "nps_report_backlog", Type::gauge,
+                               "Outbox reports (node states, callbacks) not yet delivered.", counts->backlog);
+            prometheus::metric(gauges, "nps_report_dead", Type::gauge,
+                               "Outbox reports refused or abandoned (kept for inspection).", counts->dead);
         }
     }
-    gauges += "# HELP nps_inbox_deposit_commits_total Transactions that committed deposits (group commit: "
-              "deposits per commit is the group size).\n# TYPE nps_inbox_deposit_commits_total counter\n"
-              "nps_inbox_deposit_commits_total " +
-              std::to_string(committer_ ? committer_->commits() : 0) + "\n";
-    gauges += "# HELP nps_store_degraded 1 while the task store cannot be written (disk full, I/O error, database "
-              "connection lost), else 0.\n"
-              "# TYPE nps_store_degraded gauge\nnps_store_degraded " +
-              std::string(store::write_health().degraded ? "1" : "0") + "\n";
-    gauges += "# HELP nps_api_long_polls_parked Long-poll peeks waiting for a deposit or their deadline.\n"
-              "# TYPE nps_api_long_polls_parked gauge\nnps_api_long_polls_parked " +
-              std::to_string(parked_.size()) + "\n";
-    gauges += "# HELP nps_api_live_feeds Event streams and followed logs open now.\n"
-              "# TYPE nps_api_live_feeds gauge\nnps_api_live_feeds " +
-              std::to_string(feeds_->open_feeds()) + "\n";
+    prometheus::metric(gauges, "nps_inbox_deposit_commits_total", Type::counter,
+                       "Transactions that committed deposits (group commit: deposits per commit is the group size).",
+                       committer_ ? committer_->commits() : 0);
+    prometheus::metric(gauges, "nps_store_degraded", Type::gauge,
+                       "1 while the task store cannot be written (disk full, I/O error, database connection lost), "
+                       "else 0.",
+                       store::write_health().degraded ? 1 : 0);
+    prometheus::metric(gauges, "nps_api_long_polls_parked", Type::gauge,
+                       "Long-poll peeks waiting for a deposit or their deadline.", parked_.size());
+    prometheus::metric(gauges, "nps_api_live_feeds", Type::gauge, "Event streams and followed logs open now.",
+                       feeds_->open_feeds());
     gauges += render_process_metrics(store_bytes);
     if (hooks_.metrics)
         gauges += hooks_.metrics();

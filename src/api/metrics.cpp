@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/api/metrics.hpp"
 
-#include <sstream>
+#include "nps/base/prometheus_text.hpp"
 
 namespace nps::api {
 
@@ -17,39 +17,41 @@ void Metrics::count_response(int status)
 
 namespace {
 
-void counter(std::ostringstream& out, const char* name, const char* help, const char* labels,
-             const std::atomic<std::uint64_t>& value, bool header = true)
+using prometheus::Type;
+
+std::uint64_t read(const std::atomic<std::uint64_t>& counter)
 {
-    if (header) {
-        out << "# HELP " << name << ' ' << help << '\n';
-        out << "# TYPE " << name << " counter\n";
-    }
-    out << name << labels << ' ' << value.load(std::memory_order_relaxed) << '\n';
+    return counter.load(std::memory_order_relaxed);
 }
 
 }  // namespace
 
 std::string Metrics::render(const std::string& extra) const
 {
-    std::ostringstream out;
-    counter(out, "nps_http_requests_total", "HTTP requests received.", "", http_requests);
-    counter(out, "nps_http_responses_total", "HTTP responses by status class.", "{class=\"2xx\"}",
-            http_responses_2xx);
-    counter(out, "nps_http_responses_total", "", "{class=\"4xx\"}", http_responses_4xx, false);
-    counter(out, "nps_http_responses_total", "", "{class=\"5xx\"}", http_responses_5xx, false);
-    counter(out, "nps_inbox_deposits_total", "TaskFrames accepted into an inbox.", "", deposits);
-    counter(out, "nps_inbox_deposits_duplicate_total", "Idempotent re-deposits of a known task.", "",
-            deposits_duplicate);
-    counter(out, "nps_claims_total", "Claim attempts by outcome.", "{outcome=\"granted\"}", claims_granted);
-    counter(out, "nps_claims_total", "", "{outcome=\"reclaimed\"}", claims_reclaimed, false);
-    counter(out, "nps_claims_total", "", "{outcome=\"conflict\"}", claims_conflict, false);
-    counter(out, "nps_claims_total", "", "{outcome=\"empty\"}", claims_empty, false);
-    counter(out, "nps_lease_renewals_total", "Lease renewals by outcome.", "{outcome=\"granted\"}", renewals);
-    counter(out, "nps_lease_renewals_total", "", "{outcome=\"conflict\"}", renewals_conflict, false);
-    counter(out, "nps_node_results_total", "Node results recorded.", "", node_results);
-    counter(out, "nps_inbox_expired_total", "Messages swept after their TTL.", "", expired_swept);
-    out << extra;
-    return out.str();
+    using prometheus::label;
+    std::string out;
+    prometheus::metric(out, "nps_http_requests_total", Type::counter, "HTTP requests received.", read(http_requests));
+    prometheus::family(out, "nps_http_responses_total", Type::counter, "HTTP responses by status class.");
+    prometheus::sample(out, "nps_http_responses_total", label("class", "2xx"), read(http_responses_2xx));
+    prometheus::sample(out, "nps_http_responses_total", label("class", "4xx"), read(http_responses_4xx));
+    prometheus::sample(out, "nps_http_responses_total", label("class", "5xx"), read(http_responses_5xx));
+    prometheus::metric(out, "nps_inbox_deposits_total", Type::counter, "TaskFrames accepted into an inbox.",
+                       read(deposits));
+    prometheus::metric(out, "nps_inbox_deposits_duplicate_total", Type::counter,
+                       "Idempotent re-deposits of a known task.", read(deposits_duplicate));
+    prometheus::family(out, "nps_claims_total", Type::counter, "Claim attempts by outcome.");
+    prometheus::sample(out, "nps_claims_total", label("outcome", "granted"), read(claims_granted));
+    prometheus::sample(out, "nps_claims_total", label("outcome", "reclaimed"), read(claims_reclaimed));
+    prometheus::sample(out, "nps_claims_total", label("outcome", "conflict"), read(claims_conflict));
+    prometheus::sample(out, "nps_claims_total", label("outcome", "empty"), read(claims_empty));
+    prometheus::family(out, "nps_lease_renewals_total", Type::counter, "Lease renewals by outcome.");
+    prometheus::sample(out, "nps_lease_renewals_total", label("outcome", "granted"), read(renewals));
+    prometheus::sample(out, "nps_lease_renewals_total", label("outcome", "conflict"), read(renewals_conflict));
+    prometheus::metric(out, "nps_node_results_total", Type::counter, "Node results recorded.", read(node_results));
+    prometheus::metric(out, "nps_inbox_expired_total", Type::counter, "Messages swept after their TTL.",
+                       read(expired_swept));
+    out += extra;
+    return out;
 }
 
 }  // namespace nps::api

@@ -3,26 +3,18 @@
 
 #include <dirent.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "nps/base/prometheus_text.hpp"
 #include "nps/base/small_file.hpp"
 
 namespace nps::api {
 
 namespace {
-
-void metric(std::ostringstream& out, const char* name, const char* type, const char* help, const std::string& labels,
-            double value)
-{
-    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n'
-        << name << labels << ' ' << std::fixed << value << '\n';
-    out.unsetf(std::ios::floatfield);
-}
 
 double resident_bytes()
 {
@@ -77,21 +69,24 @@ double start_time_seconds()
 
 std::string render_process_metrics(std::optional<std::int64_t> store_bytes)
 {
-    std::ostringstream out;
-    metric(out, "nps_runner_build_info", "gauge", "The nps-runner build: 1, its version as a label.",
-           "{version=\"" NPS_RUNNER_VERSION "\"}", 1);
-    metric(out, "process_resident_memory_bytes", "gauge", "Resident memory of the daemon process.", "",
-           resident_bytes());
-    metric(out, "process_cpu_seconds_total", "counter", "User and system CPU time of the daemon process.", "",
-           cpu_seconds());
-    metric(out, "process_open_fds", "gauge", "Open file descriptors of the daemon process.", "", open_fds());
-    metric(out, "process_start_time_seconds", "gauge", "When the daemon process started, seconds since the epoch.",
-           "", start_time_seconds());
+    using prometheus::Type;
+    std::string out;
+    prometheus::family(out, "nps_runner_build_info", Type::gauge, "The nps-runner build: 1, its version as a label.");
+    prometheus::sample(out, "nps_runner_build_info", prometheus::label("version", NPS_RUNNER_VERSION), 1);
+    prometheus::metric(out, "process_resident_memory_bytes", Type::gauge, "Resident memory of the daemon process.",
+                       resident_bytes());
+    prometheus::metric(out, "process_cpu_seconds_total", Type::counter,
+                       "User and system CPU time of the daemon process.", cpu_seconds());
+    prometheus::metric(out, "process_open_fds", Type::gauge, "Open file descriptors of the daemon process.",
+                       open_fds());
+    prometheus::metric(out, "process_start_time_seconds", Type::gauge,
+                       "When the daemon process started, seconds since the epoch.", start_time_seconds());
     if (store_bytes)
-        metric(out, "nps_store_bytes", "gauge",
-               "What the task store takes on disk: runner.db with its WAL, or the tables of its PostgreSQL schema.", "",
-               static_cast<double>(*store_bytes));
-    return out.str();
+        prometheus::metric(out, "nps_store_bytes", Type::gauge,
+                           "What the task store takes on disk: runner.db with its WAL, or the tables of its "
+                           "PostgreSQL schema.",
+                           *store_bytes);
+    return out;
 }
 
 }  // namespace nps::api

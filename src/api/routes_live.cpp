@@ -92,6 +92,9 @@ Result<net::HttpResponse> Api::all_events(const net::HttpRequest& request)
     return json_response(200, {{"events", std::move(list)}, {"last_pos", last}});
 }
 
+// GET /v1/tasks/{task_id}/nodes/{node_id}/log?stream=stderr|stdout&bytes=N:
+// the tail of the log of the node's last finished worker (the log directory
+// its "<node>:worker" event names), N bytes (default 64 KiB, at most 1 MiB).
 Result<net::HttpResponse> Api::node_log(const net::HttpRequest& request, const std::string& task_id,
                                         const std::string& node_id)
 {

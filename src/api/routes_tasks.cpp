@@ -239,16 +239,17 @@ Result<net::HttpResponse> Api::report_node(const net::HttpRequest& request, cons
                                {"state", proto::to_string(result.state)}});
 }
 
-// GET /v1/tasks/{task_id}/nodes/{node_id}/log?stream=stderr|stdout&bytes=N:
-// the tail of the log of the node's last finished worker (the log directory
-// its "<node>:worker" event names), N bytes (default 64 KiB, at most 1 MiB).
+// POST /v1/tasks/{task_id}/cancel: the task CANCELLED (its workers are ended
+// by the cancelled hook), answered with its summary.
 Result<net::HttpResponse> Api::cancel_task(const std::string& task_id)
 {
     auto store = NPS_TRY(stores_.acquire());
     auto task = NPS_TRY(store->cancel(task_id));
     if (hooks_.cancelled)
         hooks_.cancelled(task_id);
-    return json_response(200, task_summary(task, NPS_TRY(store->time_now_ms())));
+    // Its summary as of the cancel (updated_at: the store's clock), not a
+    // second round trip to read that clock.
+    return json_response(200, task_summary(task, task.updated_at_ms));
 }
 
 Result<net::HttpResponse> Api::remove_task(const std::string& task_id)

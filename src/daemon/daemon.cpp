@@ -17,6 +17,7 @@
 #include "nps/api/api.hpp"
 #include "nps/base/clock.hpp"
 #include "nps/base/log.hpp"
+#include "nps/base/prometheus_text.hpp"
 #include "nps/base/unique_fd.hpp"
 #include "nps/cgroup/delegation.hpp"
 #include "nps/cgroup/mode.hpp"
@@ -76,12 +77,14 @@ Result<void> take_generated_token(config::Config& config, bool require_token, st
 // "Connections").
 std::string deposit_signal_metrics(const store::DepositSignal& signal)
 {
-    return "# HELP nps_store_listener_connected 1 while the LISTEN connection that wakes claims on other hosts' "
-           "deposits is up, else 0.\n# TYPE nps_store_listener_connected gauge\nnps_store_listener_connected " +
-           std::string(signal.healthy() ? "1" : "0") +
-           "\n# HELP nps_store_notifications_received_total Deposit notifications (NOTIFY) received from the "
-           "store.\n# TYPE nps_store_notifications_received_total counter\nnps_store_notifications_received_total " +
-           std::to_string(signal.received()) + "\n";
+    using prometheus::Type;
+    std::string out;
+    prometheus::metric(out, "nps_store_listener_connected", Type::gauge,
+                       "1 while the LISTEN connection that wakes claims on other hosts' deposits is up, else 0.",
+                       signal.healthy() ? 1 : 0);
+    prometheus::metric(out, "nps_store_notifications_received_total", Type::counter,
+                       "Deposit notifications (NOTIFY) received from the store.", signal.received());
+    return out;
 }
 
 Result<void> check_listen_policy(const config::Config& config)

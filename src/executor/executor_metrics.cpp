@@ -1,23 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nps/executor/executor_metrics.hpp"
 
-#include <sstream>
-
+#include "nps/base/prometheus_text.hpp"
 #include "nps/proto/states.hpp"
 
 namespace nps::executor {
 
 namespace {
 
-void header(std::ostringstream& out, const char* name, const char* type, const char* help)
-{
-    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
-}
+using prometheus::Type;
 
 template <class T>
-void sample(std::ostringstream& out, const char* name, const char* labels, const std::atomic<T>& value)
+T read(const std::atomic<T>& value)
 {
-    out << name << labels << ' ' << value.load(std::memory_order_relaxed) << '\n';
+    return value.load(std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -32,21 +28,18 @@ void DurationHistogram::observe(std::uint64_t microseconds)
     sum_us += microseconds;
 }
 
-void DurationHistogram::render(std::ostringstream& out, const char* name, const char* help) const
+void DurationHistogram::render(std::string& out, const char* name, const char* help) const
 {
-    header(out, name, "histogram", help);
+    prometheus::family(out, name, Type::histogram, help);
+    const std::string bucket = std::string(name) + "_bucket";
     std::uint64_t cumulative = 0;
     for (std::size_t i = 0; i < buckets.size(); ++i) {
-        cumulative += buckets[i].load(std::memory_order_relaxed);
-        out << name << "_bucket{le=\"";
-        if (i < bounds.size())
-            out << bounds[i];
-        else
-            out << "+Inf";
-        out << "\"} " << cumulative << '\n';
+        cumulative += read(buckets[i]);
+        const std::string bound = i < bounds.size() ? prometheus::value_text(bounds[i]) : "+Inf";
+        prometheus::sample(out, bucket, prometheus::label("le", bound), cumulative);
     }
-    out << name << "_sum " << static_cast<double>(sum_us.load()) / 1e6 << '\n';
-    out << name << "_count " << count.load() << '\n';
+    prometheus::sample(out, std::string(name) + "_sum", {}, static_cast<double>(read(sum_us)) / 1e6);
+    prometheus::sample(out, std::string(name) + "_count", {}, read(count));
 }
 
 void ExecutorMetrics::count_node(proto::NodeState state)
@@ -79,45 +72,46 @@ void ExecutorMetrics::count_task(proto::TaskState state)
 
 std::string ExecutorMetrics::render() const
 {
-    std::ostringstream out;
-    header(out, "nps_executor_claims_total", "counter", "Tasks this runner claimed from its inboxes, by outcome.");
-    sample(out, "nps_executor_claims_total", "{outcome=\"granted\"}", claims_granted);
-    sample(out, "nps_executor_claims_total", "{outcome=\"reclaimed\"}", claims_reclaimed);
-    header(out, "nps_tasks_running", "gauge", "Tasks this runner is executing.");
-    sample(out, "nps_tasks_running", "", tasks_running);
-    header(out, "nps_leases_live", "gauge", "Leases this runner holds.");
-    sample(out, "nps_leases_live", "", leases_live);
-    header(out, "nps_workers_running", "gauge", "Workers starting or running.");
-    sample(out, "nps_workers_running", "", workers_running);
+    using prometheus::label;
+    std::string out;
+    prometheus::family(out, "nps_executor_claims_total", Type::counter, "Tasks this runner claimed from its inboxes, by outcome.");
+    prometheus::sample(out, "nps_executor_claims_total", label("outcome", "granted"), read(claims_granted));
+    prometheus::sample(out, "nps_executor_claims_total", label("outcome", "reclaimed"), read(claims_reclaimed));
+    prometheus::family(out, "nps_tasks_running", Type::gauge, "Tasks this runner is executing.");
+    prometheus::sample(out, "nps_tasks_running", {}, read(tasks_running));
+    prometheus::family(out, "nps_leases_live", Type::gauge, "Leases this runner holds.");
+    prometheus::sample(out, "nps_leases_live", {}, read(leases_live));
+    prometheus::family(out, "nps_workers_running", Type::gauge, "Workers starting or running.");
+    prometheus::sample(out, "nps_workers_running", {}, read(workers_running));
 
     start.render(out, "nps_worker_start_seconds",
                  "From dispatch to the worker running: SpawnSpec, image, rootfs and sandbox.");
     task_duration.render(out, "nps_task_duration_seconds", "From a task's claim to its end, for the tasks this runner ended.");
 
-    header(out, "nps_worker_timeouts_total", "counter", "Workers killed for a lifecycle limit, by kind.");
-    sample(out, "nps_worker_timeouts_total", "{kind=\"idle\"}", timeouts_idle);
-    sample(out, "nps_worker_timeouts_total", "{kind=\"max_runtime\"}", timeouts_max_runtime);
-    header(out, "nps_worker_oom_kills_total", "counter", "Workers the kernel's OOM killer ended.");
-    sample(out, "nps_worker_oom_kills_total", "", oom_kills);
-    header(out, "nps_worker_prepared_ahead_total", "counter",
-           "Workers prepared while their node's dependencies ran: used by the node, released unused, or failed "
-           "(the node then prepared its own).");
-    sample(out, "nps_worker_prepared_ahead_total", "{fate=\"used\"}", workers_prepared_ahead_used);
-    sample(out, "nps_worker_prepared_ahead_total", "{fate=\"unused\"}", workers_prepared_ahead_unused);
-    sample(out, "nps_worker_prepared_ahead_total", "{fate=\"failed\"}", workers_prepared_ahead_failed);
+    prometheus::family(out, "nps_worker_timeouts_total", Type::counter, "Workers killed for a lifecycle limit, by kind.");
+    prometheus::sample(out, "nps_worker_timeouts_total", label("kind", "idle"), read(timeouts_idle));
+    prometheus::sample(out, "nps_worker_timeouts_total", label("kind", "max_runtime"), read(timeouts_max_runtime));
+    prometheus::family(out, "nps_worker_oom_kills_total", Type::counter, "Workers the kernel's OOM killer ended.");
+    prometheus::sample(out, "nps_worker_oom_kills_total", {}, read(oom_kills));
+    prometheus::family(out, "nps_worker_prepared_ahead_total", Type::counter,
+                       "Workers prepared while their node's dependencies ran: used by the node, released unused, or failed "
+                       "(the node then prepared its own).");
+    prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "used"), read(workers_prepared_ahead_used));
+    prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "unused"), read(workers_prepared_ahead_unused));
+    prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "failed"), read(workers_prepared_ahead_failed));
 
-    header(out, "nps_node_outcomes_total", "counter", "Nodes that reached a terminal or saga state, by state.");
-    sample(out, "nps_node_outcomes_total", "{state=\"completed\"}", nodes_completed);
-    sample(out, "nps_node_outcomes_total", "{state=\"failed\"}", nodes_failed);
-    sample(out, "nps_node_outcomes_total", "{state=\"skipped\"}", nodes_skipped);
-    sample(out, "nps_node_outcomes_total", "{state=\"cancelled\"}", nodes_cancelled);
-    sample(out, "nps_node_outcomes_total", "{state=\"compensated\"}", nodes_compensated);
-    sample(out, "nps_node_outcomes_total", "{state=\"compensation_failed\"}", nodes_compensation_failed);
-    header(out, "nps_task_outcomes_total", "counter", "Tasks this runner ended, and tasks cancelled through its API, by state.");
-    sample(out, "nps_task_outcomes_total", "{state=\"completed\"}", tasks_completed);
-    sample(out, "nps_task_outcomes_total", "{state=\"failed\"}", tasks_failed);
-    sample(out, "nps_task_outcomes_total", "{state=\"cancelled\"}", tasks_cancelled);
-    return out.str();
+    prometheus::family(out, "nps_node_outcomes_total", Type::counter, "Nodes that reached a terminal or saga state, by state.");
+    prometheus::sample(out, "nps_node_outcomes_total", label("state", "completed"), read(nodes_completed));
+    prometheus::sample(out, "nps_node_outcomes_total", label("state", "failed"), read(nodes_failed));
+    prometheus::sample(out, "nps_node_outcomes_total", label("state", "skipped"), read(nodes_skipped));
+    prometheus::sample(out, "nps_node_outcomes_total", label("state", "cancelled"), read(nodes_cancelled));
+    prometheus::sample(out, "nps_node_outcomes_total", label("state", "compensated"), read(nodes_compensated));
+    prometheus::sample(out, "nps_node_outcomes_total", label("state", "compensation_failed"), read(nodes_compensation_failed));
+    prometheus::family(out, "nps_task_outcomes_total", Type::counter, "Tasks this runner ended, and tasks cancelled through its API, by state.");
+    prometheus::sample(out, "nps_task_outcomes_total", label("state", "completed"), read(tasks_completed));
+    prometheus::sample(out, "nps_task_outcomes_total", label("state", "failed"), read(tasks_failed));
+    prometheus::sample(out, "nps_task_outcomes_total", label("state", "cancelled"), read(tasks_cancelled));
+    return out;
 }
 
 }  // namespace nps::executor

@@ -8,13 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 
 #include "refilled_pool.hpp"
 #include "spawn_job.hpp"
 #include "worker.hpp"
 
+#include "nps/base/prometheus_text.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/proto/states.hpp"
 
@@ -345,37 +345,31 @@ SpawnStats Supervisor::spawn_stats() const
 
 std::string render_spawn_metrics(const SpawnStats& stats)
 {
+    using prometheus::label;
+    using prometheus::Type;
     std::string out;
-    out += "# HELP nps_worker_spawns_total Workers started, by path: from a parked child of the spawn pool, "
-           "cloned by the spawn server, directly, or released from a process held ahead.\n"
-           "# TYPE nps_worker_spawns_total counter\n";
-    out += "nps_worker_spawns_total{path=\"pool\"} " + std::to_string(stats.pooled) + "\n";
-    out += "nps_worker_spawns_total{path=\"server\"} " + std::to_string(stats.server) + "\n";
-    out += "nps_worker_spawns_total{path=\"direct\"} " + std::to_string(stats.direct) + "\n";
-    out += "nps_worker_spawns_total{path=\"held\"} " + std::to_string(stats.held) + "\n";
-    auto seconds = [](std::uint64_t us) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.6f", static_cast<double>(us) / 1e6);
-        return std::string(text);
-    };
-    out += "# HELP nps_worker_spawn_seconds_total Time spent starting workers (up to their exec), by path.\n"
-           "# TYPE nps_worker_spawn_seconds_total counter\n";
-    out += "nps_worker_spawn_seconds_total{path=\"pool\"} " + seconds(stats.pooled_us) + "\n";
-    out += "nps_worker_spawn_seconds_total{path=\"server\"} " + seconds(stats.server_us) + "\n";
-    out += "nps_worker_spawn_seconds_total{path=\"direct\"} " + seconds(stats.direct_us) + "\n";
-    out += "nps_worker_spawn_seconds_total{path=\"held\"} " + seconds(stats.held_us) + "\n";
-    out += "# HELP nps_worker_holds_unused_total Processes held ahead for a worker that did not use them.\n"
-           "# TYPE nps_worker_holds_unused_total counter\n";
-    out += "nps_worker_holds_unused_total " + std::to_string(stats.holds_unused) + "\n";
-    out += "# HELP nps_spawn_pool_ready Sandbox children parked in the spawn pool now.\n"
-           "# TYPE nps_spawn_pool_ready gauge\n";
-    out += "nps_spawn_pool_ready " + std::to_string(stats.pool_ready) + "\n";
-    out += "# HELP nps_spawn_pool_size Sandbox children the spawn pool keeps parked (0: no pool).\n"
-           "# TYPE nps_spawn_pool_size gauge\n";
-    out += "nps_spawn_pool_size " + std::to_string(stats.pool_size) + "\n";
-    out += "# HELP nps_spawn_pool_refill_failures_total Failed attempts to park a child in the spawn pool.\n"
-           "# TYPE nps_spawn_pool_refill_failures_total counter\n";
-    out += "nps_spawn_pool_refill_failures_total " + std::to_string(stats.refill_failures) + "\n";
+    prometheus::family(out, "nps_worker_spawns_total", Type::counter,
+                       "Workers started, by path: from a parked child of the spawn pool, cloned by the spawn "
+                       "server, directly, or released from a process held ahead.");
+    prometheus::sample(out, "nps_worker_spawns_total", label("path", "pool"), stats.pooled);
+    prometheus::sample(out, "nps_worker_spawns_total", label("path", "server"), stats.server);
+    prometheus::sample(out, "nps_worker_spawns_total", label("path", "direct"), stats.direct);
+    prometheus::sample(out, "nps_worker_spawns_total", label("path", "held"), stats.held);
+    const auto seconds = [](std::uint64_t us) { return static_cast<double>(us) / 1e6; };
+    prometheus::family(out, "nps_worker_spawn_seconds_total", Type::counter,
+                       "Time spent starting workers (up to their exec), by path.");
+    prometheus::sample(out, "nps_worker_spawn_seconds_total", label("path", "pool"), seconds(stats.pooled_us));
+    prometheus::sample(out, "nps_worker_spawn_seconds_total", label("path", "server"), seconds(stats.server_us));
+    prometheus::sample(out, "nps_worker_spawn_seconds_total", label("path", "direct"), seconds(stats.direct_us));
+    prometheus::sample(out, "nps_worker_spawn_seconds_total", label("path", "held"), seconds(stats.held_us));
+    prometheus::metric(out, "nps_worker_holds_unused_total", Type::counter,
+                       "Processes held ahead for a worker that did not use them.", stats.holds_unused);
+    prometheus::metric(out, "nps_spawn_pool_ready", Type::gauge, "Sandbox children parked in the spawn pool now.",
+                       stats.pool_ready);
+    prometheus::metric(out, "nps_spawn_pool_size", Type::gauge,
+                       "Sandbox children the spawn pool keeps parked (0: no pool).", stats.pool_size);
+    prometheus::metric(out, "nps_spawn_pool_refill_failures_total", Type::counter,
+                       "Failed attempts to park a child in the spawn pool.", stats.refill_failures);
     return out;
 }
 

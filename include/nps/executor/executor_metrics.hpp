@@ -6,7 +6,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -22,7 +21,7 @@ struct DurationHistogram {
     std::atomic<std::uint64_t> sum_us{0};
 
     void observe(std::uint64_t microseconds);
-    void render(std::ostringstream& out, const char* name, const char* help) const;
+    void render(std::string& out, const char* name, const char* help) const;
 };
 
 struct ExecutorMetrics {
