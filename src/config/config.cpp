@@ -146,9 +146,25 @@ Result<void> apply_inbox(const TableReader& t, Config& c)
 
 Result<void> apply_store(const TableReader& t, Config& c)
 {
-    NPS_TRY_VOID(t.check_keys({"url", "notify", "synchronous", "progress_synchronous", "task_retention_hours"}));
-    if (auto v = NPS_TRY(t.boolean("notify")))
-        c.store_notify = *v;
+    NPS_TRY_VOID(
+        t.check_keys({"url", "notify", "pooler", "synchronous", "progress_synchronous", "task_retention_hours"}));
+    if (auto v = NPS_TRY(t.string("pooler"))) {
+        if (*v == "none" || *v == "session")
+            c.store_pooler = StorePooler::none;
+        else if (*v == "transaction")
+            c.store_pooler = StorePooler::transaction;
+        else
+            return t.fail("pooler", "must be \"none\", \"session\" or \"transaction\"");
+    }
+    const auto notify = NPS_TRY(t.boolean("notify"));
+    if (c.store_pooler == StorePooler::transaction) {
+        if (notify.value_or(false))
+            return t.fail("notify", "cannot be true with pooler = \"transaction\": LISTEN needs a server session of "
+                                    "its own, which a pooler in transaction mode does not keep");
+        c.store_notify = false;
+    } else if (notify) {
+        c.store_notify = *notify;
+    }
     if (auto v = NPS_TRY(t.string("url"))) {
         if (!v->empty() && !store::is_postgres_url(*v))
             return t.fail("url", "must be a postgresql:// URL (or empty for the embedded runner.db), not '" +
@@ -362,6 +378,11 @@ Result<void> apply_report(const TableReader& t, Config& c)
 }
 
 }  // namespace
+
+std::string_view to_string(StorePooler pooler)
+{
+    return pooler == StorePooler::transaction ? "transaction" : "none";
+}
 
 bool is_service_url(std::string_view url)
 {

@@ -99,6 +99,7 @@ std::vector<Setting> describe(const Config& c, const std::set<std::string>& from
         {"inbox.max_inboxes", c.max_inboxes},
         {"store.url", c.store_url.empty() ? Json("none (runner.db)") : Json(store::redact_store_url(c.store_url))},
         {"store.notify", c.store_notify},
+        {"store.pooler", to_string(c.store_pooler)},
         {"store.synchronous", synchronous_name(c.synchronous)},
         {"store.progress_synchronous", synchronous_name(c.progress_synchronous)},
         {"store.task_retention_hours", static_cast<double>(c.task_retention_seconds) / 3600.0},

@@ -61,6 +61,7 @@ const std::vector<Key>& keys()
         // [store]
         restart_only("store.url", NPS_FIELD(store_url)),
         restart_only("store.notify", NPS_FIELD(store_notify)),
+        restart_only("store.pooler", NPS_FIELD(store_pooler)),
         restart_only("store.synchronous", NPS_FIELD(synchronous)),
         restart_only("store.progress_synchronous", NPS_FIELD(progress_synchronous)),
         restart_only("store.task_retention_hours", NPS_FIELD(task_retention_seconds)),

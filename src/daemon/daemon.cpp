@@ -234,9 +234,7 @@ report::DelivererOptions deliverer_options(const config::Config& config)
 {
     const config::ReportPolicy& r = config.report;
     return {
-        .database_path = config.database_path(),
-        .store_url = config.store_url,
-        .synchronous = config.synchronous,
+        .store = config.store_options(config.synchronous),
         .owner_prefix = config.runner_nid.empty() ? std::string("nps-runner") : config.runner_nid,
         .task_store_url = r.task_store_url,
         .task_store_token = r.task_store_token,

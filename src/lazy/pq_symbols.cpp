@@ -95,6 +95,13 @@ PGresult* sym_PQexecPrepared(PGconn* conn, const char* name, int n, const char* 
     return real ? real(conn, name, n, values, lengths, formats, result_format) : nullptr;
 }
 
+PGresult* sym_PQexecParams(PGconn* conn, const char* command, int n, const Oid* types, const char* const* values,
+                           const int* lengths, const int* formats, int result_format)
+{
+    NPS_PQ(PQexecParams);
+    return real ? real(conn, command, n, types, values, lengths, formats, result_format) : nullptr;
+}
+
 ExecStatusType sym_PQresultStatus(const PGresult* res)
 {
     NPS_PQ(PQresultStatus);

@@ -368,8 +368,7 @@ Result<std::unique_ptr<Deliverer>> Deliverer::start(DelivererOptions options, co
     options.batch = std::clamp<std::uint32_t>(options.batch, 1, 256);
     options.timeout = std::max(options.timeout, std::chrono::milliseconds(1));
     options.poll = std::max(options.poll, std::chrono::milliseconds(kMinSleepMs));
-    auto store = NPS_TRY(store::Store::open(
-        {.path = options.database_path, .url = options.store_url, .synchronous = options.synchronous}, clock));
+    auto store = NPS_TRY(store::Store::open(options.store, clock));
     auto impl = std::make_unique<Impl>(std::move(options), clock, std::move(store), loop);
     impl->fetcher = net::AsyncFetcher::create(loop);
     impl->pump_soon();

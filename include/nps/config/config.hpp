@@ -38,6 +38,11 @@ inline constexpr const char* kRunnerGroup = "nps-runner";
 // api.require_token holds and no api.token/api.token_file is set.
 inline constexpr const char* kGeneratedTokenFile = "api.token";
 
+// [store] pooler: what a PostgreSQL store's url leads to (docs/scale-out.md
+// "Poolers"). A pooler in session mode is a direct connection to us.
+enum class StorePooler { none, transaction };
+std::string_view to_string(StorePooler pooler);
+
 // [report] (docs/reporting.md): where node states, task callbacks and
 // completion messages go,
 // and how hard the durable outbox tries.
@@ -97,6 +102,11 @@ struct Config {
     // with LISTEN/NOTIFY; false for a pooler in transaction mode (which
     // cannot LISTEN): other hosts' deposits are then claimed at the next poll.
     bool store_notify = true;
+    // pooler: what the url leads to. "none": PostgreSQL, or a pooler in
+    // session mode (the same to us); "transaction": a pooler in transaction
+    // mode (store::OpenOptions::transaction_pooler; notify is then false and
+    // may not be set true).
+    StorePooler store_pooler = StorePooler::none;
     store::Synchronous synchronous = store::Synchronous::full;           // deposits and the API's writes
     store::Synchronous progress_synchronous = store::Synchronous::normal;  // the executor's claims and node records
     // task_retention_hours (docs/retention.md): finished tasks older than this
@@ -141,7 +151,10 @@ struct Config {
     // How to open the task store: store_url, else runner.db.
     store::OpenOptions store_options(store::Synchronous sync) const
     {
-        return {.path = database_path(), .url = store_url, .synchronous = sync};
+        return {.path = database_path(),
+                .url = store_url,
+                .synchronous = sync,
+                .transaction_pooler = store_pooler == StorePooler::transaction};
     }
     std::string generated_token_path() const { return state_dir + "/" + kGeneratedTokenFile; }
 };

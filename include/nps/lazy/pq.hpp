@@ -24,6 +24,7 @@ decltype(::PQnotifies) sym_PQnotifies;
 decltype(::PQexec) sym_PQexec;
 decltype(::PQprepare) sym_PQprepare;
 decltype(::PQexecPrepared) sym_PQexecPrepared;
+decltype(::PQexecParams) sym_PQexecParams;
 decltype(::PQresultStatus) sym_PQresultStatus;
 decltype(::PQresultErrorMessage) sym_PQresultErrorMessage;
 decltype(::PQresultErrorField) sym_PQresultErrorField;

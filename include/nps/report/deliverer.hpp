@@ -67,9 +67,7 @@
 namespace nps::report {
 
 struct DelivererOptions {
-    std::string database_path{};                              // runner.db
-    std::string store_url{};                                  // a PostgreSQL store instead (Config::store_url)
-    store::Synchronous synchronous = store::Synchronous::full;
+    store::OpenOptions store{};                               // the task store (Config::store_options)
     std::string owner_prefix = "nps-runner";                  // names this deliverer's leases (a pid and a nonce are added)
     std::optional<std::string> task_store_url{};              // none: node rows are discarded
     std::optional<std::string> task_store_token{};            // Authorization: Bearer
@@ -93,8 +91,8 @@ struct DelivererOptions {
 
 class Deliverer {
 public:
-    // On the loop's thread, or before the loop runs: opens its own Store on
-    // options.database_path (errors name the file), registers on `loop` and
+    // On the loop's thread, or before the loop runs: opens its own Store
+    // with options.store (errors name the file or server), registers on `loop` and
     // looks for due rows in the loop's first round. `loop` must outlive it.
     static Result<std::unique_ptr<Deliverer>> start(DelivererOptions options, const Clock& clock,
                                                     event::EventLoop& loop);

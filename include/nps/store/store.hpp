@@ -57,6 +57,12 @@ struct OpenOptions {
     Synchronous synchronous = Synchronous::full;   // normal: survives process crash, may lose the last commits on power loss
     int busy_timeout_ms = 5000;
     ClockSource clock_source = ClockSource::database;
+    // PostgreSQL: a pooler in transaction mode (PgBouncer's pool_mode =
+    // transaction) hands each transaction to any server session, so the store
+    // keeps no state in its sessions: statements are sent unnamed instead of
+    // prepared once per connection, and the session's statement timeout is
+    // left to the role or the pooler (docs/scale-out.md "Poolers").
+    bool transaction_pooler = false;
 };
 
 // The schema version this build creates and migrates to (runner.db's PRAGMA user_version).

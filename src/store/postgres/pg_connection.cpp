@@ -262,7 +262,8 @@ void Connection::Finish::operator()(pg_conn* conn) const noexcept
     sym_PQfinish(conn);
 }
 
-Connection::Connection(const std::string& conninfo) : conn_(sym_PQconnectdb(conninfo.c_str()))
+Connection::Connection(const std::string& conninfo, Statements statements)
+    : conn_(sym_PQconnectdb(conninfo.c_str())), statements_(statements)
 {
     if (!conn_)
         throw PgFailure(std::string(kConnectionLost), "cannot connect: libpq is not available (install libpq5)");
@@ -344,6 +345,10 @@ Rows Connection::exec(const char* sql)
 
 Rows Connection::query(const char* sql, const Params& params)
 {
+    if (statements_ == Statements::unnamed)
+        return checked(sym_PQexecParams(conn_.get(), sql, params.size(), nullptr, params.values(), params.lengths(),
+                                        params.formats(), 0),
+                       "query failed");
     auto it = prepared_.find(sql);
     if (it == prepared_.end()) {
         std::string name = "nps_" + std::to_string(prepared_.size() + 1);

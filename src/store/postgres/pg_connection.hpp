@@ -113,9 +113,15 @@ private:
 
 class Connection {
 public:
+    // How query() sends a statement: prepared once per connection under a
+    // name and executed by it after, or unnamed (parsed and planned at each
+    // call, in one round trip: what a pooler in transaction mode needs, as
+    // a name prepared on one server session is unknown to the next).
+    enum class Statements { prepared, unnamed };
+
     // Connects with a libpq connection string or URI; throws PgFailure
     // (kConnectionLost) with libpq's reason (the caller names the target).
-    explicit Connection(const std::string& conninfo);
+    explicit Connection(const std::string& conninfo, Statements statements = Statements::prepared);
     Connection(const Connection&) = delete;
     Connection& operator=(const Connection&) = delete;
     ~Connection();
@@ -123,7 +129,7 @@ public:
     // One or more statements in the simple protocol, no parameters; the last
     // statement's result.
     Rows exec(const char* sql);
-    // A cached prepared statement (prepared on first use).
+    // A statement with parameters, sent as `Statements` says.
     Rows query(const char* sql, const Params& params);
     Rows query(const char* sql) { return query(sql, Params()); }
 
@@ -148,6 +154,7 @@ private:
     Rows checked(pg_result* result, const char* what);
 
     std::unique_ptr<pg_conn, Finish> conn_;
+    Statements statements_;
     std::unordered_map<const char*, std::string> prepared_;  // SQL text address → statement name
 };
 

@@ -39,7 +39,8 @@ constexpr const char* kAddEventSql =
 Result<std::unique_ptr<Store>> open_postgres(const OpenOptions& options, const Clock& clock)
 {
     try {
-        auto store = std::make_unique<PostgresStore>(options.url, clock, options.clock_source);
+        auto store = std::make_unique<PostgresStore>(options.url, clock, options.clock_source,
+                                                     options.transaction_pooler);
         store->connect();
         return std::unique_ptr<Store>(std::move(store));
     } catch (const std::exception& e) {
@@ -60,17 +61,29 @@ void Work::commit()
     mark_write_succeeded();
 }
 
-PostgresStore::PostgresStore(std::string conninfo, const Clock& clock, ClockSource clock_source)
-    : conninfo_(with_connect_timeout(std::move(conninfo))), clock_(clock), clock_source_(clock_source)
+PostgresStore::PostgresStore(std::string conninfo, const Clock& clock, ClockSource clock_source,
+                             bool transaction_pooler)
+    : conninfo_(with_connect_timeout(std::move(conninfo))),
+      clock_(clock),
+      clock_source_(clock_source),
+      transaction_pooler_(transaction_pooler)
 {
+}
+
+std::unique_ptr<Connection> PostgresStore::open_connection() const
+{
+    auto conn = std::make_unique<Connection>(
+        conninfo_, transaction_pooler_ ? Connection::Statements::unnamed : Connection::Statements::prepared);
+    if (!transaction_pooler_)  // a SET would stay with whichever server session ran it
+        conn->exec(kSessionSetup);
+    return conn;
 }
 
 PostgresStore::~PostgresStore() = default;
 
 void PostgresStore::connect()
 {
-    conn_ = std::make_unique<Connection>(conninfo_);
-    conn_->exec(kSessionSetup);
+    conn_ = open_connection();
     version_ = migrate(*conn_);
 }
 
@@ -88,9 +101,7 @@ Connection& PostgresStore::conn()
     try {
         // The schema was checked when the store opened; a reconnect only
         // needs the connection (its statements are prepared again on use).
-        auto fresh = std::make_unique<Connection>(conninfo_);
-        fresh->exec(kSessionSetup);
-        conn_ = std::move(fresh);
+        conn_ = open_connection();
         reconnect_delay_ = std::chrono::milliseconds{0};
     } catch (const PgFailure& e) {
         reconnect_delay_ = std::clamp(reconnect_delay_ * 2, kFirstReconnectDelay, kMaxReconnectDelay);

@@ -95,7 +95,8 @@ private:
 
 class PostgresStore final : public Store {
 public:
-    PostgresStore(std::string conninfo, const Clock& clock, ClockSource clock_source);
+    // transaction_pooler: OpenOptions::transaction_pooler.
+    PostgresStore(std::string conninfo, const Clock& clock, ClockSource clock_source, bool transaction_pooler);
     ~PostgresStore() override;
 
     // Connects and migrates; throws PgFailure.
@@ -228,9 +229,13 @@ private:
         }
     }
 
+    // A new session, set up for this store; throws PgFailure.
+    std::unique_ptr<Connection> open_connection() const;
+
     std::string conninfo_;
     const Clock& clock_;
     ClockSource clock_source_;
+    bool transaction_pooler_;
     std::unique_ptr<Connection> conn_;
     int version_ = 0;
     static constexpr std::chrono::milliseconds kFirstReconnectDelay{250};

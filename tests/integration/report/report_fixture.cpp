@@ -353,8 +353,7 @@ std::unique_ptr<LoopDeliverer> start_deliverer(nps::report::DelivererOptions opt
 nps::report::DelivererOptions quick_options(const Runner& runner)
 {
     nps::report::DelivererOptions options;
-    options.database_path = runner.database();
-    options.synchronous = nps::store::Synchronous::normal;
+    options.store = {.path = runner.database(), .synchronous = nps::store::Synchronous::normal};
     options.owner_prefix = "report-test";
     options.timeout = std::chrono::seconds(10);
     options.retry_initial = std::chrono::milliseconds(20);

@@ -39,6 +39,27 @@ TEST_CASE("[store] url selects PostgreSQL; its password is never shown")
     CHECK(none->store_url.empty());
     CHECK(none->store_notify);
     CHECK(none->store_options(nps::store::Synchronous::full).path == none->database_path());
+    CHECK(none->store_pooler == nps::config::StorePooler::none);
+    CHECK_FALSE(none->store_options(nps::store::Synchronous::full).transaction_pooler);
+}
+
+TEST_CASE("[store] pooler = \"transaction\": no per-session state, and no LISTEN")
+{
+    auto c = parse_config("[store]\nurl = \"postgresql:///nps?host=/run/pgbouncer&port=6432\"\npooler = \"transaction\"\n",
+                          "test.toml");
+    REQUIRE(c);
+    CHECK(c->store_pooler == nps::config::StorePooler::transaction);
+    CHECK(c->store_options(nps::store::Synchronous::full).transaction_pooler);
+    CHECK_FALSE(c->store_notify);  // implied
+    auto quiet = parse_config("[store]\npooler = \"transaction\"\nnotify = false\n", "test.toml");
+    REQUIRE(quiet);
+    CHECK_FALSE(quiet->store_notify);
+    // A pooler in session mode is a direct connection.
+    auto session = parse_config("[store]\npooler = \"session\"\n", "test.toml");
+    REQUIRE(session);
+    CHECK(session->store_pooler == nps::config::StorePooler::none);
+    CHECK(session->store_notify);
+    CHECK_FALSE(session->store_options(nps::store::Synchronous::full).transaction_pooler);
 }
 
 TEST_CASE("an empty config gives the documented defaults")
@@ -118,6 +139,8 @@ TEST_CASE("mistakes are errors that name the key")
         {"[store]\nsynchronous = \"off\"\n", "store.synchronous: must be \"full\" or \"normal\""},
         {"[store]\nurl = \"mysql://u:pw@db/x\"\n", "store.url: must be a postgresql:// URL"},
         {"[store]\nnotify = \"yes\"\n", "store.notify: expected true or false"},
+        {"[store]\npooler = \"statement\"\n", "store.pooler: must be \"none\", \"session\" or \"transaction\""},
+        {"[store]\npooler = \"transaction\"\nnotify = true\n", "store.notify: cannot be true with pooler = \"transaction\""},
         {"[api]\ntoken_file = \"/nonexistent/token\"\n", "Failed to read api.token_file '/nonexistent/token'"},
         {"[inbox\n", "Failed to parse configuration 'test.toml' at line 1"},
         {"[images]\ngc_max_bytes = \"lots\"\n", "images.gc_max_bytes: 'lots' is not a size"},

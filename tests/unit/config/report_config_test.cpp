@@ -39,7 +39,8 @@ TEST_CASE("[report] defaults: no task store, the spec's callback rules, 24 h of 
     CHECK(r.callback_allow_destinations.empty());
 
     const auto options = nps::daemon::deliverer_options(*c);
-    CHECK(options.database_path == c->state_dir + "/runner.db");
+    CHECK(options.store.path == c->state_dir + "/runner.db");
+    CHECK(options.store.url.empty());
     CHECK(options.owner_prefix == c->runner_nid);
     CHECK_FALSE(options.task_store_url);
     CHECK(options.timeout == std::chrono::seconds(10));
@@ -74,7 +75,7 @@ callback_allow_destinations = ["127.0.0.1", "10.0.0.0/8", "hooks.lan"]
     CHECK(r.callback_allow_destinations.size() == 3);
 
     const auto options = nps::daemon::deliverer_options(*c);
-    CHECK(options.synchronous == nps::store::Synchronous::normal);
+    CHECK(options.store.synchronous == nps::store::Synchronous::normal);
     CHECK(options.task_store_url == "https://orchestrator.lan:8443/v1/tasks");
     CHECK(options.task_store_token == "s3cret-token");
     CHECK(options.timeout == std::chrono::seconds(3));
