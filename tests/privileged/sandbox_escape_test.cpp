@@ -317,6 +317,10 @@ public:
             g_signal_report_fd = report.write.get();
             struct sigaction action {};
             action.sa_handler = report_signal;
+            // Handlers do not nest: with SIGURG and SIGWINCH both pending,
+            // the kernel would otherwise stack SIGWINCH's frame on SIGURG's
+            // and report 28 before 23.
+            ::sigfillset(&action.sa_mask);
             ::sigaction(SIGURG, &action, nullptr);
             ::sigaction(SIGWINCH, &action, nullptr);
             unsigned char ready = 0;
@@ -342,8 +346,9 @@ public:
     bool alive() const { return ::kill(pid_, 0) == 0; }
 
     // Sends SIGWINCH as a marker and returns the signals reported before it.
-    // Pending standard signals are delivered lowest number first, so a
-    // SIGURG (23) sent earlier is always reported before SIGWINCH (28).
+    // Pending standard signals are delivered lowest number first, one
+    // handler at a time, so a SIGURG (23) sent earlier is always reported
+    // before SIGWINCH (28).
     std::vector<int> signals_before_marker()
     {
         REQUIRE(::kill(pid_, SIGWINCH) == 0);
