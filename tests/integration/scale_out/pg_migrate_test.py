@@ -38,7 +38,6 @@ migrate's own output, and checked against nps_meta.
 A PostgreSQL-only test: through tests/support/on_postgres.sh (skips, 77,
 without the test server). Needs psql (else 77, saying so)."""
 
-import argparse
 import json
 import re
 import shutil
@@ -56,8 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
 import pg_scratch  # noqa: E402
 from checks import Checks, check_equal  # noqa: E402
 from serve_daemon import start_serve  # noqa: E402
+from test_entry import runner_test_args  # noqa: E402
 
-SKIP = 77
 PASSWORD = "n0t-echoed?Pw4711"  # libpq allows '?' in a URI password
 INBOX = "urn:nps:agent:migrate.test:inbox"
 REPORT = re.compile(r"^(?P<where>.+): schema version (?P<version>\d+) \(the latest this nps-runner knows\)$")
@@ -220,16 +219,7 @@ def refused(checks, cli, url, schema, before, needles, what):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runner", required=True)
-    args = parser.parse_args()
-    reason = unavailable_reason()
-    if reason:
-        print("SKIP: " + reason)
-        return SKIP
-
-    # meson's timeout sends SIGTERM: unwind, so that the daemon is stopped and the schemas dropped
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    args = runner_test_args(unavailable_reason)
     checks = Checks()
     work = Path(tempfile.mkdtemp(prefix="nps-pg-migrate-"))
     daemon = None

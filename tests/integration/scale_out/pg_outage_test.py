@@ -50,7 +50,6 @@ A PostgreSQL-only test: through tests/support/on_postgres.sh (skips, 77,
 without the test server). Needs root, umoci, busybox-static, psql and the
 PostgreSQL server binaries (else 77, saying so)."""
 
-import argparse
 import glob
 import json
 import os
@@ -69,6 +68,7 @@ from checks import Checks, check_equal  # noqa: E402
 import runner_api  # noqa: E402
 from runner_api import Api, enc, parse_time  # noqa: E402
 from serve_daemon import start_serve  # noqa: E402
+from test_entry import SKIP, runner_test_args  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGE = "nps-demo-worker:1"
@@ -78,7 +78,6 @@ LEASE_SECONDS = 10  # limits::kMinLeaseSeconds
 SLOW_SECONDS = 20   # the slow worker: long enough to still run when the lease is given up
 BLIP_SECONDS = 10   # the worker that runs through a short blip
 PORT = os.environ.get("NPS_OUTAGE_PG_PORT", "5491")
-SKIP = 77
 
 
 def spawnspec(*command):
@@ -170,16 +169,7 @@ def running_worker(api, task_id, seconds=60):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runner", required=True)
-    args = parser.parse_args()
-    reason = unavailable_reason()
-    if reason:
-        print("SKIP: " + reason)
-        return SKIP
-
-    # meson's timeout sends SIGTERM: unwind, so that the server and the daemon are stopped
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    args = runner_test_args(unavailable_reason)
     checks = Checks()
     work = Path(tempfile.mkdtemp(prefix="nps-pg-outage-"))
     # the server's own directory: the postgres user must reach it (mkdtemp makes 0700)

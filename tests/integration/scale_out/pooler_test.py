@@ -26,7 +26,6 @@ A PostgreSQL-only test: through tests/support/on_postgres.sh (skips, 77,
 without the test server). Needs root, pgbouncer, umoci, busybox-static and
 psql (else 77, saying so)."""
 
-import argparse
 import json
 import os
 import shutil
@@ -44,6 +43,7 @@ from checks import Checks, check_equal  # noqa: E402
 import runner_api  # noqa: E402
 from runner_api import Api, enc  # noqa: E402
 from serve_daemon import start_serve  # noqa: E402
+from test_entry import runner_test_args  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGE = "nps-demo-worker:1"
@@ -52,7 +52,6 @@ RUNNER_A = "urn:nps:node:host-a.pooler.test:nps-runner"
 RUNNER_B = "urn:nps:node:host-b.pooler.test:nps-runner"
 POOLER_PORT = 6499  # names the socket file only (no TCP listener)
 TASKS = 16
-SKIP = 77
 
 
 def spawnspec(*command):
@@ -127,15 +126,7 @@ def write_config(state, url, extra=""):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runner", required=True)
-    args = parser.parse_args()
-    reason = unavailable_reason()
-    if reason:
-        print("SKIP: " + reason)
-        return SKIP
-
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
+    args = runner_test_args(unavailable_reason)
     checks = Checks()
     work = Path(tempfile.mkdtemp(prefix="nps-pooler-"))
     pooler_dir = Path(tempfile.mkdtemp(prefix="nps-pooler-sock-"))

@@ -26,7 +26,6 @@ A PostgreSQL-only test: through tests/support/on_postgres.sh (skips, 77,
 without the test server). Needs root, umoci and busybox-static for the demo
 worker image (else 77, saying so)."""
 
-import argparse
 import os
 import shutil
 import signal
@@ -43,6 +42,7 @@ from checks import Checks, check_equal  # noqa: E402
 import runner_api  # noqa: E402
 from runner_api import Api, enc, parse_time  # noqa: E402
 from serve_daemon import start_serve  # noqa: E402
+from test_entry import runner_test_args  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGE = "nps-demo-worker:1"
@@ -51,7 +51,6 @@ ONLY_A = "urn:nps:agent:scale.test:only-a"
 ONLY_B = "urn:nps:agent:scale.test:only-b"
 RUNNER_A = "urn:nps:node:host-a.scale.test:nps-runner"
 RUNNER_B = "urn:nps:node:host-b.scale.test:nps-runner"
-SKIP = 77
 
 
 def spawnspec(*command):
@@ -91,14 +90,7 @@ def unavailable_reason():
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runner", required=True)
-    args = parser.parse_args()
-    reason = unavailable_reason()
-    if reason:
-        print("SKIP: " + reason)
-        return SKIP
-
+    args = runner_test_args(unavailable_reason)
     checks = Checks()
     work = Path(tempfile.mkdtemp(prefix="nps-scale-out-"))
     daemons = {}
