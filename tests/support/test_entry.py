@@ -9,15 +9,13 @@ import sys
 SKIP = 77  # meson's "skipped"
 
 
-def runner_test_args(unavailable_reason=lambda: "", add_arguments=lambda parser: None):
-    """Parses --runner (required) and what add_arguments adds. If
-    unavailable_reason() names something this machine lacks, prints
-    "SKIP: <reason>" and exits 77. Then makes SIGTERM (meson's timeout) raise
-    SystemExit, so the test's finally blocks stop the servers and daemons it
-    started. Returns the parsed arguments."""
+def runner_test_args(unavailable_reason=lambda: ""):
+    """Parses --runner (required). If unavailable_reason() names something
+    this machine lacks, prints "SKIP: <reason>" and exits 77. Then makes
+    SIGTERM (meson's timeout) raise SystemExit, so the test's finally blocks
+    stop the servers and daemons it started. Returns the parsed arguments."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--runner", required=True)
-    add_arguments(parser)
     args = parser.parse_args()
     reason = unavailable_reason()
     if reason:
