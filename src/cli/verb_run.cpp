@@ -365,7 +365,7 @@ int run(int argc, char** argv, int first)
         std::string worker_dir = (*rootfs)->path().substr(0, (*rootfs)->path().rfind('/'));
         if (auto released = (*rootfs)->overlay.release(); !released)
             std::fprintf(stderr, "nps-runner run: warning: %s\n", released.error().describe().c_str());
-        else if (::rmdir(worker_dir.c_str()) < 0)
+        else if (::rmdir(worker_dir.c_str()) < 0 && errno != ENOENT)  // gone with its space
             std::fprintf(stderr, "nps-runner run: warning: Failed to remove '%s': %s\n", worker_dir.c_str(),
                          std::strerror(errno));
     }

@@ -4,7 +4,7 @@
 //   agent NID → announce → SpawnSpec (spawn/resolver.hpp)
 //   → the image, pulled when the store lacks it
 //   → a pinned overlay rootfs in <state_dir>/workers/<name>/, its upper in
-//     the worker's bounded writable space (a tmpfs on .../<name>/space)
+//     the worker's bounded writable space (a tmpfs on that directory)
 //   → argv, environment, working directory and ids (image/image_process.hpp).
 // Failures carry the code the node fails with (docs/executor.md):
 // NOP-SPAWN-SPEC-INVALID for anything about the agent or its SpawnSpec (not

@@ -7,11 +7,11 @@
 // Layout, in the worker's directory (<state_dir>/workers/<name>/):
 //   upper/  the worker's changes       work/  overlayfs's scratch
 //   rootfs/ the mount point, what the sandbox gets as its rootfs
-// or, with a disk limit (disk_bytes), the bounded writable space
-// (worker_space.hpp):
-//   space/  a tmpfs of disk_bytes: space/upper, space/work, and space/tmp,
-//           space/shm for the sandbox's /tmp and /dev/shm
+// or, with a disk limit (disk_bytes), the worker's directory is itself the
+// bounded writable space (worker_space.hpp), a tmpfs of disk_bytes holding
+//   upper/, work/, tmp/ and shm/ (the sandbox's /tmp and /dev/shm)
 //   rootfs/ the mount point
+// so the state directory's disk sees one directory per worker.
 // The overlay is mounted nodev. Mount points the sandbox needs (/proc,
 // /dev, /tmp) are made in the upper directory when the image lacks them;
 // one that the image has as a non-directory (a symlink, say) is replaced by
@@ -55,11 +55,14 @@ enum class OverlayMountApi {
 
 struct OverlayOptions {
     std::vector<std::string> lower_dirs;  // unpacked layer directories, TOP layer first
-    std::string worker_dir;               // made (0700) when missing; must not hold upper/, work/ or rootfs/
+    // Without disk_bytes: made (0700) when missing, must not hold upper/,
+    // work/ or rootfs/. With disk_bytes: must not exist (the space's mount
+    // point); its parent is made when missing.
+    std::string worker_dir;
     UpperRetention retention = UpperRetention::remove;
     OverlayMountApi mount_api = OverlayMountApi::automatic;
-    // With a value, upper and work live in a WorkerSpace of this many bytes
-    // (worker_dir/space), which release() unmounts; UpperRetention::keep is
+    // With a value, upper, work and rootfs/ live in a WorkerSpace of this many
+    // bytes mounted on worker_dir, which release() unmounts and removes; UpperRetention::keep is
     // then refused (the upper lives in memory). Without, they are plain
     // directories on worker_dir's filesystem, unbounded.
     std::optional<std::uint64_t> disk_bytes;

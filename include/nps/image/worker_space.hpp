@@ -2,8 +2,9 @@
 // WorkerSpace: a worker's bounded writable space on the host
 // (sandbox/writable_space.hpp, docs/sandbox.md "Disk"). One tmpfs of the
 // worker's disk limit, mounted in the runner's mount namespace on `dir`
-// (nosuid, nodev, source "nps-worker", options sandbox::space_tmpfs_options),
-// holding
+// (nosuid, nodev, source "nps-worker", options sandbox::space_tmpfs_options,
+// a root-owned 0700 root: it is a worker's directory, OverlayRootfs puts
+// its rootfs/ mount point there too), holding
 //   upper/  0755  the overlay's upper directory
 //   work/   0700  overlayfs's work directory
 //   tmp/    1777  bound onto the sandbox's /tmp

@@ -27,13 +27,14 @@ struct WritableSpace {
 };
 
 // The tmpfs options of a space of `bytes`: its size, an inode count in
-// proportion (limits::kWorkerDiskBytesPerInode), a root-owned 0755 root.
-inline std::string space_tmpfs_options(std::uint64_t bytes)
+// proportion (limits::kWorkerDiskBytesPerInode), a root-owned root of
+// `root_mode` (octal).
+inline std::string space_tmpfs_options(std::uint64_t bytes, const char* root_mode = "0755")
 {
     std::uint64_t inodes = bytes / limits::kWorkerDiskBytesPerInode;
     if (inodes < limits::kMinWorkerDiskInodes)
         inodes = limits::kMinWorkerDiskInodes;
-    return "size=" + std::to_string(bytes) + ",nr_inodes=" + std::to_string(inodes) + ",mode=0755";
+    return "size=" + std::to_string(bytes) + ",nr_inodes=" + std::to_string(inodes) + ",mode=" + root_mode;
 }
 
 // The tmpfs "source" shown in /proc/self/mountinfo for every space, so a

@@ -82,23 +82,31 @@ Result<OverlayRootfs> OverlayRootfs::mount(const OverlayOptions& options)
         return internal_error("Failed to mount a rootfs in '" + options.worker_dir + "': " +
                               std::to_string(options.lower_dirs.size()) + " layers, more than overlayfs stacks (" +
                               std::to_string(limits::kLayerMaxChainDepth) + ")");
+    if (options.disk_bytes && options.retention == UpperRetention::keep)
+        return internal_error("Failed to mount a rootfs in '" + options.worker_dir +
+                              "': an upper directory in a bounded writable space cannot be kept");
+    // With a space, the worker's directory is the space's mount point and
+    // everything else lives on the tmpfs: one directory per worker on the
+    // state directory's disk, not three (no metadata written there for
+    // upper/, work/ or rootfs/; on ext4 without a journal each new inode
+    // also walks the recently freed ones).
+    const std::string to_make = options.disk_bytes
+                                    ? std::filesystem::path(options.worker_dir).parent_path().string()
+                                    : options.worker_dir;
     std::error_code ec;
-    if (std::filesystem::create_directories(options.worker_dir, ec)) {
+    if (std::filesystem::create_directories(to_make, ec) && !options.disk_bytes) {
         if (::chmod(options.worker_dir.c_str(), 0700) < 0)
             return system_error_errno("Failed to set the mode of '" + options.worker_dir + "'");
     }
     if (ec)
-        return system_error("Failed to create worker directory '" + options.worker_dir + "'", ec.value());
+        return system_error("Failed to create the directory '" + to_make + "'", ec.value());
 
     // From here on the destructor undoes whatever was made.
     OverlayRootfs fs;
     fs.retention_ = options.retention;
     fs.active_ = true;
     if (options.disk_bytes) {
-        if (options.retention == UpperRetention::keep)
-            return internal_error("Failed to mount a rootfs in '" + options.worker_dir +
-                                  "': an upper directory in a bounded writable space cannot be kept");
-        fs.space_.emplace(NPS_TRY(WorkerSpace::mount({.dir = options.worker_dir + "/space",
+        fs.space_.emplace(NPS_TRY(WorkerSpace::mount({.dir = options.worker_dir,
                                                        .bytes = *options.disk_bytes,
                                                        .owner_uid = options.space_owner_uid,
                                                        .owner_gid = options.space_owner_gid})));
@@ -200,12 +208,13 @@ Result<void> OverlayRootfs::release()
         if (!r && !first)
             first = std::move(r).error();
     };
-    if (!rootfs_.empty() && ::rmdir(rootfs_.c_str()) < 0 && errno != ENOENT)
-        note(system_error_errno("Failed to remove '" + rootfs_ + "'"));
     if (space_) {
+        // rootfs/ goes with the tmpfs, and the worker's directory with it.
         note(space_->release());
         space_.reset();
     } else {
+        if (!rootfs_.empty() && ::rmdir(rootfs_.c_str()) < 0 && errno != ENOENT)
+            note(system_error_errno("Failed to remove '" + rootfs_ + "'"));
         if (!work_.empty())
             note(detail::remove_tree(work_));
         if (!upper_.empty() && retention_ == UpperRetention::remove)

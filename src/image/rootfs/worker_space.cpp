@@ -35,12 +35,17 @@ Result<WorkerSpace> WorkerSpace::mount(const WorkerSpaceOptions& options)
                               std::to_string(options.bytes) + " bytes lie outside " +
                               std::to_string(limits::kMinWorkerDiskBytes) + ".." +
                               std::to_string(limits::kMaxWorkerDiskBytes));
-    if (::mkdir(options.dir.c_str(), 0700) < 0)
+    if (::mkdir(options.dir.c_str(), 0700) < 0) {
+        if (errno == EEXIST)
+            return system_error("Failed to create the writable space '" + options.dir +
+                                    "': it exists (a previous worker of this name was not cleaned up)",
+                                EEXIST);
         return system_error_errno("Failed to create the writable space '" + options.dir + "'");
+    }
     WorkerSpace space;
     space.dir_ = options.dir;
     space.active_ = true;  // from here on the destructor undoes what was made
-    const std::string tmpfs_options = sandbox::space_tmpfs_options(options.bytes);
+    const std::string tmpfs_options = sandbox::space_tmpfs_options(options.bytes, "0700");
     if (::mount(sandbox::kSpaceMountSource, options.dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
                 tmpfs_options.c_str()) < 0)
         return system_error_errno("Failed to mount tmpfs (" + tmpfs_options + ") on '" + options.dir + "'");

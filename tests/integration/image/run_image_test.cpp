@@ -293,14 +293,14 @@ TEST_CASE("run --image killed with SIGKILL: the next run removes its overlay, up
     const std::string dead_dir = f.state + "/workers/run-" + std::to_string(dead);
     const std::string live_dir = f.state + "/workers/run-" + std::to_string(live);
     const auto dead_cgroups = cgroups_named("run-" + std::to_string(dead));
-    REQUIRE(fs::exists(dead_dir + "/space/upper"));
+    REQUIRE(fs::exists(dead_dir + "/upper"));
 
     ::kill(dead, SIGKILL);
     int status = 0;
     REQUIRE(::waitpid(dead, &status, 0) == dead);
     // Nothing of it went away by itself.
     CHECK(!mounts_beneath(dead_dir).empty());
-    CHECK(fs::exists(dead_dir + "/space/upper"));
+    CHECK(fs::exists(dead_dir + "/upper"));
 
     auto next = f.run({"--memory", "64Mi"}, {"-c", "true"});
     CHECK_MESSAGE(next.exit_status == 0, next.err);
@@ -311,7 +311,7 @@ TEST_CASE("run --image killed with SIGKILL: the next run removes its overlay, up
         CHECK_MESSAGE(!fs::exists(group), group);
     // The live run's are untouched, and it still runs.
     CHECK(!mounts_beneath(live_dir + "/rootfs").empty());
-    CHECK(fs::exists(live_dir + "/space/upper"));
+    CHECK(fs::exists(live_dir + "/upper"));
     CHECK(!cgroups_named("run-" + std::to_string(live)).empty());
     CHECK(::waitpid(live, &status, WNOHANG) == 0);
 

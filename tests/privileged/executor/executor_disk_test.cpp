@@ -25,6 +25,13 @@ using Json = nlohmann::json;
 const std::string kFiller = "urn:nps:agent:exec.test:filler";
 const std::string kEmit = "urn:nps:agent:exec.test:emit";
 
+// A worker's space is the mount on its directory, workers/<name> (its
+// rootfs is mounted one level deeper).
+bool is_worker_space(const std::string& workers, const std::string& point)
+{
+    return std::filesystem::path(point).parent_path() == std::filesystem::path(workers);
+}
+
 }  // namespace
 
 TEST_CASE("a worker past its disk limit gets ENOSPC; the host disk is untouched, the daemon serves on, nothing stays mounted")
@@ -54,7 +61,7 @@ TEST_CASE("a worker past its disk limit gets ENOSPC; the host disk is untouched,
          !seen_full && std::chrono::steady_clock::now() < deadline;) {
         for (const auto& point : mounts_beneath(workers)) {
             struct statvfs st {};
-            if (point.ends_with("/space") && ::statvfs(point.c_str(), &st) == 0 &&
+            if (is_worker_space(workers, point) && ::statvfs(point.c_str(), &st) == 0 &&
                 static_cast<long long>((st.f_blocks - st.f_bfree) * st.f_frsize) >= kLimit - (1ll << 20)) {
                 seen_full = true;
                 CHECK(disk_bytes_beneath(workers) < (1u << 20));
@@ -105,7 +112,7 @@ TEST_CASE("kill -9 of the daemon with a worker holding its space: the restart un
     std::string task_id = f.submit(task_frame_of("disk-crash", {dag_node("hold", kFiller, "nwp://exec.test/hold")}));
     f.wait_until(task_id, [&](const Json&) {
         for (const auto& point : mounts_beneath(workers))
-            if (point.ends_with("/space"))
+            if (is_worker_space(workers, point))
                 return !worker_processes_of(f.runner().pid()).empty();
         return false;
     });

@@ -262,7 +262,7 @@ TEST_CASE("idmapped layers show the layer's root as the namespace's root with ev
             CHECK_FALSE(exists(worker + "/layers"));
         }
         CHECK_FALSE(is_mounted(worker + "/rootfs"));
-        CHECK(std::filesystem::is_empty(worker));
+        CHECK_FALSE(exists(worker));  // the directory was the space: it went with it
     }
     // The shared layers are unchanged.
     REQUIRE(::stat((lowers.back() + "/a/keep").c_str(), &layer_file) == 0);
@@ -381,9 +381,10 @@ TEST_CASE("a bounded writable space: root, /tmp and /dev/shm together hold at mo
     auto mounted = OverlayRootfs::mount({.lower_dirs = lowers, .worker_dir = worker, .disk_bytes = kLimit});
     REQUIRE_MESSAGE(mounted, mounted.error().describe());
     OverlayRootfs rootfs = std::move(*mounted);
-    CHECK(rootfs.space_dir() == worker + "/space");
-    CHECK(rootfs.upper_dir() == worker + "/space/upper");
-    auto space_mounts = mounts_at(worker + "/space");
+    CHECK(rootfs.space_dir() == worker);
+    CHECK(rootfs.upper_dir() == worker + "/upper");
+    CHECK(rootfs.path() == worker + "/rootfs");
+    auto space_mounts = mounts_at(worker);
     REQUIRE(space_mounts.size() == 1);
     CHECK(space_mounts[0].find(" - tmpfs nps-worker ") != std::string::npos);
     CHECK(space_mounts[0].find("nosuid") != std::string::npos);
@@ -423,16 +424,19 @@ TEST_CASE("a bounded writable space: root, /tmp and /dev/shm together hold at mo
     CHECK(root + in_tmp + in_shm >= kLimit - (1ull << 20));  // ... at about the limit
     CHECK(in_shm < 8ull << 20);                         // so the last write hit ENOSPC
     // The root's file went to the upper, in the space: the host's disk
-    // beneath the worker's directory holds none of it.
+    // beneath workers/ holds none of it, and the worker's directory is
+    // the space's root (0700: only root passes).
     CHECK(std::filesystem::file_size(rootfs.upper_dir() + "/fill") == root);
-    CHECK(disk_bytes_beneath(worker) < (1u << 20));
+    CHECK(disk_bytes_beneath(tmp / "workers") < (1u << 20));
+    struct stat top {};
+    REQUIRE(::stat(worker.c_str(), &top) == 0);
+    CHECK((top.st_mode & 07777) == 0700);
 
     REQUIRE(rootfs.release());
     CHECK(mounts_at(worker + "/rootfs").empty());
-    CHECK(mounts_at(worker + "/space").empty());
-    CHECK_FALSE(exists(worker + "/space"));
-    CHECK_FALSE(exists(worker + "/rootfs"));
-    CHECK(std::filesystem::is_empty(worker));
+    CHECK(mounts_at(worker).empty());
+    CHECK_FALSE(exists(worker));
+    CHECK(std::filesystem::is_empty(tmp / "workers"));
 }
 
 TEST_CASE("a bounded space refuses UpperRetention::keep and sizes out of range, leaving nothing")
@@ -446,6 +450,7 @@ TEST_CASE("a bounded space refuses UpperRetention::keep and sizes out of range, 
     auto tiny = OverlayRootfs::mount({.lower_dirs = lowers, .worker_dir = tmp / "workers/t", .disk_bytes = 4096});
     REQUIRE_FALSE(tiny);
     CHECK(tiny.error().message.find("lie outside") != std::string::npos);
-    CHECK(mounts_at(tmp / "workers/t/space").empty());
-    CHECK_FALSE(exists(tmp / "workers/t/space"));
+    CHECK(mounts_at(tmp / "workers/t").empty());
+    CHECK_FALSE(exists(tmp / "workers/t"));
+    CHECK_FALSE(exists(tmp / "workers/k"));
 }
