@@ -24,10 +24,10 @@ constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom",
 
 constexpr unsigned long kReadOnlyRemount = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
 
-// dir + "/" + name into the scratch buffer; false when it does not fit.
-bool join(const MountPlan& plan, const char* dir, const char* name)
+// dir + "/" + name + tail into the scratch buffer; false when it does not fit.
+bool join(const MountPlan& plan, const char* dir, const char* name, const char* tail = "")
 {
-    int n = ::snprintf(plan.scratch, plan.scratch_size, "%s/%s", dir, name);
+    int n = ::snprintf(plan.scratch, plan.scratch_size, "%s/%s%s", dir, name, tail);
     return n > 0 && static_cast<std::size_t>(n) < plan.scratch_size;
 }
 
@@ -36,10 +36,13 @@ Failure fail(Step step, int err = errno)
     return {step, err};
 }
 
-// A /proc entry this kernel does not have (ENOENT), or has as something
-// else than the list expects (ENOTDIR), is skipped: the mount's own lookup
-// says so, with no lstat() first (each is a procfs lookup, 24 per spawn).
-bool absent(int err)
+// The /proc entries are masked without an lstat() of each first (each is a
+// procfs lookup, 24 per spawn): the mount's own lookup finds an entry this
+// kernel lacks. A file that is absent fails with ENOENT (the other ENOENT,
+// a host without /dev/null, fails setup_dev's bind of it); a directory's
+// path ends in "/", so an entry that is absent or not a directory fails
+// with ENOENT or ENOTDIR. Those are skipped; any other failure is the spawn's.
+bool absent_dir(int err)
 {
     return err == ENOENT || err == ENOTDIR;
 }
@@ -51,25 +54,22 @@ Failure setup_proc(const MountPlan& plan)
     for (const char* name : kMaskedProcFiles) {
         if (!join(plan, plan.proc, name))
             return fail(Step::mask_proc, ENAMETOOLONG);
-        if (::mount("/dev/null", plan.scratch, nullptr, MS_BIND, nullptr) < 0 && !absent(errno))
+        if (::mount("/dev/null", plan.scratch, nullptr, MS_BIND, nullptr) < 0 && errno != ENOENT)
             return fail(Step::mask_proc);
     }
-    // The directories end in "/": a file of that name fails with ENOTDIR.
     for (const char* name : kMaskedProcDirs) {
-        int n = ::snprintf(plan.scratch, plan.scratch_size, "%s/%s/", plan.proc, name);
-        if (n <= 0 || static_cast<std::size_t>(n) >= plan.scratch_size)
+        if (!join(plan, plan.proc, name, "/"))
             return fail(Step::mask_proc, ENAMETOOLONG);
         if (::mount("tmpfs", plan.scratch, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                     "size=4k,nr_inodes=1,mode=0555") < 0 &&
-            !absent(errno))
+            !absent_dir(errno))
             return fail(Step::mask_proc);
     }
     for (const char* name : kReadOnlyProcDirs) {
-        int n = ::snprintf(plan.scratch, plan.scratch_size, "%s/%s/", plan.proc, name);
-        if (n <= 0 || static_cast<std::size_t>(n) >= plan.scratch_size)
+        if (!join(plan, plan.proc, name, "/"))
             return fail(Step::read_only_proc, ENAMETOOLONG);
         if (::mount(plan.scratch, plan.scratch, nullptr, MS_BIND | MS_REC, nullptr) < 0) {
-            if (absent(errno))
+            if (absent_dir(errno))
                 continue;
             return fail(Step::read_only_proc);
         }
