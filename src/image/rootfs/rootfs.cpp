@@ -90,16 +90,14 @@ Result<OverlayRootfs> OverlayRootfs::mount(const OverlayOptions& options)
     // state directory's disk, not three (no metadata written there for
     // upper/, work/ or rootfs/; on ext4 without a journal each new inode
     // also walks the recently freed ones).
-    const std::string to_make = options.disk_bytes
-                                    ? std::filesystem::path(options.worker_dir).parent_path().string()
-                                    : options.worker_dir;
     std::error_code ec;
-    if (std::filesystem::create_directories(to_make, ec) && !options.disk_bytes) {
-        if (::chmod(options.worker_dir.c_str(), 0700) < 0)
-            return system_error_errno("Failed to set the mode of '" + options.worker_dir + "'");
-    }
+    if (options.disk_bytes)
+        std::filesystem::create_directories(std::filesystem::path(options.worker_dir).parent_path(), ec);
+    else if (std::filesystem::create_directories(options.worker_dir, ec) &&
+             ::chmod(options.worker_dir.c_str(), 0700) < 0)
+        return system_error_errno("Failed to set the mode of '" + options.worker_dir + "'");
     if (ec)
-        return system_error("Failed to create the directory '" + to_make + "'", ec.value());
+        return system_error("Failed to create worker directory '" + options.worker_dir + "'", ec.value());
 
     // From here on the destructor undoes whatever was made.
     OverlayRootfs fs;
