@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """bench/dag: submit → COMPLETED latency of a 3-node linear DAG with trivial
-sandboxed workers (DESIGN.md §5: median ≤ 25 ms), through the real daemon.
+sandboxed workers (DESIGN.md §5: median ≤ 10 ms and ≥ 2.5x faster than three
+cold `crun run`; it was ≤ 25 ms before issue 20), through the real daemon.
 
 nps-runner: a `serve` on a scratch state directory (SQLite synchronous=FULL,
 the default), the demo worker image, three agents (emit → double → report).
@@ -225,7 +226,10 @@ def main():
         print(f"  ratio crun / nps-runner (medians): {statistics.median(crun) / statistics.median(client):.2f}x")
     else:
         print("  peer: crun not installed (apt install crun)")
-    print(f"  target: median ≤ 25 ms — {'MET' if statistics.median(client) <= 25 else 'MISSED'}")
+    median = statistics.median(client)
+    fast_enough = median <= 10 and (not crun or statistics.median(crun) / median >= 2.5)
+    print("  target (DESIGN.md §5): median ≤ 10 ms and ≥ 2.5x faster than crun ×3 — " +
+          ("MET" if fast_enough else "MISSED") + ("" if crun else " (no crun: its ratio not checked)"))
     return 0
 
 

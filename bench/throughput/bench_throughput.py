@@ -86,6 +86,8 @@ def e2e_phase(args, work):
     os.makedirs(state)
     image = import_demo_image(args.runner, state, work)
     config = "" if args.spawn_server else "[workers]\nspawn_server = false\n"
+    if args.store_url:
+        config += f"[store]\nurl = {json.dumps(args.store_url)}\n"
     with Daemon(args.runner, state, inboxes=[INBOX], config=config) as d:
         d.announce(AGENT, WORKER)
         load(args.load, "http", d.url, d.token, INBOX, AGENT, "warm", 20, 4)
@@ -143,6 +145,9 @@ def main():
     parser.add_argument("--crun-tasks", type=int, default=60)
     parser.add_argument("--no-spawn-server", dest="spawn_server", action="store_false",
                         help="e2e: [workers] spawn_server = false (workers cloned from the daemon itself)")
+    parser.add_argument("--store-url", metavar="URL",
+                        help="e2e: the daemon's [store] url, e.g. a postgresql:// of a scratch server "
+                             "(scripts/pg-scratch): its schema must be empty or this bench's own")
     parser.add_argument("--crun-peer", nargs=2, metavar=("BUNDLE", "TASKS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crun_peer:

@@ -136,6 +136,7 @@ TaskExecution::~TaskExecution()
 {
     *alive_ = false;
     ctx_.loop.cancel_timer(renew_timer_);
+    ctx_.loop.cancel_timer(write_timer_);
     ctx_.loop.cancel_timer(record_timer_);
     for (auto id : timers_)
         ctx_.loop.cancel_timer(id);
@@ -223,6 +224,7 @@ std::string TaskExecution::next_worker_name()
 
 void TaskExecution::dispatch(const nop::Attempt& attempt)
 {
+    write_node_records_now();
     auto slot = std::make_unique<Slot>();
     slot->attempt = attempt;
     slot->serial = next_serial_++;

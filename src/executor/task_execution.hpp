@@ -18,7 +18,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -135,11 +134,26 @@ private:
     void log_worker_end(const std::string& node_id, std::uint64_t serial, const supervisor::WorkerOutcome& o) const;
     void finish_attempt(const std::string& node_id, std::uint64_t serial, nop::AttemptOutcome outcome);
     void renew_lease();
-    // Writes the unwritten events, then the unrecorded node results, each in
-    // order, then the task's end; while the store cannot write (disk full,
-    // I/O error) retries every kRecordRetry, keeping the lease renewed,
-    // instead of dropping the task or its records.
+    // Queues a record for write_records() at the end of this loop round, so
+    // that what one round of the run produces (a worker's event, its node's
+    // record, the task's end) is written with one commit.
+    void queue_record(store::ProgressRecord record);
+    // Writes what is queued now if a node's record is among it: a dispatch
+    // calls it first, so a node never starts before the record of one
+    // that ended before it is written (docs/executor.md "Records").
+    void write_node_records_now();
+    // Writes the queued records, in order, with Store::write_progress; while
+    // the store cannot write (disk full, I/O error) retries every
+    // kRecordRetry, keeping the lease renewed, instead of dropping the task
+    // or its records.
     void write_records();
+    // What follows a record the store took (or, for the task's end, refused
+    // for good): metrics and the log. True for a node's record or the end.
+    bool took(const store::ProgressRecord& record, const std::optional<Error>& refusal);
+    // Removes the queued records of one kind.
+    template <class Record>
+    void drop_unwritten();
+    bool end_unwritten() const;
     // A fenced write was refused: lease_refused() in the next loop round (once).
     void refused_later(const Error& error);
     void lease_refused(const Error& error);
@@ -165,14 +179,12 @@ private:
     // clock). Never compared with a wall clock (docs/durability.md, "Leases
     // across hosts").
     event::EventLoop::TimePoint lease_sure_until_{};
-    struct UnwrittenEvent {
-        std::string name;
-        std::string detail_json;
-    };
-    std::deque<UnwrittenEvent> unwritten_events_;        // events the store could not take yet (written first)
-    std::deque<store::NodeResult> unrecorded_;          // node results the store has not taken yet
-    std::optional<store::TaskOutcome> unrecorded_end_;  // the task's end, written after them
-    event::EventLoop::TimerId record_timer_ = 0;
+    // Records the store has not taken yet, in the order the run made them;
+    // the task's end, once made, is last.
+    std::vector<store::ProgressRecord> unwritten_;
+    std::size_t unwritten_events_ = 0;  // how many of them are events
+    event::EventLoop::TimerId write_timer_ = 0;   // this round's write_records()
+    event::EventLoop::TimerId record_timer_ = 0;  // a retry of write_records()
     std::set<TimerId> timers_;                             // the run's timers still pending
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for deferred callbacks
     Fence fence_ = Fence::lease;

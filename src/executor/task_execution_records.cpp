@@ -4,6 +4,9 @@
 // while the store cannot write), the lease is renewed every third of its
 // length, and a write or renewal refused for a lost lease ends the run
 // (docs/executor.md "Fencing").
+#include <algorithm>
+#include <variant>
+
 #include <nlohmann/json.hpp>
 
 #include "nps/base/log.hpp"
@@ -55,14 +58,17 @@ void TaskExecution::on_event(const std::string& name, const std::string& detail_
 {
     if (abandoned_ || is_final_task_event(name))
         return;
-    if (unwritten_events_.size() >= kMaxUnwrittenEvents) {
+    if (unwritten_events_ >= kMaxUnwrittenEvents) {
         log::warning("task " + task_id() + ": event " + name + " dropped: " + std::to_string(kMaxUnwrittenEvents) +
                      " events already wait for the store to take writes again", {.task_id = task_id()});
         return;
     }
-    // In order: behind the events that wait already, if any.
-    unwritten_events_.push_back({.name = name, .detail_json = detail_json});
-    write_records();
+    std::optional<std::string> fence;
+    if (fence_ == Fence::lease)
+        fence = lease_.runner_nid;
+    ++unwritten_events_;
+    queue_record(store::ProgressEvent{.task_id = task_id(), .name = name, .detail_json = detail_json,
+                                      .lease_holder = std::move(fence)});
 }
 
 void TaskExecution::on_node(const nop::NodeUpdate& update)
@@ -82,8 +88,7 @@ void TaskExecution::on_node(const nop::NodeUpdate& update)
         result.killed_reason.reset();
     if (fence_ == Fence::lease)
         result.runner_nid = lease_.runner_nid;
-    unrecorded_.push_back(std::move(result));
-    write_records();
+    queue_record(std::move(result));
 }
 
 void TaskExecution::on_task_end(const nop::TaskEnd& end)
@@ -91,19 +96,49 @@ void TaskExecution::on_task_end(const nop::TaskEnd& end)
     ended_ = true;
     if (!abandoned_ && fence_ == Fence::lease) {
         // The lease stays renewed until the end is written.
-        unrecorded_end_ = store::TaskOutcome{.state = end.state,
-                                             .error_code = end.error_code,
-                                             .error_message = end.error_message,
-                                             .aggregate_json = end.aggregate_json};
-        write_records();
+        queue_record(store::ProgressEnd{.task_id = task_id(),
+                                        .runner_nid = lease_.runner_nid,
+                                        .outcome = {.state = end.state,
+                                                    .error_code = end.error_code,
+                                                    .error_message = end.error_message,
+                                                    .aggregate_json = end.aggregate_json}});
     } else {
         ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
     }
     maybe_retire();
 }
 
+void TaskExecution::queue_record(store::ProgressRecord record)
+{
+    unwritten_.push_back(std::move(record));
+    if (write_timer_ || record_timer_)
+        return;  // this round's write is due already, or a retry
+    write_timer_ = ctx_.loop.defer([this, alive = alive_] {
+        if (!*alive)
+            return;
+        write_timer_ = 0;
+        write_records();
+        maybe_retire();
+    });
+}
+
+void TaskExecution::write_node_records_now()
+{
+    const bool node_waits = std::any_of(unwritten_.begin(), unwritten_.end(), [](const store::ProgressRecord& r) {
+        return std::holds_alternative<store::NodeResult>(r);
+    });
+    if (node_waits)
+        write_records();
+}
+
+bool TaskExecution::end_unwritten() const
+{
+    return !unwritten_.empty() && std::holds_alternative<store::ProgressEnd>(unwritten_.back());
+}
+
 void TaskExecution::write_records()
 {
+    ctx_.loop.cancel_timer(std::exchange(write_timer_, 0));
     if (abandoned_ || record_timer_)
         return;  // nothing more is written, or a retry is already due
     auto retry_later = [this](const Error& error) {
@@ -115,57 +150,79 @@ void TaskExecution::write_records()
             maybe_retire();
         });
     };
-    while (!unwritten_events_.empty()) {
-        const UnwrittenEvent& event = unwritten_events_.front();
-        std::optional<std::string> fence;
-        if (fence_ == Fence::lease)
-            fence = lease_.runner_nid;
-        auto appended = ctx_.store.append_event(task_id(), event.name, event.detail_json, fence);
-        if (!appended) {
-            if (is_store_fault(appended.error()))
-                return retry_later(appended.error());
-            if (is_lease_lost(appended.error())) {
-                unwritten_events_.clear();
-                return refused_later(appended.error());
+    bool recorded = false;
+    while (!unwritten_.empty()) {
+        const store::ProgressWritten written = ctx_.store.write_progress(unwritten_);
+        for (std::size_t i = 0; i < written.written; ++i)
+            recorded |= took(unwritten_[i], std::nullopt);
+        unwritten_.erase(unwritten_.begin(), unwritten_.begin() + static_cast<std::ptrdiff_t>(written.written));
+        if (!written.error)
+            break;
+        const Error& error = *written.error;
+        if (is_store_fault(error)) {
+            retry_later(error);
+            break;
+        }
+        // Refused: drop it (and what it decides), then write what is left,
+        // so nothing stays queued with no write to come.
+        const store::ProgressRecord& refused = unwritten_.front();
+        if (std::holds_alternative<store::ProgressEvent>(refused)) {
+            if (is_lease_lost(error)) {
+                drop_unwritten<store::ProgressEvent>();
+                refused_later(error);
+                continue;
             }
-            log::warning("task " + task_id() + ": event " + event.name + ": " + appended.error().describe(),
-                         {.task_id = task_id()});
+            log::warning("task " + task_id() + ": event " + std::get<store::ProgressEvent>(refused).name + ": " +
+                         error.describe(), {.task_id = task_id()});
+            --unwritten_events_;
+            unwritten_.erase(unwritten_.begin());
+        } else if (std::holds_alternative<store::NodeResult>(refused)) {
+            drop_unwritten<store::NodeResult>();
+            drop_unwritten<store::ProgressEnd>();
+            refused_later(error);
+        } else {
+            recorded |= took(refused, error);
+            unwritten_.erase(unwritten_.begin());
         }
-        unwritten_events_.pop_front();
     }
-    while (!unrecorded_.empty()) {
-        auto recorded = ctx_.store.record_node_result(unrecorded_.front());
-        if (!recorded) {
-            if (is_store_fault(recorded.error()))
-                return retry_later(recorded.error());
-            unrecorded_.clear();
-            unrecorded_end_.reset();
-            return refused_later(recorded.error());
-        }
-        ctx_.metrics.count_node(unrecorded_.front().state);
-        unrecorded_.pop_front();
-        if (ctx_.recorded)
-            ctx_.recorded();
+    if (recorded && ctx_.recorded)
+        ctx_.recorded();
+}
+
+bool TaskExecution::took(const store::ProgressRecord& record, const std::optional<Error>& refusal)
+{
+    if (std::holds_alternative<store::ProgressEvent>(record)) {
+        --unwritten_events_;
+        return false;
     }
-    if (!unrecorded_end_)
-        return;
-    const store::TaskOutcome& outcome = *unrecorded_end_;
-    auto completed = ctx_.store.complete(task_id(), lease_.runner_nid, outcome);
-    if (!completed && is_store_fault(completed.error()))
-        return retry_later(completed.error());
-    if (!completed)
+    if (const auto* node = std::get_if<store::NodeResult>(&record)) {
+        ctx_.metrics.count_node(node->state);
+        return true;
+    }
+    const store::TaskOutcome& outcome = std::get<store::ProgressEnd>(record).outcome;
+    if (refusal)
         log::warning("task " + task_id() + ": could not record its end (" + std::string(proto::to_string(outcome.state)) +
-                     "): " + completed.error().describe(), {.task_id = task_id()});
+                     "): " + refusal->describe(), {.task_id = task_id()});
     else
         log::info("task " + task_id() + ": " + std::string(proto::to_string(outcome.state)) + (outcome.error_code ? " " + *outcome.error_code : ""),
                   {.task_id = task_id()});
     ctx_.metrics.count_task(outcome.state);
     ctx_.metrics.task_duration.observe(static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(event::EventLoop::now() - claimed_).count()));
-    if (ctx_.recorded)
-        ctx_.recorded();
-    unrecorded_end_.reset();
     ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
+    return true;
+}
+
+template <class Record>
+void TaskExecution::drop_unwritten()
+{
+    std::erase_if(unwritten_, [this](const store::ProgressRecord& r) {
+        if (!std::holds_alternative<Record>(r))
+            return false;
+        if (std::holds_alternative<store::ProgressEvent>(r))
+            --unwritten_events_;
+        return true;
+    });
 }
 
 // --- the lease -------------------------------------------------------------------
@@ -173,7 +230,7 @@ void TaskExecution::write_records()
 void TaskExecution::renew_lease()
 {
     renew_timer_ = 0;
-    if (ended_ && !unrecorded_end_)
+    if (ended_ && !end_unwritten())
         return;
     const event::EventLoop::TimePoint asked = event::EventLoop::now();
     auto renewed = ctx_.store.renew(task_id(), lease_.runner_nid, ctx_.options.claims.lease_seconds);
@@ -244,9 +301,9 @@ void TaskExecution::abandon(const std::string& why)
     log::warning("task " + task_id() + ": abandoned, " + why, {.task_id = task_id()});
     abandoned_ = true;
     ended_ = true;
-    unwritten_events_.clear();
-    unrecorded_.clear();
-    unrecorded_end_.reset();
+    unwritten_.clear();
+    unwritten_events_ = 0;
+    ctx_.loop.cancel_timer(std::exchange(write_timer_, 0));
     ctx_.loop.cancel_timer(std::exchange(record_timer_, 0));
     ctx_.loop.cancel_timer(std::exchange(renew_timer_, 0));
     run_->abandon();
@@ -262,8 +319,7 @@ void TaskExecution::shut_down()
 
 void TaskExecution::maybe_retire()
 {
-    if (!ended_ || outstanding_ > 0 || ahead_jobs_ > 0 || retiring_ || !unwritten_events_.empty() ||
-        !unrecorded_.empty() || unrecorded_end_)
+    if (!ended_ || outstanding_ > 0 || ahead_jobs_ > 0 || retiring_ || !unwritten_.empty())
         return;
     release_ahead();
     retiring_ = true;

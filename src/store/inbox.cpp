@@ -44,13 +44,11 @@ std::vector<Result<DepositResult>> SqliteStore::deposit_batch(const std::vector<
             WriteTransaction txn(*this);
             for (const auto& request : requests) {
                 // Each deposit in a savepoint: one that fails leaves no trace.
-                use(savepoint_, "SAVEPOINT deposit")->exec();
-                auto result = guarded<DepositResult>(
+                auto result = in_savepoint<DepositResult>(
                     [&] { return "Failed to deposit task '" + request.task_id + "' into inbox '" + request.nid + "'"; },
                     [&] { return deposit_locked(request, now); });
-                if (!result)
-                    use(savepoint_rollback_, "ROLLBACK TO deposit")->exec();
-                use(savepoint_release_, "RELEASE deposit")->exec();
+                if (!result && !in_transaction())
+                    return std::move(result).error();  // the group is gone with it
                 results.push_back(std::move(result));
             }
             txn.commit();

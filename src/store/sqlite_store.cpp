@@ -293,6 +293,11 @@ void WriteTransaction::commit()
     mark_write_succeeded();
 }
 
+bool SqliteStore::in_transaction()
+{
+    return sqlite3_get_autocommit(db().getHandle()) == 0;
+}
+
 Error SqliteStore::classify_failure(Error error, int sqlite_code) noexcept
 {
     try {

@@ -162,6 +162,7 @@ public:
                                 const TaskOutcome& outcome) override;
 
     Result<RecordOutcome> record_node_result(const NodeResult& result) override;
+    ProgressWritten write_progress(const std::vector<ProgressRecord>& records) override;
     Result<std::vector<NodeResult>> node_results(const std::string& task_id) override;
     Result<bool> is_node_terminal(const std::string& dedup_key, const std::string& node_id) override;
 
@@ -257,6 +258,28 @@ private:
     // The leases for the rows a claim UPDATE returned, in claim order.
     static std::vector<Lease> finish_claims(const std::string& runner_nid, std::int64_t expiry,
                                             std::vector<ClaimedRow>& claimed);
+    // Inside a write transaction: runs `body` (under guarded()) in a
+    // savepoint, rolled back when it fails, so a failed step leaves no trace
+    // and the transaction goes on. Some failures (a full disk, an I/O error)
+    // end the whole transaction: after a failure, in_transaction() tells.
+    template <class T, class What, class Body>
+    Result<T> in_savepoint(What&& what, Body&& body)
+    {
+        use(savepoint_, "SAVEPOINT step")->exec();
+        Result<T> result = guarded<T>(what, body);
+        if (in_transaction()) {
+            if (!result)
+                use(savepoint_rollback_, "ROLLBACK TO step")->exec();
+            use(savepoint_release_, "RELEASE step")->exec();
+        }
+        return result;
+    }
+    bool in_transaction();
+    // Inside a write transaction: append_event's, record_node_result's work,
+    // stamped `now`; a refusal has written nothing.
+    Result<void> append_event_locked(std::int64_t now, const std::string& task_id, const std::string& name,
+                                     const std::string& detail_json, const std::optional<std::string>& lease_holder);
+    Result<RecordOutcome> record_node_result_locked(std::int64_t now, const NodeResult& result);
     // Inside a write transaction: ends runner_nid's live leases on task_ids and
     // records the outcome; an Error (naming the first task not fenced) when
     // any of them is not leased by runner_nid.
@@ -294,7 +317,7 @@ private:
     CachedStatement feed_all_, feed_task_, feed_last_;   // tasks.cpp
     // inbox.cpp
     CachedStatement deposit_find_, deposit_depth_bound_, deposit_depth_, deposit_task_, deposit_frame_;
-    CachedStatement savepoint_, savepoint_rollback_, savepoint_release_;
+    CachedStatement savepoint_, savepoint_rollback_, savepoint_release_;  // in_savepoint()
     CachedStatement peek_, ack_, depth_, last_id_, sweep_, inbox_known_, inbox_count_, inbox_add_;
     CachedStatement notice_find_, notice_sequence_, notice_id_, notice_insert_, notice_ack_, notice_sweep_;
     // retention.cpp

@@ -2,10 +2,9 @@
 // Task records, cancellation and the per-task event log.
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
 #include "nps/base/limits.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "progress_rules.hpp"
 #include "sqlite_store.hpp"
 #include "state_columns.hpp"
 
@@ -111,32 +110,33 @@ Result<void> SqliteStore::append_event(const std::string& task_id, const std::st
                                        const std::string& detail_json,
                                        const std::optional<std::string>& lease_holder)
 {
-    const std::string detail = detail_json.empty() ? std::string("{}") : detail_json;
-    if (name.empty())
-        return internal_error("Failed to append an event to task '" + task_id + "': empty event name");
-    if (!nlohmann::json::accept(detail))
-        return internal_error("Failed to append event '" + name + "' to task '" + task_id +
-                              "': detail is not valid JSON");
     return guarded<void>(
         [&] { return "Failed to append event '" + name + "' to task '" + task_id + "'"; },
         [&]() -> Result<void> {
-            const std::int64_t now = now_ms();
             WriteTransaction txn(*this);
-            std::int64_t message_id = 0;
-            {
-                auto st = use(task_exists_,
-                              "SELECT message_id, lease_owner, lease_expiry FROM tasks WHERE task_id = ?1");
-                st->bindNoCopy(1, task_id);
-                if (!st->executeStep())
-                    return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
-                message_id = st->getColumn(0).getInt64();
-                if (lease_holder && (optional_text(*st, 1) != lease_holder || st->getColumn(2).getInt64() <= now))
-                    return lease_error(now, task_id, *lease_holder);
-            }
-            add_event(message_id, now, name.c_str(), detail);
+            NPS_TRY_VOID(append_event_locked(now_ms(), task_id, name, detail_json, lease_holder));
             txn.commit();
             return {};
         });
+}
+
+Result<void> SqliteStore::append_event_locked(std::int64_t now, const std::string& task_id, const std::string& name,
+                                              const std::string& detail_json,
+                                              const std::optional<std::string>& lease_holder)
+{
+    const std::string detail = NPS_TRY(checked_event_detail(task_id, name, detail_json));
+    std::int64_t message_id = 0;
+    {
+        auto st = use(task_exists_, "SELECT message_id, lease_owner, lease_expiry FROM tasks WHERE task_id = ?1");
+        st->bindNoCopy(1, task_id);
+        if (!st->executeStep())
+            return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
+        message_id = st->getColumn(0).getInt64();
+        if (lease_holder && (optional_text(*st, 1) != lease_holder || st->getColumn(2).getInt64() <= now))
+            return lease_error(now, task_id, *lease_holder);
+    }
+    add_event(message_id, now, name.c_str(), detail);
+    return {};
 }
 
 Result<std::vector<TaskEvent>> SqliteStore::events(const std::string& task_id)

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "nps/base/result.hpp"
 #include "nps/proto/states.hpp"
 
 namespace nps::store {
@@ -151,6 +153,30 @@ struct NodeResult {
 
 enum class RecordOutcome { recorded, duplicate };
 const char* to_string(RecordOutcome outcome);
+
+// What an executing runner writes as a task's run goes on, in order, with
+// Store::write_progress: an event (as append_event), a node's record (as
+// record_node_result) and the task's end (as complete).
+struct ProgressEvent {
+    std::string task_id{};
+    std::string name{};
+    std::string detail_json{};                 // "" means "{}"
+    std::optional<std::string> lease_holder{};  // fences the event as append_event's
+};
+struct ProgressEnd {
+    std::string task_id{};
+    std::string runner_nid{};  // the lease holder that completes the task
+    TaskOutcome outcome{};
+};
+using ProgressRecord = std::variant<ProgressEvent, NodeResult, ProgressEnd>;
+
+// Store::write_progress's answer: the first `written` records are stored
+// (a duplicate node record counts as stored); when fewer than all, `error`
+// says why records[written] was not, and none after it was tried.
+struct ProgressWritten {
+    std::size_t written = 0;
+    std::optional<Error> error{};
+};
 
 struct TaskEvent {
     std::int64_t pos = 0;  // place in the log of every task (the all-tasks feed's cursor), ascending

@@ -87,34 +87,6 @@ bool complete_all(PostgresStore& store, const std::vector<std::string>& task_ids
     return true;
 }
 
-// Inside w's transaction: ends runner_nid's live leases on task_ids and
-// records the outcome; an Error (naming the first task not fenced) when any
-// of them is not leased by runner_nid — the caller then rolls back.
-Result<void> complete_locked(PostgresStore& store, Work& w, const std::vector<std::string>& task_ids,
-                             const std::string& runner_nid, const TaskOutcome& outcome)
-{
-    NPS_TRY_VOID(detail::check_terminal(task_ids.front(), outcome));
-    std::unordered_set<std::string> fenced;
-    {
-        Params p;
-        p.text_array(task_ids)
-            .text(runner_nid)
-            .integer(w.now())
-            .text(std::string(proto::to_string(outcome.state)))
-            .optional_text(outcome.error_code)
-            .optional_text(outcome.error_message)
-            .optional_text(outcome.aggregate_json);
-        const Rows rows = w.conn().query(kCompleteSql, p);
-        for (int r = 0; r < rows.size(); ++r)
-            fenced.insert(rows.text(r, 0));
-    }
-    if (fenced.size() != task_ids.size())
-        for (const auto& task_id : task_ids)
-            if (!fenced.count(task_id))
-                return store.lease_error(w.conn(), w.now(), task_id, runner_nid);
-    return {};
-}
-
 }  // namespace
 
 Error PostgresStore::lease_error(Connection& conn, std::int64_t now, const std::string& task_id,
@@ -165,6 +137,34 @@ Result<void> PostgresStore::release(const std::string& task_id, const std::strin
         });
 }
 
+// Inside w's transaction: ends runner_nid's live leases on task_ids and
+// records the outcome; an Error (naming the first task not fenced) when any
+// of them is not leased by runner_nid — the caller then rolls back.
+Result<void> PostgresStore::complete_locked(Work& w, const std::vector<std::string>& task_ids,
+                                            const std::string& runner_nid, const TaskOutcome& outcome)
+{
+    NPS_TRY_VOID(detail::check_terminal(task_ids.front(), outcome));
+    std::unordered_set<std::string> fenced;
+    {
+        Params p;
+        p.text_array(task_ids)
+            .text(runner_nid)
+            .integer(w.now())
+            .text(std::string(proto::to_string(outcome.state)))
+            .optional_text(outcome.error_code)
+            .optional_text(outcome.error_message)
+            .optional_text(outcome.aggregate_json);
+        const Rows rows = w.conn().query(kCompleteSql, p);
+        for (int r = 0; r < rows.size(); ++r)
+            fenced.insert(rows.text(r, 0));
+    }
+    if (fenced.size() != task_ids.size())
+        for (const auto& task_id : task_ids)
+            if (!fenced.count(task_id))
+                return lease_error(w.conn(), w.now(), task_id, runner_nid);
+    return {};
+}
+
 Result<void> PostgresStore::complete(const std::string& task_id, const std::string& runner_nid,
                                      const TaskOutcome& outcome)
 {
@@ -175,7 +175,7 @@ Result<void> PostgresStore::complete(const std::string& task_id, const std::stri
             if (complete_all(*this, {task_id}, runner_nid, outcome))
                 return {};
             Work w(*this);
-            NPS_TRY_VOID(complete_locked(*this, w, {task_id}, runner_nid, outcome));
+            NPS_TRY_VOID(complete_locked(w, {task_id}, runner_nid, outcome));
             w.commit();
             return {};
         });
@@ -194,7 +194,7 @@ Result<void> PostgresStore::complete_batch(const std::vector<std::string>& task_
                 return {};
             // All or nothing: one task not fenced rolls the batch back.
             Work w(*this);
-            NPS_TRY_VOID(complete_locked(*this, w, task_ids, runner_nid, outcome));
+            NPS_TRY_VOID(complete_locked(w, task_ids, runner_nid, outcome));
             w.commit();
             return {};
         });

@@ -64,72 +64,79 @@ NodeResult read_node_result(const Rows& rows, int row)
 
 Result<RecordOutcome> PostgresStore::record_node_result(const NodeResult& result)
 {
-    NPS_TRY_VOID(detail::check_node_result(result));
     return guarded<RecordOutcome>(
         [&] { return "Failed to record the result of node '" + result.node_id + "' of task '" + result.task_id + "'"; },
         [&]() -> Result<RecordOutcome> {
             Work w(*this);
-            Connection& c = w.conn();
-            const std::int64_t now = w.now();
-            {
-                Params p;
-                p.text(result.task_id);
-                const Rows task = c.query(kLockTask, p);
-                if (task.empty())
-                    return protocol_error(proto::code::kNopTaskNotFound,
-                                          "Task '" + result.task_id + "' does not exist");
-                if (task.text(0, 0) != result.dedup_key)
-                    return protocol_error(proto::code::kNopClaimConflict,
-                                          "Task '" + result.task_id + "': dedup_key does not match the task");
-                if (result.runner_nid && result.fence != LeaseFence::none) {
-                    const auto owner = task.optional_text(0, 1);
-                    const bool live = task.integer(0, 2) > now;
-                    const bool refused = result.fence == LeaseFence::runner_lease
-                                             ? owner != result.runner_nid || !live
-                                             : owner && owner != result.runner_nid && live;
-                    if (refused)
-                        return lease_error(c, now, result.task_id, *result.runner_nid);
-                }
-            }
-            {
-                Params p;
-                p.text(result.task_id).text(result.node_id).text(result.dedup_key);
-                const Rows found = c.query(kFindResult, p);
-                if (!found.empty()) {
-                    const proto::NodeState state =
-                        detail::node_state_column(found.text(0, 0), result.task_id, result.node_id);
-                    if (detail::is_stale_saga_report(state, result.state))
-                        return RecordOutcome::duplicate;  // an out-of-order replay; nothing to commit
-                    if (proto::is_terminal(state) && !detail::starts_compensation(state, result.state)) {
-                        // A compensation record may omit the result it keeps (see the upsert).
-                        const bool same_result = found.optional_text(0, 2) == result.result_json ||
-                                                 (!result.result_json && detail::saga_rank(result.state) >= 2);
-                        if (state == result.state && found.optional_text(0, 1) == result.error_code && same_result)
-                            return RecordOutcome::duplicate;  // nothing to commit
-                        return protocol_error(proto::code::kNopTaskAlreadyCompleted,
-                                              "Node '" + result.node_id + "' of task '" + result.task_id +
-                                                  "' already ended " + std::string(proto::to_string(state)) + " with a different result");
-                    }
-                }
-            }
-            {
-                Params p;
-                p.text(result.task_id)
-                    .text(result.node_id)
-                    .text(result.dedup_key)
-                    .text(proto::to_string(result.state))
-                    .integer(result.attempts)
-                    .optional_text(result.error_code)
-                    .optional_text(result.error_message)
-                    .optional_text(result.result_json)
-                    .optional_text(result.killed_reason)
-                    .optional_text(result.runner_nid)
-                    .integer(now);
-                c.query(kUpsertResult, p);
-            }
-            w.commit();
-            return RecordOutcome::recorded;
+            const RecordOutcome outcome = NPS_TRY(record_node_result_locked(w, result));
+            if (outcome == RecordOutcome::recorded)
+                w.commit();  // a duplicate changed nothing: nothing to commit
+            return outcome;
         });
+}
+
+Result<RecordOutcome> PostgresStore::record_node_result_locked(Work& w, const NodeResult& result)
+{
+    NPS_TRY_VOID(detail::check_node_result(result));
+    Connection& c = w.conn();
+    const std::int64_t now = w.now();
+    {
+        Params p;
+        p.text(result.task_id);
+        const Rows task = c.query(kLockTask, p);
+        if (task.empty())
+            return protocol_error(proto::code::kNopTaskNotFound,
+                                  "Task '" + result.task_id + "' does not exist");
+        if (task.text(0, 0) != result.dedup_key)
+            return protocol_error(proto::code::kNopClaimConflict,
+                                  "Task '" + result.task_id + "': dedup_key does not match the task");
+        if (result.runner_nid && result.fence != LeaseFence::none) {
+            const auto owner = task.optional_text(0, 1);
+            const bool live = task.integer(0, 2) > now;
+            const bool refused = result.fence == LeaseFence::runner_lease
+                                     ? owner != result.runner_nid || !live
+                                     : owner && owner != result.runner_nid && live;
+            if (refused)
+                return lease_error(c, now, result.task_id, *result.runner_nid);
+        }
+    }
+    {
+        Params p;
+        p.text(result.task_id).text(result.node_id).text(result.dedup_key);
+        const Rows found = c.query(kFindResult, p);
+        if (!found.empty()) {
+            const proto::NodeState state =
+                detail::node_state_column(found.text(0, 0), result.task_id, result.node_id);
+            if (detail::is_stale_saga_report(state, result.state))
+                return RecordOutcome::duplicate;  // an out-of-order replay; nothing to commit
+            if (proto::is_terminal(state) && !detail::starts_compensation(state, result.state)) {
+                // A compensation record may omit the result it keeps (see the upsert).
+                const bool same_result = found.optional_text(0, 2) == result.result_json ||
+                                         (!result.result_json && detail::saga_rank(result.state) >= 2);
+                if (state == result.state && found.optional_text(0, 1) == result.error_code && same_result)
+                    return RecordOutcome::duplicate;  // nothing to commit
+                return protocol_error(proto::code::kNopTaskAlreadyCompleted,
+                                      "Node '" + result.node_id + "' of task '" + result.task_id +
+                                          "' already ended " + std::string(proto::to_string(state)) + " with a different result");
+            }
+        }
+    }
+    {
+        Params p;
+        p.text(result.task_id)
+            .text(result.node_id)
+            .text(result.dedup_key)
+            .text(proto::to_string(result.state))
+            .integer(result.attempts)
+            .optional_text(result.error_code)
+            .optional_text(result.error_message)
+            .optional_text(result.result_json)
+            .optional_text(result.killed_reason)
+            .optional_text(result.runner_nid)
+            .integer(now);
+        c.query(kUpsertResult, p);
+    }
+    return RecordOutcome::recorded;
 }
 
 Result<std::vector<NodeResult>> PostgresStore::node_results(const std::string& task_id)

@@ -125,6 +125,7 @@ public:
                                 const TaskOutcome& outcome) override;
 
     Result<RecordOutcome> record_node_result(const NodeResult& result) override;
+    ProgressWritten write_progress(const std::vector<ProgressRecord>& records) override;
     Result<std::vector<NodeResult>> node_results(const std::string& task_id) override;
     Result<bool> is_node_terminal(const std::string& dedup_key, const std::string& node_id) override;
 
@@ -203,6 +204,14 @@ public:
     // transitions' events are written by the schema's triggers.
     void add_event(Connection& conn, std::int64_t message_id, std::int64_t at_ms, const std::string& name,
                    const std::string& detail);
+    // Inside w's transaction: append_event's, record_node_result's and
+    // complete's work (pg_tasks.cpp, pg_results.cpp, pg_leases.cpp); a
+    // refusal has written nothing.
+    Result<void> append_event_locked(Work& w, const std::string& task_id, const std::string& name,
+                                     const std::string& detail_json, const std::optional<std::string>& lease_holder);
+    Result<RecordOutcome> record_node_result_locked(Work& w, const NodeResult& result);
+    Result<void> complete_locked(Work& w, const std::vector<std::string>& task_ids, const std::string& runner_nid,
+                                 const TaskOutcome& outcome);
     // Why runner_nid holds no live lease on task_id: NOP-TASK-NOT-FOUND or
     // NOP-CLAIM-CONFLICT with an explanation (pg_leases.cpp).
     Error lease_error(Connection& conn, std::int64_t now, const std::string& task_id, const std::string& runner_nid);

@@ -8,10 +8,9 @@
 #include <limits>
 #include <optional>
 
-#include <nlohmann/json.hpp>
-
 #include "nps/base/limits.hpp"
 #include "nps/proto/error_codes.hpp"
+#include "../progress_rules.hpp"
 #include "../state_columns.hpp"
 #include "pg_store.hpp"
 
@@ -149,35 +148,38 @@ Result<void> PostgresStore::append_event(const std::string& task_id, const std::
                                          const std::string& detail_json,
                                          const std::optional<std::string>& lease_holder)
 {
-    const std::string detail = detail_json.empty() ? std::string("{}") : detail_json;
-    if (name.empty())
-        return internal_error("Failed to append an event to task '" + task_id + "': empty event name");
-    if (!nlohmann::json::accept(detail))
-        return internal_error("Failed to append event '" + name + "' to task '" + task_id +
-                              "': detail is not valid JSON");
     return guarded<void>(
         [&] { return "Failed to append event '" + name + "' to task '" + task_id + "'"; },
         [&]() -> Result<void> {
             Work w(*this);
-            Connection& c = w.conn();
-            const std::int64_t now = w.now();
-            std::int64_t message_id = 0;
-            {
-                // The row lock also orders this event's seq after those the
-                // triggers write (they run under the lock of their UPDATE).
-                Params p;
-                p.text(task_id);
-                const Rows rows = c.query(kLockTaskLease, p);
-                if (rows.empty())
-                    return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
-                message_id = rows.integer(0, 0);
-                if (lease_holder && (rows.optional_text(0, 1) != lease_holder || rows.integer(0, 2) <= now))
-                    return lease_error(c, now, task_id, *lease_holder);
-            }
-            add_event(c, message_id, now, name, detail);
+            NPS_TRY_VOID(append_event_locked(w, task_id, name, detail_json, lease_holder));
             w.commit();
             return {};
         });
+}
+
+Result<void> PostgresStore::append_event_locked(Work& w, const std::string& task_id, const std::string& name,
+                                                const std::string& detail_json,
+                                                const std::optional<std::string>& lease_holder)
+{
+    const std::string detail = NPS_TRY(detail::checked_event_detail(task_id, name, detail_json));
+    Connection& c = w.conn();
+    const std::int64_t now = w.now();
+    std::int64_t message_id = 0;
+    {
+        // The row lock also orders this event's seq after those the
+        // triggers write (they run under the lock of their UPDATE).
+        Params p;
+        p.text(task_id);
+        const Rows rows = c.query(kLockTaskLease, p);
+        if (rows.empty())
+            return protocol_error(proto::code::kNopTaskNotFound, "Task '" + task_id + "' does not exist");
+        message_id = rows.integer(0, 0);
+        if (lease_holder && (rows.optional_text(0, 1) != lease_holder || rows.integer(0, 2) <= now))
+            return lease_error(c, now, task_id, *lease_holder);
+    }
+    add_event(c, message_id, now, name, detail);
+    return {};
 }
 
 Result<std::vector<TaskEvent>> PostgresStore::events(const std::string& task_id)
