@@ -49,8 +49,9 @@ public:
     void start();
     // The task was cancelled through the store (the API): stop and end.
     void cancelled_elsewhere();
-    // The daemon is stopping and the grace is over: kill the workers, give
-    // the lease back so another runner resumes the task at once.
+    // The daemon is stopping and the grace is over: write what is queued,
+    // kill the workers, give the lease back so another runner resumes the
+    // task at once.
     void shut_down();
 
     const std::string& task_id() const { return lease_.task_id; }

@@ -314,6 +314,8 @@ void TaskExecution::abandon(const std::string& why)
 void TaskExecution::shut_down()
 {
     release_on_retire_ = !ended_;
+    // What this round queued is written first: the next claim resumes after it.
+    write_records();
     abandon("the runner is shutting down");
 }
 

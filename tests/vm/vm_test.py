@@ -156,12 +156,16 @@ def make_plan(args):
         name = Path(args.sandbox_test).name
         runner = Path(args.runner).name
         lines.append(f"sandbox root env {env} NPS_RUNNER_BIN=/nps/bin/{runner} /nps/bin/{name} --no-colors")
+    # The smoke's own waits (serve ready, the task done) end well inside the
+    # VM's timeout, so that a stall prints serve.log instead of the VM being
+    # killed with nothing said.
+    wait = max(20, int(args.timeout) // 4)
     if args.package:
         lines.append(f"package-install root /nps/package_smoke install /nps/pkg/{Path(args.package).name}")
-        lines.append("dag-smoke root /nps/dag_smoke /usr/bin/nps-runner /nps/dag")
+        lines.append(f"dag-smoke root /nps/dag_smoke /usr/bin/nps-runner /nps/dag {wait}")
         lines.append("package-purge root /nps/package_smoke purge")
     elif args.dag_smoke:
-        lines.append(f"dag-smoke root /nps/dag_smoke /nps/bin/{Path(args.runner).name} /nps/dag")
+        lines.append(f"dag-smoke root /nps/dag_smoke /nps/bin/{Path(args.runner).name} /nps/dag {wait}")
     return "".join(line + "\n" for line in lines)
 
 

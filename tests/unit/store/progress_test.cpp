@@ -29,8 +29,10 @@ NodeResult completed_node(const std::string& task_id, const std::string& runner)
 
 std::vector<std::string> event_names(Store& store, const std::string& task_id)
 {
+    const auto events = store.events(task_id);
+    REQUIRE_MESSAGE(events, (events ? std::string() : events.error().describe()));
     std::vector<std::string> names;
-    for (const auto& e : *store.events(task_id))
+    for (const auto& e : *events)
         names.push_back(e.name);
     return names;
 }
@@ -47,7 +49,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a run's events, node record and end are written
                                               ProgressEnd{.task_id = "task-1", .runner_nid = kRunnerA,
                                                           .outcome = completed()}};
     const ProgressWritten written = store->write_progress(records);
-    CHECK_MESSAGE(!written.error, written.error->describe());
+    CHECK_MESSAGE(!written.error, (written.error ? written.error->describe() : std::string()));
     CHECK(written.written == 4);
 
     const auto names = event_names(*store, "task-1");
@@ -121,7 +123,7 @@ TEST_CASE_FIXTURE(StoreFixture, "a node record already written counts as written
     claim_head(kRunnerA);
     REQUIRE(store->record_node_result(completed_node("task-1", kRunnerA)));
     ProgressWritten written = store->write_progress({completed_node("task-1", kRunnerA), event("task-1", "next", kRunnerA)});
-    CHECK_MESSAGE(!written.error, written.error->describe());
+    CHECK_MESSAGE(!written.error, (written.error ? written.error->describe() : std::string()));
     CHECK(written.written == 2);
     CHECK(event_names(*store, "task-1").back() == "next");
 
