@@ -21,6 +21,11 @@ The load comes from deposit-load (bench/throughput/deposit_load.cpp, libcurl).
 
     python3 bench/throughput/bench_throughput.py [--runner build/nps-runner]
         [--phase deposit|e2e|both] [--deposits 20000] [--clients 16] [--tasks 2000] [--task-clients 8]
+        [--store-url postgresql://…]
+
+--store-url runs the e2e phase on that store (docs/scale-out.md) instead of the
+state directory's runner.db: give each run a database of its own (the bench's
+task ids repeat), e.g. CREATE DATABASE on a scripts/pg-scratch server.
 """
 import argparse
 import json
@@ -146,8 +151,8 @@ def main():
     parser.add_argument("--no-spawn-server", dest="spawn_server", action="store_false",
                         help="e2e: [workers] spawn_server = false (workers cloned from the daemon itself)")
     parser.add_argument("--store-url", metavar="URL",
-                        help="e2e: the daemon's [store] url, e.g. a postgresql:// of a scratch server "
-                             "(scripts/pg-scratch): its schema must be empty or this bench's own")
+                        help="e2e: the daemon's [store] url, e.g. a postgresql:// database of its own on "
+                             "a scratch server (scripts/pg-scratch); the bench's task ids repeat from run to run")
     parser.add_argument("--crun-peer", nargs=2, metavar=("BUNDLE", "TASKS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crun_peer:
