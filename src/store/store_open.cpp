@@ -1,11 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Store::open: the backend is chosen by OpenOptions::url; and the backends'
-// shared defaults of deposit_batch and write_progress.
+// shared default of deposit_batch.
 #include "nps/store/store.hpp"
-
-#include <type_traits>
-#include <variant>
-
 #include "postgres/pg_store.hpp"
 #include "sqlite_store.hpp"
 
@@ -28,32 +24,6 @@ std::vector<Result<DepositResult>> Store::deposit_batch(const std::vector<Deposi
     for (const auto& request : requests)
         results.push_back(deposit(request));
     return results;
-}
-
-ProgressWritten Store::write_progress(const std::vector<ProgressRecord>& records)
-{
-    ProgressWritten out;
-    for (const ProgressRecord& record : records) {
-        Result<void> written = std::visit(
-            [this](const auto& r) -> Result<void> {
-                using R = std::decay_t<decltype(r)>;
-                if constexpr (std::is_same_v<R, ProgressEvent>) {
-                    return append_event(r.task_id, r.name, r.detail_json, r.lease_holder);
-                } else if constexpr (std::is_same_v<R, NodeResult>) {
-                    auto recorded = record_node_result(r);
-                    return recorded ? Result<void>{} : Result<void>(recorded.error());
-                } else {
-                    return complete(r.task_id, r.runner_nid, r.outcome);
-                }
-            },
-            record);
-        if (!written) {
-            out.error = written.error();
-            break;
-        }
-        ++out.written;
-    }
-    return out;
 }
 
 }  // namespace nps::store

@@ -210,9 +210,8 @@ public:
     // and ends the batch, those before it are committed (ProgressWritten); a
     // failure of the store itself (a full disk, a lost connection) writes
     // none. The executor's way to write what one loop round of a run
-    // produced with one commit (docs/executor.md "Records"). The default
-    // writes them one after the other.
-    virtual ProgressWritten write_progress(const std::vector<ProgressRecord>& records);
+    // produced with one commit (docs/executor.md "Records").
+    virtual ProgressWritten write_progress(const std::vector<ProgressRecord>& records) = 0;
     // In seq order; empty for an unknown task.
     virtual Result<std::vector<TaskEvent>> events(const std::string& task_id) = 0;
     // The live feeds' read (EventQuery); empty for an unknown task.
