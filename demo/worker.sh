@@ -14,9 +14,29 @@
 # {"compensated": "<node>"} whatever the mode.
 read -r frame || { echo "worker: no DelegateFrame on stdin" >&2; exit 2; }
 
-# An integer member of the frame's params object.
-param() {
-    printf '%s' "$frame" | sed -n 's/.*"params":{\([^}]*\)}.*/\1/p' | sed -n "s/.*\"$1\":\(-\{0,1\}[0-9][0-9]*\).*/\1/p"
+# What the modes read of the frame is taken with the shell's own pattern
+# matching, into variables: the worker starts no process of its own.
+#
+# params: the frame's params object "{...}", from the last '"params":{' to
+# the first "}" after it (params is a flat object), or empty.
+read_params() {
+    params=
+    case $frame in *'"params":{'*'}'*) ;; *) return 0 ;; esac
+    p=${frame##*\"params\":\{}
+    p=${p%%\}*}
+    params="{$p}"
+}
+# value: the integer member $1 of the params object (an optional "-", then
+# digits), or empty.
+read_int_param() {
+    read_params
+    value=
+    case $params in *"\"$1\":"*) ;; *) return 0 ;; esac
+    v=${params##*\"$1\":}
+    sign=
+    case $v in -*) sign=-; v=${v#-} ;; esac
+    v=${v%%[!0-9]*}
+    [ -z "$v" ] || value=$sign$v
 }
 final() { printf '{"seq":0,"is_final":true,"data":%s}\n' "$1"; }
 
@@ -28,9 +48,9 @@ mode=${1:-}
 [ $# -gt 0 ] && shift
 case "$mode" in
 emit) final "$1" ;;
-double) v=$(param value); final "{\"value\":$((v * 2))}" ;;
-report) v=$(param answer); final "{\"answer\":${v:-null}}" ;;
-echo) p=$(printf '%s' "$frame" | sed -n 's/.*"params":\({[^}]*}\).*/\1/p'); final "{\"params\":${p:-null}}" ;;
+double) read_int_param value; final "{\"value\":$((value * 2))}" ;;
+report) read_int_param answer; final "{\"answer\":${value:-null}}" ;;
+echo) read_params; final "{\"params\":${params:-null}}" ;;
 fail) printf '{"seq":0,"is_final":true,"error":{"code":"%s","message":"asked to fail","retryable":false}}\n' "$1" ;;
 sleep) sleep "$1"; final '{}' ;;
 chatter)
