@@ -80,6 +80,8 @@ struct Deliverer::Impl {
     // Claims what fits in the free slots and starts it; then plans the next look.
     void pump();
     void pump_soon();
+    // Whether a row of the kinds this deliverer claims is due now.
+    bool something_due();
     // A row claimed at `asked` (this host's monotonic clock, just before
     // the claim): attempted, or given back when its lease is too short.
     void begin(const store::ReportRow& row, Steady asked);
@@ -152,7 +154,7 @@ void Deliverer::Impl::pump()
             store_failed(discarded.error());
     }
     const std::size_t room = options.batch - std::min<std::size_t>(in_flight.size(), options.batch);
-    if (room > 0) {
+    if (room > 0 && something_due()) {
         const Steady asked = Steady::clock::now();
         auto rows = store->claim_reports({.owner = owner,
                                           .lease_ms = lease_ms(),
@@ -168,6 +170,19 @@ void Deliverer::Impl::pump()
     }
     refresh_counts();
     plan_next_look();
+}
+
+bool Deliverer::Impl::something_due()
+{
+    // A read first: the claim is a write transaction, which would wait for
+    // the write lock (a deposit's commit and its fsync) on the loop even
+    // when, as after most records, nothing is due.
+    auto due_in = store->report_due_in_ms(claimable());
+    if (!due_in) {
+        store_failed(due_in.error());
+        return false;
+    }
+    return *due_in && **due_in <= 0;
 }
 
 void Deliverer::Impl::begin(const store::ReportRow& row, Steady asked)

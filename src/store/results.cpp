@@ -119,6 +119,14 @@ Result<RecordOutcome> SqliteStore::record_node_result_locked(std::int64_t now, c
         st->bind(11, static_cast<std::int64_t>(now));
         st->exec();
     }
+    if (!node_reports_) {  // OpenOptions::node_reports: the trigger's row goes with the record
+        auto st = use(result_unreported_,
+                      "DELETE FROM report_outbox "
+                      "WHERE kind = 'node' AND task_id = ?1 AND node_id = ?2 AND status = 'pending'");
+        st->bindNoCopy(1, result.task_id);
+        st->bindNoCopy(2, result.node_id);
+        st->exec();
+    }
     return RecordOutcome::recorded;
 }
 

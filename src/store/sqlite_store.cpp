@@ -228,7 +228,7 @@ Result<std::unique_ptr<Store>> open_sqlite(const OpenOptions& options, const Clo
         if (!version)
             return std::move(version).error();
         std::unique_ptr<Store> store =
-            std::make_unique<detail::SqliteStore>(std::move(db), clock, path, version.value());
+            std::make_unique<detail::SqliteStore>(std::move(db), clock, path, version.value(), options.node_reports);
         return store;
     } catch (const SQLite::Exception& e) {
         return refuse(path, e.what());
@@ -237,8 +237,9 @@ Result<std::unique_ptr<Store>> open_sqlite(const OpenOptions& options, const Clo
     }
 }
 
-SqliteStore::SqliteStore(std::unique_ptr<SQLite::Database> db, const Clock& clock, std::string path, int version)
-    : db_(std::move(db)), clock_(clock), path_(std::move(path)), version_(version)
+SqliteStore::SqliteStore(std::unique_ptr<SQLite::Database> db, const Clock& clock, std::string path, int version,
+                         bool node_reports)
+    : db_(std::move(db)), clock_(clock), path_(std::move(path)), version_(version), node_reports_(node_reports)
 {
 }
 

@@ -136,7 +136,9 @@ void bind_optional(SQLite::Statement& stmt, int index, std::optional<std::string
 
 class SqliteStore final : public Store {
 public:
-    SqliteStore(std::unique_ptr<SQLite::Database> db, const Clock& clock, std::string path, int version);
+    // node_reports: OpenOptions::node_reports.
+    SqliteStore(std::unique_ptr<SQLite::Database> db, const Clock& clock, std::string path, int version,
+                bool node_reports);
     ~SqliteStore() override;
 
     int schema_version() const override { return version_; }
@@ -309,6 +311,7 @@ private:
     const Clock& clock_;
     std::string path_;
     int version_;
+    bool node_reports_;
 
     // Statement slots, grouped by the file that owns their SQL.
     CachedStatement begin_, commit_, rollback_;
@@ -328,7 +331,7 @@ private:
     CachedStatement claim_head_, claim_batch_, claim_task_lookup_, claim_task_, claim_renew_;
     CachedStatement lease_state_, renew_, release_, complete_;
     // results.cpp
-    CachedStatement result_task_, result_find_, result_upsert_, result_list_, result_terminal_;
+    CachedStatement result_task_, result_find_, result_upsert_, result_unreported_, result_list_, result_terminal_;
     // tasks.cpp
     CachedStatement task_get_, task_list_, task_counts_, cancel_task_;
     // announces.cpp

@@ -154,7 +154,8 @@ struct Config {
         return {.path = database_path(),
                 .url = store_url,
                 .synchronous = sync,
-                .transaction_pooler = store_pooler == StorePooler::transaction};
+                .transaction_pooler = store_pooler == StorePooler::transaction,
+                .node_reports = report.task_store_url.has_value()};
     }
     std::string generated_token_path() const { return state_dir + "/" + kGeneratedTokenFile; }
 };

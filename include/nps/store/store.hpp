@@ -63,6 +63,12 @@ struct OpenOptions {
     // prepared once per connection, and the session's statement timeout is
     // left to the role or the pooler (docs/scale-out.md "Poolers").
     bool transaction_pooler = false;
+    // Whether a task store takes this runner's node states ([report]
+    // task_store_url, docs/reporting.md). false: the outbox row the schema's
+    // trigger adds for a node's record is removed in the transaction that
+    // recorded it — no row to deliver, and none for the deliverer to discard
+    // in a transaction (and an fsync) of its own.
+    bool node_reports = true;
 };
 
 // The schema version this build creates and migrates to (runner.db's PRAGMA user_version).

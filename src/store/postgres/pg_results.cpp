@@ -35,6 +35,9 @@ constexpr const char* kUpsertResult =
     "THEN node_results.result END), "
     "killed_reason = excluded.killed_reason, runner_nid = excluded.runner_nid, "
     "recorded_at = excluded.recorded_at";
+// OpenOptions::node_reports false: the row the trigger added goes with the record.
+constexpr const char* kDropNodeReports =
+    "DELETE FROM report_outbox WHERE kind = 'node' AND task_id = $1 AND node_id = $2 AND status = 'pending'";
 // COLLATE "C": byte order, as SQLite's BINARY collation sorts.
 constexpr const char* kListResults =
     "SELECT " NPS_PG_NODE_RESULT_COLUMNS " FROM node_results WHERE task_id = $1 "
@@ -135,6 +138,11 @@ Result<RecordOutcome> PostgresStore::record_node_result_locked(Work& w, const No
             .optional_text(result.runner_nid)
             .integer(now);
         c.query(kUpsertResult, p);
+    }
+    if (!node_reports_) {
+        Params p;
+        p.text(result.task_id).text(result.node_id);
+        c.query(kDropNodeReports, p);
     }
     return RecordOutcome::recorded;
 }

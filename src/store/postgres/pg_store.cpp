@@ -40,7 +40,7 @@ Result<std::unique_ptr<Store>> open_postgres(const OpenOptions& options, const C
 {
     try {
         auto store = std::make_unique<PostgresStore>(options.url, clock, options.clock_source,
-                                                     options.transaction_pooler);
+                                                     options.transaction_pooler, options.node_reports);
         store->connect();
         return std::unique_ptr<Store>(std::move(store));
     } catch (const std::exception& e) {
@@ -62,11 +62,12 @@ void Work::commit()
 }
 
 PostgresStore::PostgresStore(std::string conninfo, const Clock& clock, ClockSource clock_source,
-                             bool transaction_pooler)
+                             bool transaction_pooler, bool node_reports)
     : conninfo_(with_connect_timeout(std::move(conninfo))),
       clock_(clock),
       clock_source_(clock_source),
-      transaction_pooler_(transaction_pooler)
+      transaction_pooler_(transaction_pooler),
+      node_reports_(node_reports)
 {
 }
 

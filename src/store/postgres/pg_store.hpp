@@ -95,8 +95,9 @@ private:
 
 class PostgresStore final : public Store {
 public:
-    // transaction_pooler: OpenOptions::transaction_pooler.
-    PostgresStore(std::string conninfo, const Clock& clock, ClockSource clock_source, bool transaction_pooler);
+    // transaction_pooler, node_reports: OpenOptions' own.
+    PostgresStore(std::string conninfo, const Clock& clock, ClockSource clock_source, bool transaction_pooler,
+                  bool node_reports);
     ~PostgresStore() override;
 
     // Connects and migrates; throws PgFailure.
@@ -245,6 +246,7 @@ private:
     const Clock& clock_;
     ClockSource clock_source_;
     bool transaction_pooler_;
+    bool node_reports_;
     std::unique_ptr<Connection> conn_;
     int version_ = 0;
     static constexpr std::chrono::milliseconds kFirstReconnectDelay{250};

@@ -146,7 +146,10 @@ TEST_CASE("idle timeout: no output for the limit kills the whole worker")
     Harness h(mode);
     if (!h.available())
         return;
-    auto spec = sh_worker("sleep 200 & sleep 200; echo never");
+    // A duration of this run's own, so that no other "sleep" on the host
+    // (another test, an operator's shell) is taken for a survivor.
+    const std::string sleep = "sleep 2" + std::to_string(::getpid());
+    auto spec = sh_worker(sleep + " & " + sleep + "; echo never");
     spec.idle_timeout = 300ms;
     auto id = h.start(std::move(spec));
     auto o = h.wait(id);
@@ -156,7 +159,7 @@ TEST_CASE("idle timeout: no output for the limit kills the whole worker")
     CHECK(o.signal == SIGKILL);
     CHECK(o.retryable);
     CHECK(contains(o.error_message, "300 ms"));
-    CHECK_FALSE(process_running("sleep 200"));
+    CHECK_FALSE(process_running(sleep));
     CHECK(h.leftover_cgroups().empty());
 }
 

@@ -338,3 +338,40 @@ TEST_CASE_FIXTURE(StoreFixture, "a version 2 file gains the outbox when opened" 
     REQUIRE(store->record_node_result(outbox_node_result("task-1", "n1", NodeState::completed, "{}")));
     CHECK(states_of(*store->claim_reports(claim_by(kOwnerA))) == std::vector<std::string>{"n1:COMPLETED"});
 }
+
+TEST_CASE_FIXTURE(StoreFixture, "a store opened without node reports records nodes and queues none of them")
+{
+    // [report] without task_store_url (OpenOptions::node_reports = false):
+    // a node's record leaves no outbox row, whichever way it is written; a
+    // callback is still queued; another store on the same database with
+    // node reports (the default) still queues its own.
+    OpenOptions options = location.options();
+    options.node_reports = false;
+    auto opened = Store::open(options, clock);
+    REQUIRE_MESSAGE(opened, (opened ? std::string() : opened.error().describe()));
+    auto& unreported = **opened;
+
+    REQUIRE(store->deposit(deposit_with_payload("cb-1", frame_with_callback("cb-1", "https://hooks.example.com/a"))));
+    claim_head(kRunnerA);
+    REQUIRE(unreported.record_node_result(outbox_node_result("cb-1", "n1", NodeState::failed)));
+    auto n2 = outbox_node_result("cb-1", "n2", NodeState::completed, R"({"v":1})");
+    n2.runner_nid = kRunnerA;
+    const ProgressWritten written = unreported.write_progress(
+        {n2, ProgressEnd{.task_id = "cb-1", .runner_nid = kRunnerA, .outcome = completed()}});
+    REQUIRE_MESSAGE(!written.error, (written.error ? written.error->describe() : std::string()));
+    CHECK(written.written == 2);
+
+    const auto results = *store->node_results("cb-1");
+    REQUIRE(results.size() == 2);
+    CHECK(results[0].state == NodeState::failed);
+    CHECK(results[1].result_json == std::optional<std::string>(R"({"v":1})"));
+    CHECK(store->report_counts()->backlog == 1);  // the task's callback only
+    auto rows = *store->claim_reports(claim_by(kOwnerA));
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].kind == ReportKind::callback);
+    CHECK(*store->discard_node_reports() == 0);
+
+    // A record through a store with node reports.
+    REQUIRE(store->record_node_result(outbox_node_result("cb-1", "n3", NodeState::failed)));
+    CHECK(store->report_counts()->backlog == 2);
+}
