@@ -80,8 +80,9 @@ struct Deliverer::Impl {
     // Claims what fits in the free slots and starts it; then plans the next look.
     void pump();
     void pump_soon();
-    // Whether a row of the kinds this deliverer claims is due now.
-    bool something_due();
+    // In how long the next row of the kinds this deliverer claims falls due
+    // (≤ 0: now); nullopt when none is pending or the store failed.
+    std::optional<std::int64_t> next_due_in();
     // A row claimed at `asked` (this host's monotonic clock, just before
     // the claim): attempted, or given back when its lease is too short.
     void begin(const store::ReportRow& row, Steady asked);
@@ -89,7 +90,7 @@ struct Deliverer::Impl {
     void finish(const store::ReportRow& row, Steady asked, const detail::AttemptResult& result);
     void release(std::int64_t row_id);
     void refresh_counts();
-    void plan_next_look();
+    void plan_next_look(std::optional<std::int64_t> due_in);
     void store_failed(const Error& error);
     void stop();
 
@@ -154,7 +155,11 @@ void Deliverer::Impl::pump()
             store_failed(discarded.error());
     }
     const std::size_t room = options.batch - std::min<std::size_t>(in_flight.size(), options.batch);
-    if (room > 0 && something_due()) {
+    // A read first: the claim is a write transaction, which would wait for
+    // the write lock (a deposit's commit and its fsync) on the loop even
+    // when, as after most records, nothing is due.
+    std::optional<std::int64_t> due_in = room > 0 ? next_due_in() : std::nullopt;
+    if (due_in && *due_in <= 0) {
         const Steady asked = Steady::clock::now();
         auto rows = store->claim_reports({.owner = owner,
                                           .lease_ms = lease_ms(),
@@ -167,22 +172,20 @@ void Deliverer::Impl::pump()
             for (const store::ReportRow& row : *rows)
                 begin(row, asked);
         }
+        due_in = in_flight.size() < options.batch ? next_due_in() : std::nullopt;
     }
     refresh_counts();
-    plan_next_look();
+    plan_next_look(due_in);
 }
 
-bool Deliverer::Impl::something_due()
+std::optional<std::int64_t> Deliverer::Impl::next_due_in()
 {
-    // A read first: the claim is a write transaction, which would wait for
-    // the write lock (a deposit's commit and its fsync) on the loop even
-    // when, as after most records, nothing is due.
     auto due_in = store->report_due_in_ms(claimable());
     if (!due_in) {
         store_failed(due_in.error());
-        return false;
+        return std::nullopt;
     }
-    return *due_in && **due_in <= 0;
+    return *due_in;
 }
 
 void Deliverer::Impl::begin(const store::ReportRow& row, Steady asked)
@@ -323,21 +326,16 @@ void Deliverer::Impl::refresh_counts()
     dead.store(counts->dead);
 }
 
-// The next look: when the next row falls due, when the node pause ends, or
-// after the poll interval (rows other processes write do not notify us),
-// whichever comes first. While every slot is busy, a finishing transfer
-// looks again anyway.
-void Deliverer::Impl::plan_next_look()
+// The next look: when the next row falls due (`due_in`, none while every
+// slot is busy: a finishing transfer looks again anyway), when the node
+// pause ends, or after the poll interval (rows other processes write do not
+// notify us), whichever comes first.
+void Deliverer::Impl::plan_next_look(std::optional<std::int64_t> due_in)
 {
     const std::int64_t now = clock.now_ms();
     std::int64_t wake_at = now + options.poll.count();
-    if (in_flight.size() < options.batch) {
-        auto due_in = store->report_due_in_ms(claimable());
-        if (!due_in)
-            store_failed(due_in.error());
-        else if (*due_in)
-            wake_at = std::min(wake_at, now + **due_in);
-    }
+    if (due_in)
+        wake_at = std::min(wake_at, now + *due_in);
     if (options.task_store_url && nodes_paused())
         wake_at = std::min(wake_at, node_pause_until_ms);
     const std::int64_t delay = std::max(wake_at - now, kMinSleepMs);
