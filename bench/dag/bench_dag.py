@@ -6,8 +6,11 @@ cold `crun run`; it was ≤ 25 ms before issue 20), through the real daemon.
 
 nps-runner: a `serve` on a scratch state directory (SQLite synchronous=FULL,
 the default), the demo worker image, three agents (emit → double → report).
-Each task is deposited over HTTP and polled until COMPLETED (client figure);
-the server figure is inbox:deposited → task:completed from the event log.
+Each task is deposited over HTTP and its event feed followed until its end
+(client figure; --wait poll instead polls GET /v1/tasks/{id} every 0.5 ms, as
+the figures before 7 Dec did: ~2,000 requests a second the daemon serves
+beside the task); the server figure is inbox:deposited → task:completed from
+the event log.
 
 Peer, in the same run: the same three workers as three cold `crun run`
 containers of the same image, one after the other, each fed its DelegateFrame
@@ -15,7 +18,7 @@ on stdin — what a runner that starts a container per node pays, without any
 store or scheduling.
 
     python3 bench/dag/bench_dag.py [--runner build/nps-runner] [--tasks 40] [--spawn-pool N] [--gap-ms MS]
-                                   [--no-spawn-server] [--no-hold-ahead]
+                                   [--no-spawn-server] [--no-hold-ahead] [--wait events|poll]
 
 --spawn-pool N writes `[workers] spawn_pool = N` to the daemon's config (0: every
 worker spawned directly, as before the pool; unset: the daemon's default). The
@@ -110,7 +113,7 @@ def task_breakdown(task):
     return row + [at("task:completed") - prev]
 
 
-def bench_nps(runner, work, state, tasks, spawn_pool=None, gap_ms=0, spawn_server=True, hold_ahead=True):
+def bench_nps(runner, work, state, tasks, spawn_pool=None, gap_ms=0, spawn_server=True, hold_ahead=True, wait="events"):
     import_demo_image(runner, state, work)
     config = "" if spawn_pool is None else f"spawn_pool = {spawn_pool}\n"
     if not spawn_server:
@@ -128,12 +131,17 @@ def bench_nps(runner, work, state, tasks, spawn_pool=None, gap_ms=0, spawn_serve
                 time.sleep(gap_ms / 1000)  # sparse arrivals: the daemon is idle in between
             t0 = time.perf_counter()
             d.http("POST", f"/v1/inbox/{INBOX}", frame(task_id))
-            while True:
+            if wait == "events":
+                d.wait_end(task_id)
+                t1 = time.perf_counter()
                 task = d.http("GET", f"/v1/tasks/{task_id}")
-                if task["state"] in ("COMPLETED", "FAILED", "CANCELLED"):
-                    break
-                time.sleep(0.0005)
-            t1 = time.perf_counter()
+            else:
+                while True:
+                    task = d.http("GET", f"/v1/tasks/{task_id}")
+                    if task["state"] in ("COMPLETED", "FAILED", "CANCELLED"):
+                        break
+                    time.sleep(0.0005)
+                t1 = time.perf_counter()
             if task["state"] != "COMPLETED" or task["aggregate"] != {"answer": 4}:
                 sys.exit(f"task {task_id} ended {task['state']}: {json.dumps(task)[:2000]}")
             if i < 3:
@@ -189,6 +197,8 @@ def main():
                         help="[workers] hold_ahead = false: a node's worker is spawned only at its dispatch")
     parser.add_argument("--gap-ms", type=int, default=0,
                         help="idle time before each task (sparse arrivals; default 0: one after another)")
+    parser.add_argument("--wait", choices=("events", "poll"), default="events",
+                        help="how the client waits for a task's end: its event feed (default) or polling")
     parser.add_argument("--crun-peer", nargs=2, metavar=("WORK", "TASKS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.crun_peer:
@@ -201,11 +211,11 @@ def main():
         state = os.path.join(work, "state")
         os.makedirs(state)
         client, server, spawns, breakdown = bench_nps(args.runner, work, state, args.tasks, args.spawn_pool,
-                                                     args.gap_ms, args.spawn_server, args.hold_ahead)
+                                                     args.gap_ms, args.spawn_server, args.hold_ahead, args.wait)
         crun = bench_crun(os.path.join(work, "oci"), work, max(10, args.tasks // 4))
         unmount_under(work)
     arrival = f"{args.gap_ms} ms apart" if args.gap_ms else "one after another"
-    print(f"3-node linear DAG, trivial workers, {args.tasks} tasks {arrival} "
+    print(f"3-node linear DAG, trivial workers, {args.tasks} tasks {arrival}, client waits by {args.wait} "
           f"(load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cpus)")
     pool = "default" if args.spawn_pool is None else str(args.spawn_pool)
     counts, start = spawns

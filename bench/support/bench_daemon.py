@@ -3,6 +3,7 @@
 state directory, its bearer token, JSON over HTTP, and the demo worker's
 agents announced with inline SpawnSpecs."""
 import base64
+import http.client
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,6 +70,26 @@ class Daemon:
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         with urllib.request.urlopen(req, timeout=30) as r:
             return json.loads(r.read() or b"null")
+
+    def wait_end(self, task_id, timeout=60):
+        """Follows the task's event feed (Server-Sent Events) until its end, as
+        a client that waits for a task without polling does."""
+        url = urllib.parse.urlsplit(self.url)
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+        try:
+            connection.request("GET", f"/v1/tasks/{task_id}/events?follow=1",
+                               headers={"Authorization": "Bearer " + self.token, "Accept": "text/event-stream"})
+            response = connection.getresponse()
+            if response.status != 200:
+                sys.exit(f"events of {task_id}: HTTP {response.status}: {response.read()[:500]!r}")
+            while True:
+                line = response.readline()
+                if not line:
+                    sys.exit(f"events of {task_id}: the feed ended without an end event")
+                if line.startswith(b"event: end"):
+                    return
+        finally:
+            connection.close()
 
     def metrics(self):
         with urllib.request.urlopen(self.url + "/metrics", timeout=30) as r:

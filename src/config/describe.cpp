@@ -135,6 +135,7 @@ std::vector<Setting> describe(const Config& c, const std::set<std::string>& from
         {"workers.spawn_pool", w.spawn_pool},
         {"workers.spawn_server", w.spawn_server},
         {"workers.hold_ahead", w.hold_ahead},
+        {"workers.warm_seconds", w.warm_seconds},
         {"spawn.allow_destinations", entries_text(c.spawn.allow_destinations)},
         {"spawn.ca_file", optional_text(c.spawn.ca_file)},
         {"spawn.registry_url", optional_text(c.spawn.registry_url)},

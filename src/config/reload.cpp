@@ -100,6 +100,7 @@ const std::vector<Key>& keys()
         restart_only("workers.spawn_pool", NPS_FIELD(workers.spawn_pool)),
         restart_only("workers.spawn_server", NPS_FIELD(workers.spawn_server)),
         reloadable("workers.hold_ahead", NPS_FIELD(workers.hold_ahead)),
+        reloadable("workers.warm_seconds", NPS_FIELD(workers.warm_seconds)),
         reloadable("workers.default_disk", NPS_FIELD(workers.default_disk)),
         reloadable("workers.max_disk", NPS_FIELD(workers.max_disk)),
         reloadable("workers.logs_max_bytes", NPS_FIELD(workers.logs_max_bytes)),

@@ -75,7 +75,7 @@ Result<void> apply_workers(const TableReader& t, Config& c)
 {
     NPS_TRY_VOID(t.check_keys({"max_concurrent", "default_idle_timeout_seconds", "default_max_runtime_seconds",
                                 "stop_grace_seconds", "log_max_bytes", "log_keep", "log_retention_hours",
-                                "spawn_pool", "spawn_server", "hold_ahead", "logs_max_bytes", "default_memory", "default_cpu", "default_pids",
+                                "spawn_pool", "spawn_server", "hold_ahead", "warm_seconds", "logs_max_bytes", "default_memory", "default_cpu", "default_pids",
                                 "max_memory", "max_cpu", "max_pids", "max_runtime_seconds_ceiling", "default_disk", "max_disk"}));
     executor::WorkerPolicy& w = c.workers;
     if (auto v = NPS_TRY(t.integer("max_concurrent", 1, static_cast<std::int64_t>(limits::kMaxConcurrentWorkers))))
@@ -98,6 +98,8 @@ Result<void> apply_workers(const TableReader& t, Config& c)
         w.spawn_server = *v;
     if (auto v = NPS_TRY(t.boolean("hold_ahead")))
         w.hold_ahead = *v;
+    if (auto v = NPS_TRY(t.integer("warm_seconds", 0, limits::kMaxWarmSeconds)))
+        w.warm_seconds = static_cast<std::uint32_t>(*v);
     if (auto v = NPS_TRY(t.byte_size("max_disk", limits::kMinWorkerDiskBytes, limits::kMaxWorkerDiskBytes)))
         w.max_disk = *v;
     if (auto v = NPS_TRY(t.byte_size("default_disk", limits::kMinWorkerDiskBytes, limits::kMaxWorkerDiskBytes)))

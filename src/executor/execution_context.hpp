@@ -20,6 +20,8 @@
 
 namespace nps::executor {
 
+class WarmStart;  // warm_start.hpp
+
 struct ExecutionContext {
     // The executor's: on the loop thread, a reload changes its claim and
     // worker policy (Executor::policy_changed).
@@ -35,6 +37,7 @@ struct ExecutionContext {
     const sandbox::SeccompProgram* seccomp = nullptr;  // nullptr: the default filter
     cgroup::Enforcement enforcement = cgroup::Enforcement::strict;
     ExecutorMetrics& metrics;
+    WarmStart* warm = nullptr;  // the worker kept ready for the next task's first node
     // Told when a node or compensation state was recorded (the report outbox).
     std::function<void()> recorded;
     // Told a worker's log directory once the worker is gone (the logs cap).

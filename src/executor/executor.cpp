@@ -17,6 +17,7 @@
 #include "nps/spawn/quantity.hpp"
 #include "execution_context.hpp"
 #include "task_execution.hpp"
+#include "warm_start.hpp"
 
 namespace nps::executor {
 
@@ -45,9 +46,11 @@ Executor::~Executor()
     parts_.loop.cancel_timer(prune_timer_);
     parts_.loop.cancel_timer(log_cap_timer_);
     // Executions first (they hold workers and jobs), then the supervisor
-    // kills what is left, then the pool joins its threads.
+    // kills what is left (a warm worker's held process included, before its
+    // rootfs is released), then the pool joins its threads.
     executions_.clear();
     supervisor_.reset();
+    warm_.reset();
     jobs_.reset();
 }
 
@@ -114,6 +117,8 @@ Result<std::unique_ptr<Executor>> Executor::create(const ExecutorParts& parts)
         .recorded = parts.recorded,
         .worker_logs_closed = [raw = e.get()](const std::string& dir) { raw->worker_logs_closed(dir); },
     });
+    e->warm_ = std::make_unique<WarmStart>(*e->context_);
+    e->context_->warm = e->warm_.get();
     e->max_tasks_ = e->configured_max_tasks();
     return e;
 }
@@ -131,6 +136,7 @@ void Executor::policy_changed(const ClaimPolicy& claims, const WorkerPolicy& wor
     parts_.options.workers = workers;
     max_tasks_ = configured_max_tasks();
     supervisor_->update_policy(supervisor_options(workers));
+    warm_->drop();  // made under the old policy (its limits, hold_ahead)
     prune_logs_for_cap();  // a lowered workers.logs_max_bytes holds at once
     claim_round();
 }
@@ -444,9 +450,10 @@ void Executor::retired(const std::string& task_id)
     metrics_.tasks_running = static_cast<std::int64_t>(executions_.size());
     metrics_.leases_live = metrics_.tasks_running.load();
     if (stopping_) {
-        if (executions_.empty() && stopped_) {
+        if (executions_.empty()) {
             parts_.loop.cancel_timer(std::exchange(grace_timer_, 0));
-            std::exchange(stopped_, nullptr)();
+            if (warm_idle_ && stopped_)
+                std::exchange(stopped_, nullptr)();
         }
         return;
     }
@@ -462,13 +469,14 @@ void Executor::begin_shutdown(std::function<void()> stopped)
     stopping_ = true;
     stopped_ = std::move(stopped);
     parts_.loop.cancel_timer(std::exchange(claim_timer_, 0));
-    if (executions_.empty()) {
-        parts_.loop.defer([this] {
-            if (stopped_)
-                std::exchange(stopped_, nullptr)();
-        });
+    // Its process killed and its rootfs released before the executor goes.
+    warm_->shut_down([this] {
+        warm_idle_ = true;
+        if (executions_.empty() && stopped_)
+            std::exchange(stopped_, nullptr)();
+    });
+    if (executions_.empty())
         return;
-    }
     log::info("executor: waiting up to " + std::to_string(parts_.options.claims.shutdown_grace_seconds) + " s for " +
               std::to_string(executions_.size()) + " running task(s)");
     grace_timer_ = parts_.loop.add_timer_after(std::chrono::seconds(parts_.options.claims.shutdown_grace_seconds),

@@ -99,6 +99,12 @@ std::string ExecutorMetrics::render() const
     prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "used"), read(workers_prepared_ahead_used));
     prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "unused"), read(workers_prepared_ahead_unused));
     prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "failed"), read(workers_prepared_ahead_failed));
+    prometheus::family(out, "nps_worker_warm_total", Type::counter,
+                       "Workers kept ready for the next task's first node: taken by it, dropped unused (stale, another "
+                       "agent, a reload, shutdown), or failed to prepare.");
+    prometheus::sample(out, "nps_worker_warm_total", label("fate", "used"), read(workers_warm_used));
+    prometheus::sample(out, "nps_worker_warm_total", label("fate", "unused"), read(workers_warm_unused));
+    prometheus::sample(out, "nps_worker_warm_total", label("fate", "failed"), read(workers_warm_failed));
 
     prometheus::family(out, "nps_node_outcomes_total", Type::counter, "Nodes that reached a terminal or saga state, by state.");
     prometheus::sample(out, "nps_node_outcomes_total", label("state", "completed"), read(nodes_completed));

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +13,8 @@
 #include "nps/image/image_store.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/proto/runtime_failure.hpp"
+#include "warm_start.hpp"
+#include "worker_spec.hpp"
 
 namespace nps::executor {
 
@@ -216,12 +217,6 @@ void TaskExecution::start()
 
 // --- attempts ------------------------------------------------------------------
 
-std::string TaskExecution::next_worker_name()
-{
-    static std::atomic<std::uint64_t> counter{0};
-    return "t-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
-}
-
 void TaskExecution::dispatch(const nop::Attempt& attempt)
 {
     write_node_records_now();
@@ -235,17 +230,24 @@ void TaskExecution::dispatch(const nop::Attempt& attempt)
     ++outstanding_;
     ++ctx_.metrics.workers_running;
 
+    if (first_agent_.empty())
+        first_agent_ = attempt.agent;
+
     if (auto ahead = take_ahead(attempt.agent)) {
         launch_ahead(attempt, serial, std::move(ahead));
-        return;
+    } else if (auto warm = netns_ || !ctx_.warm ? std::nullopt : ctx_.warm->take(attempt.agent)) {
+        // The task's first worker: one kept warm since the previous task
+        // (its process is in the namespace it came with).
+        launch_warm(attempt.node_id, serial, std::move(*warm));
+    } else {
+        auto prepared = std::make_shared<std::optional<Prepared>>();
+        ctx_.jobs.submit(
+            [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name(),
+             policy = ctx_.options.workers, userns = ctx_.userns] {
+                *prepared = prepare_worker(launch, agent, name, policy, userns);
+            },
+            [this, node = attempt.node_id, serial, prepared] { prepared_for(node, serial, std::move(**prepared)); });
     }
-    auto prepared = std::make_shared<std::optional<Prepared>>();
-    ctx_.jobs.submit(
-        [prepared, launch = ctx_.launch, agent = attempt.agent, name = next_worker_name(),
-         policy = ctx_.options.workers, userns = ctx_.userns] {
-            *prepared = prepare_worker(launch, agent, name, policy, userns);
-        },
-        [this, node = attempt.node_id, serial, prepared] { prepared_for(node, serial, std::move(**prepared)); });
 }
 
 void TaskExecution::prepared_for(const std::string& node_id, std::uint64_t serial, Prepared prepared,
@@ -266,15 +268,6 @@ TaskExecution::Slot* TaskExecution::slot_of(const std::string& node_id, std::uin
 
 Result<supervisor::WorkerSpec> TaskExecution::worker_spec(const PreparedWorker& prepared)
 {
-    supervisor::WorkerSpec worker;
-    worker.sandbox.rootfs = prepared.rootfs->path();
-    worker.sandbox.writable.host_dir = prepared.rootfs->space_dir();
-    worker.sandbox.argv = prepared.process.argv;
-    worker.sandbox.env = prepared.process.env;
-    worker.sandbox.cwd = prepared.process.cwd;
-    worker.sandbox.uid = prepared.process.ids.uid;
-    worker.sandbox.gid = prepared.process.ids.gid;
-    worker.sandbox.seccomp = ctx_.seccomp;
     // The task's own loopback-only network namespace, taken at its first
     // worker and given up when the execution retires (after its last worker).
     if (!netns_) {
@@ -285,22 +278,7 @@ Result<supervisor::WorkerSpec> TaskExecution::worker_spec(const PreparedWorker& 
                                               "': " + netns.error().describe());
         netns_.emplace(std::move(*netns));
     }
-    worker.sandbox.netns_fd = netns_->fd();
-    // The host id range of its own it holds while it runs (its rootfs was
-    // made for it: idmapped layers).
-    if (prepared.userns) {
-        worker.sandbox.user_namespace = prepared.userns->spec();
-        worker.sandbox.user_namespace->rootfs_idmapped = true;
-    }
-    worker.limits = prepared.limits;
-    worker.enforcement = ctx_.enforcement;
-    const spawn::SpawnSpec& spec = prepared.resolution.spec;
-    if (spec.idle_timeout_seconds)
-        worker.idle_timeout = std::chrono::seconds(*spec.idle_timeout_seconds);
-    if (spec.max_runtime_seconds)
-        worker.max_runtime = std::chrono::seconds(*spec.max_runtime_seconds);
-    worker.cgn_budget = spec.cgn_budget;
-    return worker;
+    return worker_spec_for(ctx_, prepared, netns_->fd());
 }
 
 void TaskExecution::launch(const std::string& node_id, std::uint64_t serial, std::unique_ptr<PreparedWorker> prepared,

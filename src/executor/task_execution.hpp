@@ -29,6 +29,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "execution_context.hpp"
+#include "warm_start.hpp"
 #include "nps/nop/task_run.hpp"
 #include "nps/proto/task_frame.hpp"
 #include "nps/store/types.hpp"
@@ -95,9 +96,6 @@ private:
     static constexpr std::size_t kMaxAhead = 2;
     static constexpr std::chrono::seconds kAheadFreshness{10};
 
-    // Worker directory names: unique in this process, and carrying its pid so
-    // a later start-up can tell a dead runner's leftovers from a live one's.
-    static std::string next_worker_name();
     // The slot of the attempt (node_id, serial) while it is the node's current one, else nullptr.
     Slot* slot_of(const std::string& node_id, std::uint64_t serial);
     // Starts the attempt's worker under the supervisor, with the process
@@ -112,6 +110,14 @@ private:
     // start() get the same. Takes the task's network namespace at its first
     // worker.
     Result<supervisor::WorkerSpec> worker_spec(const PreparedWorker& prepared);
+    // Launches the attempt with the worker kept warm for it (WarmStart),
+    // whose network namespace becomes the task's, in the next loop round.
+    void launch_warm(const std::string& node_id, std::uint64_t serial, WarmStart::Warm warm);
+    // At the run's end: the next task will likely start as this one did, so
+    // WarmStart keeps a worker of this task's first agent ready for it (made
+    // then, not earlier: on two CPUs its preparation would slow this task's
+    // last nodes).
+    void expect_next_task();
     // Has the supervisor hold the process of `ahead`'s prepared worker.
     void hold_ahead(Ahead& ahead);
     // Drops a held process nobody took; `prepared` is released once it is gone.
@@ -196,6 +202,8 @@ private:
     bool release_on_retire_ = false;
     // The task's network namespace (its workers share it); closed with the execution.
     std::optional<sandbox::LoopbackNetns> netns_;
+    std::string first_agent_;          // the agent of the first dispatch
+    bool next_task_expected_ = false;  // expect_next_task() ran
 };
 
 }  // namespace nps::executor

@@ -63,6 +63,24 @@ void TaskExecution::anticipate(const std::string& agent)
         });
 }
 
+void TaskExecution::launch_warm(const std::string& node_id, std::uint64_t serial, WarmStart::Warm warm)
+{
+    netns_.emplace(std::move(warm.netns));
+    auto prepared = std::make_shared<std::unique_ptr<PreparedWorker>>(std::move(warm.prepared));
+    ctx_.loop.defer([this, alive = alive_, node_id, serial, prepared, held = warm.held] {
+        if (*alive)
+            prepared_for(node_id, serial, std::move(*prepared), held);
+    });
+}
+
+void TaskExecution::expect_next_task()
+{
+    if (next_task_expected_ || first_agent_.empty() || abandoned_ || !ctx_.warm)
+        return;
+    next_task_expected_ = true;
+    ctx_.warm->expect(first_agent_);
+}
+
 std::shared_ptr<TaskExecution::Ahead> TaskExecution::take_ahead(const std::string& agent)
 {
     const auto now = event::EventLoop::now();

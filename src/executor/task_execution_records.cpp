@@ -93,6 +93,7 @@ void TaskExecution::on_node(const nop::NodeUpdate& update)
 
 void TaskExecution::on_task_end(const nop::TaskEnd& end)
 {
+    expect_next_task();
     ended_ = true;
     if (!abandoned_ && fence_ == Fence::lease) {
         // The lease stays renewed until the end is written.

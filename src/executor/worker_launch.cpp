@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 
 #include "nps/spawn/spawn_ceilings.hpp"
@@ -18,6 +19,12 @@ Error unavailable(const std::string& what, const Error& cause,
 }
 
 }  // namespace
+
+std::string next_worker_name()
+{
+    static std::atomic<std::uint64_t> counter{0};
+    return "t-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
+}
 
 PreparedWorker::~PreparedWorker()
 {

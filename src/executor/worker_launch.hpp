@@ -52,6 +52,10 @@ struct PreparedWorker {
     Result<void> release();
 };
 
+// Worker directory names: unique in this process, and carrying its pid so
+// a later start-up can tell a dead runner's leftovers from a live one's.
+std::string next_worker_name();
+
 // Connections to the image store of the state directory, borrowed by the
 // launch threads for one job each.
 using ImageStorePool = ConnectionPool<image::ImageStore>;

@@ -244,6 +244,10 @@ inline constexpr std::size_t kSpawnPoolPlanBytes = 1 << 20;
 inline constexpr std::size_t kSpawnPoolMaxSize = 64;
 
 // --- Sandbox children held before their execve (ours; docs/sandbox.md) ---
+// [workers] warm_seconds at most: a worker kept for the next task holds a
+// rootfs, an image pin, a network namespace and a process meanwhile, and
+// its SpawnSpec could change under it.
+inline constexpr std::int64_t kMaxWarmSeconds = 60;
 // What Child::release() may append to a held child's environment: entries,
 // and bytes as "K=V\0" each.
 inline constexpr std::size_t kMaxReleaseEnvEntries = 64;

@@ -49,6 +49,7 @@ namespace nps::executor {
 
 struct ExecutionContext;  // execution_context.hpp
 class TaskExecution;      // task_execution.hpp
+class WarmStart;          // warm_start.hpp
 
 struct ExecutorParts {
     ExecutorOptions options;
@@ -130,6 +131,7 @@ private:
     std::unique_ptr<event::JobPool> jobs_;
     std::shared_ptr<const sandbox::SeccompProgram> seccomp_;
     std::unique_ptr<ExecutionContext> context_;
+    std::unique_ptr<WarmStart> warm_;  // destroyed after the supervisor (warm_start.hpp)
     std::map<std::string, std::unique_ptr<TaskExecution>> executions_;
     std::size_t max_tasks_ = 1;
     std::size_t next_inbox_ = 0;
@@ -146,6 +148,7 @@ private:
     event::EventLoop::TimePoint last_log_prune_{};
     bool claiming_ = false;
     bool stopping_ = false;
+    bool warm_idle_ = false;  // the warm worker's releases ended, after begin_shutdown()
     bool started_ = false;  // start() ran
     std::function<void()> stopped_;
 };

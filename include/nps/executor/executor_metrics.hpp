@@ -43,6 +43,10 @@ struct ExecutorMetrics {
     std::atomic<std::uint64_t> workers_prepared_ahead_used{0};
     std::atomic<std::uint64_t> workers_prepared_ahead_unused{0};
     std::atomic<std::uint64_t> workers_prepared_ahead_failed{0};
+    // Workers kept warm for the next task's first node (WarmStart), by fate.
+    std::atomic<std::uint64_t> workers_warm_used{0};
+    std::atomic<std::uint64_t> workers_warm_unused{0};
+    std::atomic<std::uint64_t> workers_warm_failed{0};
     std::atomic<std::uint64_t> nodes_completed{0};
     std::atomic<std::uint64_t> nodes_failed{0};
     std::atomic<std::uint64_t> nodes_skipped{0};

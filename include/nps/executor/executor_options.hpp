@@ -48,6 +48,10 @@ struct WorkerPolicy {
     // its dispatch only releases it (docs/supervisor.md "Workers held
     // before their execve").
     bool hold_ahead = true;
+    // How long, after a task, a worker of its first agent is kept prepared
+    // and held for the next task's first node (docs/executor.md "A worker
+    // kept warm for the next task"); 0: none. Needs hold_ahead.
+    std::uint32_t warm_seconds = 2;
     // A worker's disk: its overlay upper, /tmp and /dev/shm together (docs/sandbox.md "Disk").
     std::uint64_t default_disk = limits::kDefaultWorkerDiskBytes;  // every worker's; `run` without --disk
     std::uint64_t max_disk = limits::kDefaultMaxWorkerDiskBytes;   // ceiling of default_disk and `run --disk`

@@ -79,6 +79,33 @@ std::size_t sleeping_workers(pid_t runner_pid)
     return n;
 }
 
+// The value of a /metrics sample (`name{labels}`), -1 when absent.
+long metric(ExecutorFixture& f, const std::string& sample)
+{
+    const std::string text = http("GET", f.runner().url() + "/metrics").raw;
+    const auto at = text.find("\n" + sample + " ");
+    return at == std::string::npos ? -1 : std::stol(text.substr(at + sample.size() + 2));
+}
+
+// The network namespace (`net:[inode]`) of each worker process of
+// `runner_pid` seen running sleep(1) until `task_id` ends, by pid.
+std::map<pid_t, std::string> sleepers_netns_until_end(ExecutorFixture& f, pid_t runner_pid, const std::string& task_id)
+{
+    std::map<pid_t, std::string> seen;
+    f.wait_until(task_id, [&](const Json& task) {
+        for (pid_t pid : worker_processes_of(runner_pid)) {
+            if (seen.contains(pid) || read_file("/proc/" + std::to_string(pid) + "/comm") != "sleep\n")
+                continue;
+            std::error_code ec;
+            const auto link = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/net", ec);
+            if (!ec)
+                seen[pid] = link.string();
+        }
+        return task["state"] != "RUNNING" && task["state"] != "PENDING";
+    });
+    return seen;
+}
+
 void announce_pipeline(ExecutorFixture& f)
 {
     f.announce(kFetch, inline_spawn_spec({"/bin/worker", "emit", R"({"value":2})"}));
@@ -147,8 +174,10 @@ TEST_CASE("a worker prepared ahead for a node that never runs is released when t
     const std::string metrics = http("GET", f.runner().url() + "/metrics").raw;
     CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"unused\"} 1\n") != std::string::npos);
     CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"used\"} 0\n") != std::string::npos);
-    // Its process was held meanwhile (a ran for a second), and went with it.
-    CHECK(metrics.find("\nnps_worker_holds_unused_total 1\n") != std::string::npos);
+    // Its process was held meanwhile (a ran for a second), and went with it;
+    // so did the one kept warm after the task (for a's agent) once stale.
+    CHECK(metric(f, "nps_worker_holds_unused_total") == 1 + metric(f, "nps_worker_warm_total{fate=\"unused\"}"));
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"unused\"}") <= 1);
     CHECK(metrics.find("\nnps_worker_spawns_total{path=\"held\"} 0\n") != std::string::npos);
 }
 
@@ -180,13 +209,96 @@ TEST_CASE("a node's worker held while its predecessor runs is released at its di
     }
 }
 
+TEST_CASE("after a task, a worker of its first agent is kept warm for the next task, in that task's own namespace")
+{
+    ExecutorFixture f("\n[workers]\nwarm_seconds = 30\n");
+    // Sleeps a second (long enough to be seen), then answers with its own
+    // task and node: the variables the release gives a held process.
+    f.announce(kSleeper, inline_spawn_spec({"/bin/sh", "-c",
+                                            "read -r frame; sleep 1; printf '{\"seq\":0,\"is_final\":true,\"data\":"
+                                            "{\"task\":\"%s\",\"node\":\"%s\"}}\\n' \"$NPS_TASK_ID\" \"$NPS_NODE_ID\""}));
+    f.announce(kDouble, inline_spawn_spec({"/bin/true"}));
+    const pid_t runner = f.runner().pid();
+
+    const std::string first = f.submit(task_frame_of("warm-01", {dag_node("a", kSleeper, "nwp://exec.test/a")}));
+    const auto first_netns = sleepers_netns_until_end(f, runner, first);
+    Json task = f.wait_terminal(first);
+    REQUIRE(task["state"] == "COMPLETED");
+    CHECK(task["nodes"]["a"]["result"] == Json{{"task", "warm-01"}, {"node", "a"}});
+    REQUIRE(first_netns.size() == 1);
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") == 0);
+
+    // Kept: its process held in a worker cgroup (a copy of the runner
+    // before its execve) and its rootfs prepared, until a task takes it.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((worker_cgroups_of(runner).empty() || worker_dirs(f) != 1) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto groups = worker_cgroups_of(runner);  // one per hierarchy
+    REQUIRE(!groups.empty());
+    for (const auto& group : groups)
+        CHECK(std::filesystem::path(group).filename() == std::filesystem::path(groups.front()).filename());
+    CHECK(worker_dirs(f) == 1);
+    CHECK(worker_processes_of(runner).empty());  // nothing of the image runs
+
+    // The next task of that agent starts its first node with it; the task's
+    // other node joins the namespace it came with, a fresh one: not the
+    // previous task's.
+    const std::string second = f.submit(task_frame_of(
+        "warm-02", {dag_node("a", kSleeper, "nwp://exec.test/a"), dag_node("b", kSleeper, "nwp://exec.test/b", {"a"})}));
+    const auto second_netns = sleepers_netns_until_end(f, runner, second);
+    task = f.wait_terminal(second);
+    INFO(task.dump(2));
+    REQUIRE(task["state"] == "COMPLETED");
+    CHECK(task["nodes"]["a"]["result"] == Json{{"task", "warm-02"}, {"node", "a"}});
+    CHECK(task["nodes"]["b"]["result"] == Json{{"task", "warm-02"}, {"node", "b"}});
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") == 1);
+    REQUIRE(second_netns.size() == 2);
+    CHECK(second_netns.begin()->second == second_netns.rbegin()->second);
+    CHECK(second_netns.begin()->second != first_netns.begin()->second);
+
+    // A task of another agent does not take it, and it goes (unused) when
+    // that task ends and one of its agent is kept instead.
+    task = f.wait_terminal(f.submit(task_frame_of("warm-03", {dag_node("t", kDouble, "nwp://exec.test/t")})));
+    CHECK(task["state"] == "COMPLETED");
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") == 1);
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"unused\"}") == 1);
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"failed\"}") == 0);
+
+    // Shutdown drops the one kept: nothing is left behind.
+    CHECK(f.runner().stop() == 0);
+    CHECK(worker_processes_of(runner).empty());
+    CHECK(parked_children_of(runner).empty());
+    CHECK(worker_cgroups_of(runner).empty());
+    CHECK(worker_dirs(f) == 0);
+}
+
+TEST_CASE("a worker kept warm goes after [workers] warm_seconds; warm_seconds = 0 keeps none")
+{
+    for (const char* seconds : {"1", "0"}) {
+        CAPTURE(seconds);
+        ExecutorFixture f(std::string("\n[workers]\nwarm_seconds = ") + seconds + "\n");
+        f.announce(kDouble, inline_spawn_spec({"/bin/true"}));
+        Json task = f.wait_terminal(f.submit(task_frame_of("warm-stale", {dag_node("t", kDouble, "nwp://exec.test/t")})));
+        CHECK(task["state"] == "COMPLETED");
+        const bool kept = seconds == std::string("1");
+        if (kept) {
+            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (metric(f, "nps_worker_warm_total{fate=\"unused\"}") < 1 && std::chrono::steady_clock::now() < deadline)
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // none appears meanwhile
+            CHECK(worker_cgroups_of(f.runner().pid()).empty());
+            CHECK(worker_dirs(f) == 0);
+        }
+        check_no_worker_left(f, f.runner().pid());
+        CHECK(metric(f, "nps_worker_warm_total{fate=\"unused\"}") == (kept ? 1 : 0));
+        CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") == 0);
+        CHECK(metric(f, "nps_worker_holds_unused_total") == (kept ? 1 : 0));
+    }
+}
+
 TEST_CASE("workers start from the spawn pool by default, else from the spawn server; both off spawns them directly")
 {
-    auto metric = [](ExecutorFixture& f, const std::string& line_head) -> long {
-        const std::string text = http("GET", f.runner().url() + "/metrics").raw;
-        const auto at = text.find("\n" + line_head + " ");
-        return at == std::string::npos ? -1 : std::stol(text.substr(at + line_head.size() + 2));
-    };
     auto pool_ready = [](ExecutorFixture& f) {
         return http("GET", f.runner().url() + "/healthz").body["executor"]["spawn_pool"]["ready"].get<long>();
     };
