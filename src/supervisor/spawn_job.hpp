@@ -38,6 +38,9 @@ struct Supervisor::SpawnJob {
     Result<void> spawned;
     std::optional<cgroup::WorkerCgroup> cgroup;
     sandbox::Child child;
+    // The child's mount namespace, held so that its exit does not tear it
+    // down (worker_spawn.cpp, keep_mount_namespace).
+    UniqueFd mount_ns;
 
     // What destruction does, now, whoever else still holds the job: the
     // child killed and reaped, then its cgroup removed. For a job replaced

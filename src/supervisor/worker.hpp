@@ -57,6 +57,7 @@ struct Supervisor::Worker {
 
     std::optional<cgroup::WorkerCgroup> cgroup;
     sandbox::Child child;
+    UniqueFd mount_ns;  // the child's, until release() drops it on a spawn thread
     UniqueFd in, out, err;
     std::string in_pending;          // stdin bytes the socket has not taken yet
     bool in_watched = false;         // `in` is in the epoll set (waiting for EPOLLOUT)

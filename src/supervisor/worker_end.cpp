@@ -305,6 +305,11 @@ void Supervisor::release(Worker& w)
     if (w.child.valid())
         loop_.remove_fd(w.child.pidfd());
     w.child = sandbox::Child();  // a child still there is killed and reaped
+    // Its last reference: the namespace's teardown runs in the closing
+    // thread (worker_spawn.cpp, keep_mount_namespace).
+    if (w.mount_ns && spawn_jobs_)
+        spawn_jobs_->submit([ns = std::make_shared<UniqueFd>(std::move(w.mount_ns))] { ns->reset(); }, [] {});
+    w.mount_ns.reset();
     w.out_log.close();
     w.err_log.close();
     if (w.cgroup) {

@@ -209,7 +209,7 @@ struct SupervisorOptions {
 class Supervisor {
 public:
     // Creates the log root if missing and raises this process's soft
-    // RLIMIT_NOFILE to its hard limit (a running worker holds about five fds).
+    // RLIMIT_NOFILE to its hard limit (a running worker holds about six fds).
     static Result<std::unique_ptr<Supervisor>> create(event::EventLoop& loop, SupervisorOptions options);
     ~Supervisor();
     Supervisor(const Supervisor&) = delete;

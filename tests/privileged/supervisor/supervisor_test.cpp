@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "supervisor_fixture.hpp"
@@ -103,6 +105,37 @@ TEST_CASE("a worker killed by a signal from elsewhere")
     CHECK(o.signal == SIGKILL);
     CHECK(o.details_json == R"({"signal":9})");
     CHECK(contains(o.error_message, "SIGKILL"));
+}
+
+// How many fds of this process refer to the namespace `link` ("mnt:[N]").
+static std::size_t own_fds_on(const std::string& link)
+{
+    std::size_t n = 0;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        std::error_code unreadable;
+        if (std::filesystem::read_symlink(entry.path(), unreadable).string() == link && !unreadable)
+            ++n;
+    }
+    return n;
+}
+
+TEST_CASE("a worker's mount namespace is held from its spawn until it is reaped, then let go")
+{
+    // Held, its exit does not tear the namespace down before we hear of it
+    // (docs/supervisor.md); let go, it is torn down on a spawn thread.
+    Harness h(Cgroups::none);
+    auto id = h.start(sh_worker("sleep 100"));
+    REQUIRE(h.run_until([&] { return h.supervisor().pid(id).has_value(); }));
+    const pid_t pid = *h.supervisor().pid(id);
+    std::error_code ec;
+    const std::string ns = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/mnt", ec).string();
+    REQUIRE(!ec);
+    CHECK(ns != std::filesystem::read_symlink("/proc/self/ns/mnt").string());
+    CHECK(own_fds_on(ns) == 1);
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    CHECK(h.wait(id).killed_reason == KilledReason::signal);
+    CHECK(h.run_until([&] { return own_fds_on(ns) == 0; }, std::chrono::seconds(10)));
 }
 
 TEST_CASE("a final error frame fails the node with the worker's code")
