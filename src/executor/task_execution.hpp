@@ -113,10 +113,10 @@ private:
     // Launches the attempt with the worker kept warm for it (WarmStart),
     // whose network namespace becomes the task's, in the next loop round.
     void launch_warm(const std::string& node_id, std::uint64_t serial, WarmStart::Warm warm);
-    // At the run's end: the next task will likely start as this one did, so
-    // WarmStart keeps a worker of this task's first agent ready for it (made
-    // then, not earlier: on two CPUs its preparation would slow this task's
-    // last nodes).
+    // At the run's end (on_task_end, once): the next task will likely start
+    // as this one did, so WarmStart keeps a worker of this task's first agent
+    // ready for it (made then, not earlier: on two CPUs its preparation would
+    // slow this task's last nodes).
     void expect_next_task();
     // Has the supervisor hold the process of `ahead`'s prepared worker.
     void hold_ahead(Ahead& ahead);
@@ -202,8 +202,7 @@ private:
     bool release_on_retire_ = false;
     // The task's network namespace (its workers share it); closed with the execution.
     std::optional<sandbox::LoopbackNetns> netns_;
-    std::string first_agent_;          // the agent of the first dispatch
-    bool next_task_expected_ = false;  // expect_next_task() ran
+    std::string first_agent_;  // the agent of the first dispatch
 };
 
 }  // namespace nps::executor

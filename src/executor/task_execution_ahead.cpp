@@ -75,10 +75,8 @@ void TaskExecution::launch_warm(const std::string& node_id, std::uint64_t serial
 
 void TaskExecution::expect_next_task()
 {
-    if (next_task_expected_ || first_agent_.empty() || abandoned_ || !ctx_.warm)
-        return;
-    next_task_expected_ = true;
-    ctx_.warm->expect(first_agent_);
+    if (!first_agent_.empty() && !abandoned_ && ctx_.warm)
+        ctx_.warm->expect(first_agent_);
 }
 
 std::shared_ptr<TaskExecution::Ahead> TaskExecution::take_ahead(const std::string& agent)
