@@ -93,18 +93,22 @@ std::string ExecutorMetrics::render() const
     prometheus::sample(out, "nps_worker_timeouts_total", label("kind", "max_runtime"), read(timeouts_max_runtime));
     prometheus::family(out, "nps_worker_oom_kills_total", Type::counter, "Workers the kernel's OOM killer ended.");
     prometheus::sample(out, "nps_worker_oom_kills_total", {}, read(oom_kills));
-    prometheus::family(out, "nps_worker_prepared_ahead_total", Type::counter,
-                       "Workers prepared while their node's dependencies ran: used by the node, released unused, or failed "
-                       "(the node then prepared its own).");
-    prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "used"), read(workers_prepared_ahead_used));
-    prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "unused"), read(workers_prepared_ahead_unused));
-    prometheus::sample(out, "nps_worker_prepared_ahead_total", label("fate", "failed"), read(workers_prepared_ahead_failed));
-    prometheus::family(out, "nps_worker_warm_total", Type::counter,
-                       "Workers kept ready for the next task's first node: taken by it, dropped unused (stale, another "
-                       "agent, a reload, shutdown), or failed to prepare.");
-    prometheus::sample(out, "nps_worker_warm_total", label("fate", "used"), read(workers_warm_used));
-    prometheus::sample(out, "nps_worker_warm_total", label("fate", "unused"), read(workers_warm_unused));
-    prometheus::sample(out, "nps_worker_warm_total", label("fate", "failed"), read(workers_warm_failed));
+    // Workers made before anyone asked for them, by what became of them.
+    auto fates = [&](const char* name, const char* help, const std::atomic<std::uint64_t>& used,
+                     const std::atomic<std::uint64_t>& unused, const std::atomic<std::uint64_t>& failed) {
+        prometheus::family(out, name, Type::counter, help);
+        prometheus::sample(out, name, label("fate", "used"), read(used));
+        prometheus::sample(out, name, label("fate", "unused"), read(unused));
+        prometheus::sample(out, name, label("fate", "failed"), read(failed));
+    };
+    fates("nps_worker_prepared_ahead_total",
+          "Workers prepared while their node's dependencies ran: used by the node, released unused, or failed "
+          "(the node then prepared its own).",
+          workers_prepared_ahead_used, workers_prepared_ahead_unused, workers_prepared_ahead_failed);
+    fates("nps_worker_warm_total",
+          "Workers kept ready for the next task's first node: taken by it, dropped unused (stale, another agent, a "
+          "reload, shutdown), or failed to prepare.",
+          workers_warm_used, workers_warm_unused, workers_warm_failed);
 
     prometheus::family(out, "nps_node_outcomes_total", Type::counter, "Nodes that reached a terminal or saga state, by state.");
     prometheus::sample(out, "nps_node_outcomes_total", label("state", "completed"), read(nodes_completed));

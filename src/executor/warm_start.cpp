@@ -56,11 +56,17 @@ void WarmStart::prepared(std::uint64_t generation, Result<std::unique_ptr<Prepar
         }
         return;
     }
-    auto netns = prepared ? ctx_.netns_pool->take() : Result<sandbox::LoopbackNetns>(prepared.error());
-    if (!netns) {
-        // Not the next task's failure: it prepares its own worker.
+    // A failure is not the next task's: it prepares its own worker.
+    if (!prepared) {
         ++ctx_.metrics.workers_warm_failed;
         entry_.reset();
+        return;
+    }
+    auto netns = ctx_.netns_pool->take();
+    if (!netns) {
+        ++ctx_.metrics.workers_warm_failed;
+        entry_.reset();
+        release(std::move(*prepared), std::nullopt);  // off the loop
         return;
     }
     Warm warm{.prepared = std::move(*prepared), .held = std::nullopt, .netns = std::move(*netns)};
