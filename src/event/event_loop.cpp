@@ -211,11 +211,11 @@ Result<void> EventLoop::arm_timerfd()
     return {};
 }
 
-std::size_t EventLoop::run_due_timers()
+std::size_t EventLoop::run_due_timers(std::optional<TimePoint> until)
 {
     // Only what is due now: timers that callbacks add for the past run in the
     // next round, so a callback re-adding itself cannot spin this one.
-    const TimePoint now_point = now();
+    const TimePoint now_point = until.value_or(now());
     std::vector<TimerId> due;
     for (auto it = deadlines_.begin(); it != deadlines_.end() && it->first <= now_point; ++it)
         due.push_back(it->second);
@@ -257,6 +257,11 @@ Result<std::size_t> EventLoop::run_once(std::optional<std::chrono::milliseconds>
         ++ran;
     }
     ran += run_due_timers();
+    // Deferred handlers queued by this round's callbacks (defer(): the
+    // deadline min()), a few passes deep.
+    for (int pass = 0; pass < kDeferPasses && !deadlines_.empty() && deadlines_.begin()->first == TimePoint::min();
+         ++pass)
+        ran += run_due_timers(TimePoint::min());
     return ran;
 }
 

@@ -91,6 +91,8 @@ private:
         std::optional<Prepared> prepared;           // once its preparation ended
         std::optional<supervisor::WorkerId> held;   // its process, held before its execve
         std::function<void(Prepared, std::optional<supervisor::WorkerId>)> taker;  // a dispatch waiting for it
+        bool warm = false;    // kept warm since the previous task (WarmStart's follower)
+        bool hinted = false;  // a warm one: a hint (anticipate()) was served by it
     };
     // At most this many workers prepared ahead per task, used within this long.
     static constexpr std::size_t kMaxAhead = 2;
@@ -118,6 +120,9 @@ private:
     // ready for it (made then, not earlier: on two CPUs its preparation would
     // slow this task's last nodes).
     void expect_next_task();
+    // `ahead`'s preparation ended: to the dispatch waiting for it, else kept
+    // (its process held) until one takes it or it grows stale.
+    void ahead_prepared(const std::shared_ptr<Ahead>& ahead, Prepared prepared);
     // Has the supervisor hold the process of `ahead`'s prepared worker.
     void hold_ahead(Ahead& ahead);
     // Drops a held process nobody took; `prepared` is released once it is gone.
@@ -128,7 +133,7 @@ private:
     // The unclaimed, fresh worker prepared ahead for `agent`, removed from ahead_.
     std::shared_ptr<Ahead> take_ahead(const std::string& agent);
     // Removes `ahead` if still untaken, releasing its worker off the loop.
-    void drop_ahead(const std::shared_ptr<Ahead>& ahead);
+    void drop_ahead(std::shared_ptr<Ahead> ahead);
     // drop_ahead() for every worker prepared ahead that no dispatch took.
     void release_ahead();
     // A progress frame of the attempt (node_id, serial): written now as an
@@ -203,6 +208,10 @@ private:
     // The task's network namespace (its workers share it); closed with the execution.
     std::optional<sandbox::LoopbackNetns> netns_;
     std::string first_agent_;  // the agent of the first dispatch
+    // Warm followers still being prepared when this task took them
+    // (WarmStart::Handoff), in ahead_ too until a dispatch takes them.
+    std::vector<std::shared_ptr<Ahead>> awaiting_warm_;
+    std::vector<std::string> start_hints_;  // the agents anticipate()d at the first dispatch
 };
 
 }  // namespace nps::executor

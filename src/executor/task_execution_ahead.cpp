@@ -35,7 +35,19 @@ void TaskExecution::launch_ahead(const nop::Attempt& attempt, std::uint64_t seri
 
 void TaskExecution::anticipate(const std::string& agent)
 {
-    if (ended_ || ahead_.size() >= kMaxAhead)
+    if (next_serial_ == 2 && start_hints_.size() < kMaxAhead)
+        start_hints_.push_back(agent);  // hinted at the task's start: what the next task may want warm
+    // A worker kept warm with the first one (launch_warm) serves this hint.
+    for (const auto& ahead : ahead_) {
+        if (ahead->warm && !ahead->hinted && ahead->agent == agent) {
+            ahead->hinted = true;
+            return;
+        }
+    }
+    // Warm ones no hint wanted (the task differs from the previous one) do
+    // not count: they go when the task ends.
+    const auto wanted = std::count_if(ahead_.begin(), ahead_.end(), [](const auto& a) { return !a->warm || a->hinted; });
+    if (ended_ || static_cast<std::size_t>(wanted) >= kMaxAhead)
         return;
     auto ahead = std::make_shared<Ahead>();
     ahead->agent = agent;
@@ -48,26 +60,79 @@ void TaskExecution::anticipate(const std::string& agent)
          userns = ctx_.userns] { *prepared = prepare_worker(launch, agent, name, policy, userns); },
         [this, ahead, prepared] {
             --ahead_jobs_;
-            if (ahead->taker) {
-                ahead->taker(std::move(**prepared), std::nullopt);
-            } else {
-                ahead->prepared = std::move(**prepared);
-                hold_ahead(*ahead);
-                // Not taken within its freshness: its resources go back.
-                const auto left = kAheadFreshness - (event::EventLoop::now() - ahead->made);
-                start_timer(std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left),
-                                     std::chrono::milliseconds{0}),
-                            [this, ahead] { drop_ahead(ahead); });
-            }
+            ahead_prepared(ahead, std::move(**prepared));
             maybe_retire();
         });
+}
+
+void TaskExecution::ahead_prepared(const std::shared_ptr<Ahead>& ahead, Prepared prepared)
+{
+    if (ahead->taker) {
+        ahead->taker(std::move(prepared), std::nullopt);
+        return;
+    }
+    ahead->prepared = std::move(prepared);
+    hold_ahead(*ahead);
+    // Not taken within its freshness: its resources go back.
+    const auto left = kAheadFreshness - (event::EventLoop::now() - ahead->made);
+    start_timer(std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left), std::chrono::milliseconds{0}),
+                [this, ahead] { drop_ahead(ahead); });
 }
 
 void TaskExecution::launch_warm(const std::string& node_id, std::uint64_t serial, WarmStart::Warm warm)
 {
     netns_.emplace(std::move(warm.netns));
-    auto prepared = std::make_shared<std::unique_ptr<PreparedWorker>>(std::move(warm.prepared));
-    ctx_.loop.defer([this, alive = alive_, node_id, serial, prepared, held = warm.held] {
+    // Its followers become this task's workers prepared ahead (their
+    // processes are in the namespace above), for the hints to come.
+    for (auto& follower : warm.followers) {
+        auto ahead = std::make_shared<Ahead>();
+        ahead->agent = follower.agent;
+        ahead->made = event::EventLoop::now();
+        ahead->prepared = Prepared(std::move(follower.prepared));
+        ahead->held = follower.held;
+        ahead->warm = true;
+        ahead_.push_back(ahead);
+        start_timer(std::chrono::duration_cast<std::chrono::milliseconds>(kAheadFreshness),
+                    [this, ahead] { drop_ahead(ahead); });
+    }
+    // Those still being prepared come as they are (WarmStart::Handoff),
+    // unless the task has let them go by then.
+    for (const auto& agent : warm.preparing) {
+        auto ahead = std::make_shared<Ahead>();
+        ahead->agent = agent;
+        ahead->made = event::EventLoop::now();
+        ahead->warm = true;
+        ahead_.push_back(ahead);
+        awaiting_warm_.push_back(ahead);
+        ++ahead_jobs_;
+    }
+    if (!warm.preparing.empty())
+        warm.handoff->deliver = [this, alive = alive_](const std::string& agent,
+                                                       Prepared prepared) -> std::unique_ptr<PreparedWorker> {
+            if (!*alive)
+                return prepared ? std::move(*prepared) : nullptr;
+            --ahead_jobs_;
+            const auto it = std::find_if(awaiting_warm_.begin(), awaiting_warm_.end(),
+                                         [&](const auto& a) { return a->agent == agent; });
+            std::shared_ptr<Ahead> ahead;
+            if (it != awaiting_warm_.end()) {
+                ahead = *it;
+                awaiting_warm_.erase(it);
+            }
+            // Wanted by a dispatch (taken while it was prepared), or still
+            // waiting for one in ahead_.
+            const bool wanted = ahead && (ahead->taker || (!ended_ && std::find(ahead_.begin(), ahead_.end(),
+                                                                                  ahead) != ahead_.end()));
+            if (!wanted) {
+                maybe_retire();
+                return prepared ? std::move(*prepared) : nullptr;
+            }
+            ahead_prepared(ahead, std::move(prepared));
+            maybe_retire();
+            return nullptr;
+        };
+    auto prepared = std::make_shared<std::unique_ptr<PreparedWorker>>(std::move(warm.first.prepared));
+    ctx_.loop.defer([this, alive = alive_, node_id, serial, prepared, held = warm.first.held] {
         if (*alive)
             prepared_for(node_id, serial, std::move(*prepared), held);
     });
@@ -76,7 +141,7 @@ void TaskExecution::launch_warm(const std::string& node_id, std::uint64_t serial
 void TaskExecution::expect_next_task()
 {
     if (!first_agent_.empty() && !abandoned_ && ctx_.warm)
-        ctx_.warm->expect(first_agent_);
+        ctx_.warm->expect(first_agent_, start_hints_);
 }
 
 std::shared_ptr<TaskExecution::Ahead> TaskExecution::take_ahead(const std::string& agent)
@@ -101,8 +166,10 @@ void TaskExecution::hold_ahead(Ahead& ahead)
         ahead.held = ctx_.supervisor.hold(*spec);
 }
 
-void TaskExecution::drop_ahead(const std::shared_ptr<Ahead>& ahead)
+void TaskExecution::drop_ahead(std::shared_ptr<Ahead> ahead)
 {
+    // By value: a caller's reference into ahead_ (release_ahead's front())
+    // would name the next worker once this one is erased.
     const auto it = std::find(ahead_.begin(), ahead_.end(), ahead);
     if (it == ahead_.end())
         return;  // taken

@@ -23,73 +23,128 @@ std::chrono::seconds WarmStart::freshness() const
     return std::chrono::seconds(ctx_.options.workers.warm_seconds);
 }
 
-void WarmStart::expect(const std::string& agent)
+void WarmStart::expect(const std::string& agent, const std::vector<std::string>& followers)
 {
     if (stopping_ || !ctx_.options.workers.hold_ahead || ctx_.options.workers.warm_seconds == 0 ||
         ctx_.options.claims.conformance)
         return;
-    if (entry_ && entry_->agent == agent)
+    std::vector<std::string> agents{agent};
+    agents.insert(agents.end(), followers.begin(), followers.end());
+    if (entry_ && entry_->agents == agents)
         return;  // preparing, or ready for the next task
     drop();
     const std::uint64_t generation = next_generation_++;
-    entry_.emplace(Entry{.agent = agent, .made = event::EventLoop::now(), .generation = generation});
+    entry_.emplace(Entry{.agents = agents, .made = event::EventLoop::now(), .generation = generation});
+    entry_->ready.resize(agents.size());
+    entry_->preparing.assign(agents.size(), true);
+    entry_->stale_timer = ctx_.loop.add_timer_after(freshness(), [this] {
+        entry_->stale_timer = 0;
+        drop();
+    });
+    entry_->handoff = std::make_shared<Handoff>();
+    // The followers once the first is held: the next task may come at once,
+    // and its first worker is the one it cannot start without.
+    prepare(0);
+}
+
+void WarmStart::prepare(std::size_t index)
+{
     auto result = std::make_shared<std::optional<Result<std::unique_ptr<PreparedWorker>>>>();
     ++in_flight_;
     ctx_.jobs.submit(
-        [result, launch = ctx_.launch, agent, name = next_worker_name(), policy = ctx_.options.workers,
+        [result, launch = ctx_.launch, agent = entry_->agents[index], name = next_worker_name(),
+         policy = ctx_.options.workers,
          userns = ctx_.userns] { *result = prepare_worker(launch, agent, name, policy, userns); },
-        [this, alive = alive_, generation, result] {
+        [this, alive = alive_, generation = entry_->generation, handoff = entry_->handoff,
+         agent = entry_->agents[index], index, result] {
             if (!*alive)
                 return;  // ~PreparedWorker releases it
-            prepared(generation, std::move(**result));
+            if (handoff->taken)
+                hand_over(*handoff, agent, std::move(**result));
+            else
+                prepared(generation, index, std::move(**result));
             landed();
         });
 }
 
-void WarmStart::prepared(std::uint64_t generation, Result<std::unique_ptr<PreparedWorker>> prepared)
+void WarmStart::prepared(std::uint64_t generation, std::size_t index,
+                         Result<std::unique_ptr<PreparedWorker>> prepared)
 {
     if (!entry_ || entry_->generation != generation) {
-        // Dropped while it was prepared.
+        // Dropped (or taken without it) while it was prepared.
         if (prepared) {
             ++ctx_.metrics.workers_warm_unused;
             release(std::move(*prepared), std::nullopt);
         }
         return;
     }
+    entry_->preparing[index] = false;
     // A failure is not the next task's: it prepares its own worker.
     if (!prepared) {
         ++ctx_.metrics.workers_warm_failed;
-        entry_.reset();
-        return;
-    }
-    auto netns = ctx_.netns_pool->take();
-    if (!netns) {
-        ++ctx_.metrics.workers_warm_failed;
-        entry_.reset();
-        release(std::move(*prepared), std::nullopt);  // off the loop
-        return;
-    }
-    Warm warm{.prepared = std::move(*prepared), .held = std::nullopt, .netns = std::move(*netns)};
-    warm.held = ctx_.supervisor.hold(worker_spec_for(ctx_, *warm.prepared, warm.netns.fd()));
-    entry_->warm.emplace(std::move(warm));
-    const auto left = freshness() - (event::EventLoop::now() - entry_->made);
-    entry_->stale_timer = ctx_.loop.add_timer_after(
-        std::max(std::chrono::duration_cast<std::chrono::milliseconds>(left), std::chrono::milliseconds{0}),
-        [this] {
-            entry_->stale_timer = 0;
+        if (index == 0)
             drop();
-        });
+        return;
+    }
+    if (!entry_->netns) {
+        auto netns = ctx_.netns_pool->take();
+        if (!netns) {
+            ++ctx_.metrics.workers_warm_failed;
+            release(std::move(*prepared), std::nullopt);  // off the loop
+            drop();
+            return;
+        }
+        entry_->netns.emplace(std::move(*netns));
+    }
+    Worker worker{.agent = entry_->agents[index], .prepared = std::move(*prepared), .held = std::nullopt};
+    worker.held = ctx_.supervisor.hold(worker_spec_for(ctx_, *worker.prepared, entry_->netns->fd()));
+    entry_->ready[index].emplace(std::move(worker));
+    if (index == 0)
+        for (std::size_t follower = 1; follower < entry_->agents.size(); ++follower)
+            prepare(follower);
+}
+
+void WarmStart::hand_over(Handoff& handoff, const std::string& agent, Result<std::unique_ptr<PreparedWorker>> prepared)
+{
+    // A follower of a set taken while it was prepared: the taking task's
+    // now, if it still waits for it.
+    const bool ok = static_cast<bool>(prepared);
+    std::unique_ptr<PreparedWorker> unwanted;
+    if (handoff.deliver) {
+        unwanted = handoff.deliver(agent, std::move(prepared));
+    } else if (prepared) {
+        unwanted = std::move(*prepared);
+    }
+    if (!ok)
+        ++ctx_.metrics.workers_warm_failed;
+    else if (unwanted)
+        ++ctx_.metrics.workers_warm_unused;
+    else
+        ++ctx_.metrics.workers_warm_used;
+    if (unwanted)
+        release(std::move(unwanted), std::nullopt);
 }
 
 std::optional<WarmStart::Warm> WarmStart::take(const std::string& agent)
 {
-    if (!entry_ || !entry_->warm || entry_->agent != agent ||
+    if (!entry_ || !entry_->ready.front() || entry_->agents.front() != agent ||
         event::EventLoop::now() - entry_->made > freshness())
         return std::nullopt;
     ctx_.loop.cancel_timer(entry_->stale_timer);
-    Warm warm = std::move(*entry_->warm);
+    Warm warm{.first = std::move(*entry_->ready.front()),
+              .followers = {},
+              .preparing = {},
+              .handoff = entry_->handoff,
+              .netns = std::move(*entry_->netns)};
+    for (std::size_t index = 1; index < entry_->ready.size(); ++index) {
+        if (entry_->ready[index])
+            warm.followers.push_back(std::move(*entry_->ready[index]));
+        else if (entry_->preparing[index])
+            warm.preparing.push_back(entry_->agents[index]);  // handed over when prepared
+    }
+    warm.handoff->taken = true;
     entry_.reset();
-    ++ctx_.metrics.workers_warm_used;
+    ctx_.metrics.workers_warm_used += 1 + warm.followers.size();
     return warm;
 }
 
@@ -98,12 +153,14 @@ void WarmStart::drop()
     if (!entry_)
         return;
     ctx_.loop.cancel_timer(entry_->stale_timer);
-    std::optional<Warm> warm = std::move(entry_->warm);
+    auto ready = std::move(entry_->ready);
+    // The namespace goes now (a held process keeps it until reaped).
     entry_.reset();  // one still being prepared is released when it is
-    if (warm) {
-        // Its namespace goes now (a held process keeps it until reaped).
+    for (auto& worker : ready) {
+        if (!worker)
+            continue;
         ++ctx_.metrics.workers_warm_unused;
-        release(std::move(warm->prepared), warm->held);
+        release(std::move(worker->prepared), worker->held);
     }
 }
 

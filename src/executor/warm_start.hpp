@@ -1,25 +1,30 @@
 // SPDX-License-Identifier: Apache-2.0
-// WarmStart: one worker kept ready for the next task's first node
-// (docs/executor.md, "A worker kept warm for the next task").
+// WarmStart: workers kept ready for the next task's first nodes
+// (docs/executor.md, "Workers kept warm for the next task").
 //
 // Within a task, each node's worker is prepared and its process held while
 // its dependencies run (TaskExecution::anticipate); the first node of a
 // task has none, so it paid the whole launch — rootfs, namespaces, spawn —
-// between its claim and its start. When a task's first node is dispatched,
-// the executor expects the next task to start with the same agent (a stream
-// of tasks of one kind, a client submitting one after another): it prepares
-// a worker of that agent on the JobPool, gives it a network namespace from
-// the pool and has the supervisor hold its process before its execve. The
-// next task whose first worker runs that agent takes all three — the
-// namespace becomes the task's — and its dispatch only releases the process.
+// between its claim and its start, and the nodes hinted at its start had
+// only the first node's short run to be prepared in. When a task ends, the
+// executor expects the next task to start as it did (a stream of tasks of
+// one kind, a client submitting one after another): it prepares a worker of
+// its first agent on the JobPool, gives it a network namespace from the
+// pool and has the supervisor hold its process before its execve; then, in
+// that namespace, one worker of each agent the task hinted at its start (at
+// most TaskExecution's kMaxAhead: the followers). The next task whose first
+// worker runs that agent takes them — the namespace becomes the task's, the
+// followers its workers prepared ahead — and its dispatches only release
+// processes.
 //
-// One is kept at most, for [workers] warm_seconds (default 2 s: its
+// One set is kept at most, for [workers] warm_seconds (default 2 s: a
 // SpawnSpec or image could change meanwhile, as for the workers prepared
-// ahead within a task): then, when a task starts with another agent, at a
-// reload and at shutdown it is dropped (its process killed and reaped,
-// then its rootfs released off the loop). An idle daemon therefore holds
-// nothing for longer than warm_seconds after its last task. Only with
-// [workers] hold_ahead, in production mode.
+// ahead within a task): then, when a task that starts otherwise ends, at a
+// reload and at shutdown it is dropped (processes killed and reaped, then
+// rootfs released off the loop). A follower not yet prepared when its set
+// is taken goes to the task that took it once it is. An idle daemon
+// therefore holds nothing for longer than warm_seconds after its last
+// task. Only with [workers] hold_ahead, in production mode.
 //
 // Loop thread only.
 #pragma once
@@ -30,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "execution_context.hpp"
 #include "nps/sandbox/loopback_netns.hpp"
@@ -38,10 +44,26 @@ namespace nps::executor {
 
 class WarmStart {
 public:
-    struct Warm {
+    struct Worker {
+        std::string agent;
         std::unique_ptr<PreparedWorker> prepared;
         std::optional<supervisor::WorkerId> held;  // none when the supervisor had no room
-        sandbox::LoopbackNetns netns;              // the process's: the taking task's from then on
+    };
+    // Where the followers still being prepared when their set was taken go
+    // once prepared: `deliver` (set by the taker) returns the worker if it
+    // does not want it any more; unset, it is released.
+    struct Handoff {
+        bool taken = false;
+        std::function<std::unique_ptr<PreparedWorker>(const std::string& agent,
+                                                       Result<std::unique_ptr<PreparedWorker>> prepared)>
+            deliver;
+    };
+    struct Warm {
+        Worker first;
+        std::vector<Worker> followers;       // those prepared (and held) by the time it was taken
+        std::vector<std::string> preparing;  // the agents of those not yet: handed over through handoff
+        std::shared_ptr<Handoff> handoff;
+        sandbox::LoopbackNetns netns;        // their processes': the taking task's from then on
     };
 
     explicit WarmStart(ExecutionContext& context);
@@ -51,12 +73,14 @@ public:
     WarmStart(const WarmStart&) = delete;
     WarmStart& operator=(const WarmStart&) = delete;
 
-    // A task's first worker, of `agent`, was dispatched: keep one of `agent`
-    // ready for the next task (one of another agent is dropped).
-    void expect(const std::string& agent);
-    // The warm worker, if it is of `agent`, prepared and within warm_seconds.
+    // A task whose first worker ran `agent`, and which hinted `followers`
+    // at its start, ended: keep workers of them ready for the next task
+    // (a set kept for other agents is dropped).
+    void expect(const std::string& agent, const std::vector<std::string>& followers);
+    // The set kept, if its first worker is of `agent`, prepared and within
+    // warm_seconds.
     std::optional<Warm> take(const std::string& agent);
-    // Drops the warm worker, if any (a reload changed the worker policy).
+    // Drops the set kept, if any (a reload changed the worker policy).
     void drop();
     // Drops it and makes no other (the daemon is stopping); `idle` is
     // called (from the loop) once no preparation or release of one is left
@@ -65,15 +89,21 @@ public:
 
 private:
     struct Entry {
-        std::string agent;
+        std::vector<std::string> agents;  // the first worker's, then the followers'
         event::EventLoop::TimePoint made{};
         std::uint64_t generation = 0;
-        std::optional<Warm> warm;  // once prepared
+        std::vector<std::optional<Worker>> ready;  // by agents' index, once prepared and held
+        std::vector<bool> preparing;               // by agents' index, until its preparation ends
+        std::optional<sandbox::LoopbackNetns> netns;  // taken when the first of them is prepared
+        std::shared_ptr<Handoff> handoff;
         event::EventLoop::TimerId stale_timer = 0;
     };
 
     std::chrono::seconds freshness() const;
-    void prepared(std::uint64_t generation, Result<std::unique_ptr<PreparedWorker>> prepared);
+    // Prepares entry_'s worker of agents[index] on the JobPool.
+    void prepare(std::size_t index);
+    void hand_over(Handoff& handoff, const std::string& agent, Result<std::unique_ptr<PreparedWorker>> prepared);
+    void prepared(std::uint64_t generation, std::size_t index, Result<std::unique_ptr<PreparedWorker>> prepared);
     // Gives back a prepared worker no task took, off the loop: its process
     // (if held) first, then its rootfs.
     void release(std::unique_ptr<PreparedWorker> prepared, std::optional<supervisor::WorkerId> held);

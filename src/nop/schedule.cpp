@@ -62,23 +62,33 @@ void TaskRun::State::pump()
 
 // Production mode only: conformance mode runs one node at a time in the
 // portable order, with nothing prepared ahead. A node with a condition is
-// hinted too (it usually runs); one of a compensation is not.
+// hinted too (it usually runs); one of a compensation is not. Two levels
+// are hinted: the nodes whose dependencies all run or are done, then the
+// nodes behind those — a worker's preparation takes longer than a short
+// node runs, so the one after next must start before the next one runs.
 void TaskRun::State::anticipate()
 {
     if (phase != Phase::running || options.mode == Mode::conformance)
         return;
-    for (std::size_t t : by_id) {
-        NodeRun& n = nodes[t];
-        if (n.phase != NodePhase::pending || n.anticipated || n.node->agent.empty())
-            continue;
-        const bool soon = std::all_of(n.deps.begin(), n.deps.end(), [&](std::size_t d) {
-            return nodes[d].phase == NodePhase::running || settled_for_dependants(nodes[d].phase);
-        });
-        if (soon) {
-            n.anticipated = true;
-            host.anticipate(n.node->agent);
+    const auto under_way = [&](std::size_t d) {
+        return nodes[d].phase == NodePhase::running || settled_for_dependants(nodes[d].phase);
+    };
+    const auto next = [&](const NodeRun& n) { return std::all_of(n.deps.begin(), n.deps.end(), under_way); };
+    const auto hint = [&](const auto& soon) {
+        for (std::size_t t : by_id) {
+            NodeRun& n = nodes[t];
+            if (n.phase == NodePhase::pending && !n.anticipated && !n.node->agent.empty() && soon(n)) {
+                n.anticipated = true;
+                host.anticipate(n.node->agent);
+            }
         }
-    }
+    };
+    hint(next);
+    hint([&](const NodeRun& n) {
+        return std::all_of(n.deps.begin(), n.deps.end(), [&](std::size_t d) {
+            return under_way(d) || (nodes[d].phase == NodePhase::pending && next(nodes[d]));
+        });
+    });
 }
 
 void TaskRun::State::start_ready()

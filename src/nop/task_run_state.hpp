@@ -114,7 +114,8 @@ struct TaskRun::State {
     // pump()'s work: starts the nodes that may run now.
     void start_ready();
     // Hints the host (TaskHost::anticipate) at each pending node whose
-    // dependencies are all running or settled, once per node.
+    // dependencies are all running or settled, then at each whose
+    // dependencies are those or running or settled; once per node.
     void anticipate();
     std::size_t active_count() const;
     std::optional<std::size_t> next_ready() const;

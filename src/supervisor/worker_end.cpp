@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "nps/base/log.hpp"
 #include "nps/proto/error_codes.hpp"
 #include "nps/supervisor/supervisor.hpp"
 #include "refilled_pool.hpp"
@@ -305,20 +306,40 @@ void Supervisor::release(Worker& w)
     if (w.child.valid())
         loop_.remove_fd(w.child.pidfd());
     w.child = sandbox::Child();  // a child still there is killed and reaped
-    // Its last reference: the namespace's teardown runs in the closing
-    // thread (worker_spawn.cpp, keep_mount_namespace).
-    if (w.mount_ns && spawn_jobs_)
-        spawn_jobs_->submit([ns = std::make_shared<UniqueFd>(std::move(w.mount_ns))] { ns->reset(); }, [] {});
-    w.mount_ns.reset();
     w.out_log.close();
     w.err_log.close();
+    // The rest goes off the loop, in one job on a spawn thread (the other
+    // stays free for the next worker's release): the mount namespace's
+    // last reference, whose teardown runs in the closing thread
+    // (worker_spawn.cpp, keep_mount_namespace), then the cgroup, whose
+    // rmdirs (one per hierarchy) need not delay the outcome and which is
+    // retried for up to a second while still busy (WorkerCgroup::remove).
+    // A failure is logged: the outcome has been delivered by then. Only
+    // with no cgroup work of ours left for this worker may the pool refill
+    // (see RefilledPool::wake()).
+    if (spawn_jobs_ && (w.mount_ns || w.cgroup)) {
+        std::shared_ptr<cgroup::WorkerCgroup> group;
+        if (w.cgroup)
+            group = std::make_shared<cgroup::WorkerCgroup>(std::move(*w.cgroup));
+        w.cgroup.reset();
+        spawn_jobs_->submit(
+            [ns = std::make_shared<UniqueFd>(std::move(w.mount_ns)), group, name = w.name] {
+                ns->reset();
+                if (auto removed = group ? group->remove() : Result<void>{}; !removed)
+                    log::warning("worker " + name + ": " + removed.error().describe());
+            },
+            [this] {
+                if (pool_)
+                    pool_->wake();
+            });
+        return;
+    }
+    w.mount_ns.reset();
     if (w.cgroup) {
         if (auto removed = w.cgroup->remove(); !removed)
             w.warnings.push_back(removed.error().describe());
         w.cgroup.reset();
     }
-    // Only now, with no cgroup work of ours left for this worker: see
-    // RefilledPool::wake().
     if (pool_)
         pool_->wake();
 }

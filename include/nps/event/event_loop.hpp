@@ -10,7 +10,11 @@
 // any registration, their own included: an event for a registration removed
 // earlier in the same round is dropped, and a fd number reused by a new
 // registration never receives the old one's events. A timer added for a
-// deadline already passed runs in the next round (defer() is that, spelled).
+// deadline already passed runs in the next round. defer() runs its handler
+// once the current callbacks return: still in this round, after its fd
+// events and due timers, for up to kDeferPasses chained deferrals (a
+// deferred handler that defers again), then in the next round — so a chain
+// of a few deferrals waits for no system call, and none can spin a round.
 //
 // Not thread-safe, but for post() and poster(): every other call comes from
 // the loop's thread (or before run()). Not movable: registrations capture its
@@ -69,8 +73,9 @@ public:
     {
         return add_timer(now() + delay, std::move(handler));
     }
-    // Runs `handler` in the next round, outside the caller's stack.
+    // Runs `handler` soon, outside the caller's stack (see above).
     TimerId defer(TimerHandler handler) { return add_timer(TimePoint::min(), std::move(handler)); }
+    static constexpr int kDeferPasses = 8;
     // No-op for 0, a timer that already ran, or one cancelled before.
     void cancel_timer(TimerId id);
     std::size_t pending_timers() const { return timers_.size(); }
@@ -113,7 +118,9 @@ private:
     EventLoop() = default;
     Result<void> arm_timerfd();
     void run_posted();
-    std::size_t run_due_timers();
+    // Runs the timers due at `until` (default: now) that were there when
+    // it was called.
+    std::size_t run_due_timers(std::optional<TimePoint> until = std::nullopt);
 
     UniqueFd epoll_;
     UniqueFd timerfd_;

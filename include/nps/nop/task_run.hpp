@@ -129,9 +129,10 @@ public:
     // it exactly once (also after stop(): then with whatever outcome it got).
     virtual void dispatch(const Attempt& attempt) = 0;
     // A hint: a node of `agent` may be dispatched soon (every dependency of
-    // it is running or done), so the host may prepare a worker for it
-    // ahead. Given once per node; no answer is owed, and no dispatch may
-    // follow (the dependency fails, a condition skips the node).
+    // it is running or done, or is itself such a node), so the host may
+    // prepare a worker for it ahead. Given once per node, the nearer
+    // nodes first; no answer is owed, and no dispatch may follow (a
+    // dependency fails, a condition skips the node).
     virtual void anticipate(const std::string& agent) { (void)agent; }
     // Stops the running attempt of node_id (or its compensation), if any.
     virtual void stop(const std::string& node_id) = 0;

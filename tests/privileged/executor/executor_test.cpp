@@ -157,28 +157,33 @@ TEST_CASE("TC-N3-DAG-01: a 3-node linear DAG of sandboxed workers completes with
     check_no_worker_left(f, f.runner().pid());
 }
 
-TEST_CASE("a worker prepared ahead for a node that never runs is released when the task ends")
+TEST_CASE("workers prepared ahead for nodes that never run are released when the task ends")
 {
     ExecutorFixture f;
     f.announce(kFetch, inline_spawn_spec({"/bin/sh", "-c", "sleep 1; exit 3"}));
     f.announce(kDouble, inline_spawn_spec({"/bin/true"}));
+    f.announce(kReport, inline_spawn_spec({"/bin/true"}));
     Json task = f.wait_terminal(f.submit(task_frame_of(
-        "ahead-unused", {dag_node("a", kFetch, "nwp://exec.test/a"), dag_node("b", kDouble, "nwp://exec.test/b", {"a"})},
+        "ahead-unused", {dag_node("a", kFetch, "nwp://exec.test/a"), dag_node("b", kDouble, "nwp://exec.test/b", {"a"}),
+                         dag_node("c", kReport, "nwp://exec.test/c", {"b"})},
         {{"max_retries", 0}})));
     INFO(task.dump(2));
     CHECK(task["state"] == "FAILED");
     CHECK(task["nodes"]["a"]["state"] == "FAILED");
-    // b's worker (rootfs, directory, user namespace slot) was prepared while
-    // a ran, and goes back without ever starting.
+    // b's and c's workers (two levels ahead: rootfs, directory, user
+    // namespace slot) were prepared while a ran, and go back without ever
+    // starting — both of them, each once.
     check_no_worker_left(f, f.runner().pid());
     const std::string metrics = http("GET", f.runner().url() + "/metrics").raw;
-    CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"unused\"} 1\n") != std::string::npos);
+    CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"unused\"} 2\n") != std::string::npos);
     CHECK(metrics.find("\nnps_worker_prepared_ahead_total{fate=\"used\"} 0\n") != std::string::npos);
-    // Its process was held meanwhile (a ran for a second), and went with it;
-    // so did the one kept warm after the task (for a's agent) once stale.
-    CHECK(metric(f, "nps_worker_holds_unused_total") == 1 + metric(f, "nps_worker_warm_total{fate=\"unused\"}"));
-    CHECK(metric(f, "nps_worker_warm_total{fate=\"unused\"}") <= 1);
+    // Their processes were held meanwhile (a ran for a second), and went
+    // with them; so did those kept warm after the task (for a's agent, and
+    // for b's and c's, hinted at its start) once stale.
+    CHECK(metric(f, "nps_worker_holds_unused_total") == 2 + metric(f, "nps_worker_warm_total{fate=\"unused\"}"));
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"unused\"}") <= 3);
     CHECK(metrics.find("\nnps_worker_spawns_total{path=\"held\"} 0\n") != std::string::npos);
+    CHECK(f.runner().stop() == 0);
 }
 
 TEST_CASE("a node's worker held while its predecessor runs is released at its dispatch, with its own NPS_* variables")
@@ -209,7 +214,7 @@ TEST_CASE("a node's worker held while its predecessor runs is released at its di
     }
 }
 
-TEST_CASE("after a task, a worker of its first agent is kept warm for the next task, in that task's own namespace")
+TEST_CASE("after a task, workers of its first agent and of its first hints are kept warm for the next task, in that task's own namespace")
 {
     ExecutorFixture f("\n[workers]\nwarm_seconds = 30\n");
     // Sleeps a second (long enough to be seen), then answers with its own
@@ -256,12 +261,32 @@ TEST_CASE("after a task, a worker of its first agent is kept warm for the next t
     CHECK(second_netns.begin()->second == second_netns.rbegin()->second);
     CHECK(second_netns.begin()->second != first_netns.begin()->second);
 
-    // A task of another agent does not take it, and it goes (unused) when
+    // After a task that hinted b at its start, b's worker is kept warm
+    // beside a's, in the same namespace; the next task of that shape takes
+    // both, and its b starts from the held process.
+    deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (worker_dirs(f) != 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(worker_dirs(f) == 2);
+    const long held_spawns = metric(f, "nps_worker_spawns_total{path=\"held\"}");
+    const std::string third = f.submit(task_frame_of(
+        "warm-03", {dag_node("a", kSleeper, "nwp://exec.test/a"), dag_node("b", kSleeper, "nwp://exec.test/b", {"a"})}));
+    const auto third_netns = sleepers_netns_until_end(f, runner, third);
+    task = f.wait_terminal(third);
+    REQUIRE(task["state"] == "COMPLETED");
+    CHECK(task["nodes"]["b"]["result"] == Json{{"task", "warm-03"}, {"node", "b"}});
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") == 3);
+    CHECK(metric(f, "nps_worker_spawns_total{path=\"held\"}") == held_spawns + 2);
+    REQUIRE(third_netns.size() == 2);
+    CHECK(third_netns.begin()->second == third_netns.rbegin()->second);
+    CHECK(third_netns.begin()->second != second_netns.begin()->second);
+
+    // A task of another agent does not take them, and they go (unused) when
     // that task ends and one of its agent is kept instead.
-    task = f.wait_terminal(f.submit(task_frame_of("warm-03", {dag_node("t", kDouble, "nwp://exec.test/t")})));
+    task = f.wait_terminal(f.submit(task_frame_of("warm-04", {dag_node("t", kDouble, "nwp://exec.test/t")})));
     CHECK(task["state"] == "COMPLETED");
-    CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") == 1);
-    CHECK(metric(f, "nps_worker_warm_total{fate=\"unused\"}") == 1);
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") == 3);
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"unused\"}") == 2);
     CHECK(metric(f, "nps_worker_warm_total{fate=\"failed\"}") == 0);
 
     // Shutdown drops the one kept: nothing is left behind.
@@ -295,6 +320,33 @@ TEST_CASE("a worker kept warm goes after [workers] warm_seconds; warm_seconds = 
         CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") == 0);
         CHECK(metric(f, "nps_worker_holds_unused_total") == (kept ? 1 : 0));
     }
+}
+
+TEST_CASE("tasks one after another take the workers kept warm, those still being prepared too, and all complete")
+{
+    // Each task is deposited as soon as the previous one ends: its set of
+    // warm workers (fetch, double, report) is often taken while the
+    // followers are still being prepared, and handed over when they are.
+    ExecutorFixture f;
+    announce_pipeline(f);
+    constexpr int kTasks = 12;
+    for (int i = 0; i < kTasks; ++i) {
+        const Json task = f.wait_terminal(f.submit(pipeline_frame("b2b-" + std::to_string(i))));
+        INFO(task.dump(2));
+        REQUIRE(task["state"] == "COMPLETED");
+        CHECK(task["nodes"]["report"]["result"]["answer"] == 4);
+    }
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") >= 1);
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"failed\"}") == 0);
+    // Every worker of every set is counted once: taken, or dropped unused.
+    CHECK(metric(f, "nps_worker_warm_total{fate=\"used\"}") + metric(f, "nps_worker_warm_total{fate=\"unused\"}") <=
+          3 * kTasks);
+    const pid_t runner = f.runner().pid();
+    CHECK(f.runner().stop() == 0);  // a task waiting for a handed-over follower would hang this
+    CHECK(worker_processes_of(runner).empty());
+    CHECK(parked_children_of(runner).empty());
+    CHECK(worker_cgroups_of(runner).empty());
+    CHECK(worker_dirs(f) == 0);
 }
 
 TEST_CASE("workers start from the spawn pool by default, else from the spawn server; both off spawns them directly")

@@ -58,6 +58,9 @@ public:
     // exist, spawn pool slots with a parked child excepted (those belong to
     // the live supervisor's pool, not to a worker).
     std::vector<std::string> leftover_cgroups() const;
+    // Runs the loop until leftover_cgroups() is empty (a worker's cgroup is
+    // removed on a spawn thread just after its outcome); false after 10 s.
+    bool no_cgroups_left() { return run_until([&] { return leftover_cgroups().empty(); }, std::chrono::seconds(10)); }
     // The spawn pool's slot directories holding a parked child.
     std::vector<std::string> parked_slots() const;
     // Every directory named <prefix>-*, parked slots included.

@@ -111,7 +111,7 @@ TEST_CASE("a held worker is released by start() with its NPS_* variables, its ti
     CHECK(stats.direct == 0);
     CHECK(stats.holds_unused == 0);
     CHECK(contains(render_spawn_metrics(stats), "nps_worker_spawns_total{path=\"held\"} 1\n"));
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("a held process that does not fit its worker is dropped, and the worker spawned as usual")

@@ -80,11 +80,13 @@ TEST_CASE("pool: a worker starts from a parked child; the slot's cgroup is its c
     auto o = h.wait(id);
     CHECK(o.killed_reason == KilledReason::shutdown);
     CHECK_FALSE(process_running("sleep 4322"));
-    for (const auto& dir : h.all_cgroups())
-        CHECK_FALSE(contains(dir, "/" + *name));
+    CHECK(h.run_until([&] {
+        const auto dirs = h.all_cgroups();
+        return std::none_of(dirs.begin(), dirs.end(), [&](const std::string& dir) { return contains(dir, "/" + *name); });
+    }));
     // The refill thread parked another child behind it.
     CHECK(h.wait_parked(kDefaultSpawnPool));
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("pool: sequential workers all come from the pool, limits and OOM detection included")
@@ -110,7 +112,7 @@ TEST_CASE("pool: sequential workers all come from the pool, limits and OOM detec
     CHECK(stats.direct == 0);
     CHECK(stats.pooled == (base->enforced_by("memory").empty() ? 3u : 4u));
     CHECK(stats.refill_failures == 0);
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("pool: a worker's own bad spec is its outcome, with no second try by a direct spawn")
@@ -128,7 +130,7 @@ TEST_CASE("pool: a worker's own bad spec is its outcome, with no second try by a
     auto stats = h.supervisor().spawn_stats();
     CHECK(stats.pooled == 0);
     CHECK(stats.direct == 0);
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("pool: spawn_pool = 0 spawns every worker directly, in its own <prefix>-<pid>-<id> cgroup")
@@ -147,7 +149,7 @@ TEST_CASE("pool: spawn_pool = 0 spawns every worker directly, in its own <prefix
     CHECK(stats.pool_size == 0);
     CHECK(stats.pooled == 0);
     CHECK(stats.direct == 2);
-    CHECK(h.all_cgroups().empty());  // no slot was ever made
+    CHECK(h.run_until([&] { return h.all_cgroups().empty(); }));  // no slot was ever made
 }
 
 TEST_CASE("pool: with no live parked child the worker is spawned directly, and the pool refills")
@@ -174,7 +176,7 @@ TEST_CASE("pool: with no live parked child the worker is spawned directly, and t
     h.wait(id);
     CHECK(h.wait_parked(1));
     // The dead child's slot is gone; the new one is parked.
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
     const auto now = parked_pids(h);
     REQUIRE(now.size() == 1);
     CHECK(now.front() != parked.front());

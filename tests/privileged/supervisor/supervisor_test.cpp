@@ -63,7 +63,7 @@ TEST_CASE("a framed worker: DelegateFrame on stdin, NPS_* environment, progress,
     CHECK_FALSE(contains(slurp(o.log_dir + "/stdout.log"), "\"seq\""));  // frames are not log
     CHECK(contains(o.stderr_tail, "\"parent_task_id\":\"task-1\""));
     CHECK(o.started_at_ms <= o.ended_at_ms);
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("plain commands: exit 0 completes, a failure names its exit status")
@@ -87,7 +87,7 @@ TEST_CASE("plain commands: exit 0 completes, a failure names its exit status")
     CHECK(f.details_json == R"({"exit_code":3})");
     CHECK(f.stderr_tail == "oops\n");
     CHECK(f.retryable);
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("a worker killed by a signal from elsewhere")
@@ -170,7 +170,7 @@ TEST_CASE("protocol violations fail the node and kill the worker at once")
     CHECK(contains(slurp(o.log_dir + "/stdout.log"), "\"seq\":2"));  // the offending line is kept
     auto n = h.wait(nid);
     CHECK(n.error_code == "NOP-STREAM-NID-MISMATCH");
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("idle timeout: no output for the limit kills the whole worker")
@@ -193,7 +193,7 @@ TEST_CASE("idle timeout: no output for the limit kills the whole worker")
     CHECK(o.retryable);
     CHECK(contains(o.error_message, "300 ms"));
     CHECK_FALSE(process_running(sleep));
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("idle timeout: output keeps a worker alive past the limit")
@@ -234,7 +234,7 @@ TEST_CASE("max runtime: a busy worker is stopped; with both limits passed max ru
     auto p = h.wait(t);
     CHECK(p.error_code == "NOP-RUNTIME-MAX-RUNTIME");
     CHECK(p.killed_reason == KilledReason::max_runtime);
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("the runner's policy applies when the spec has no limits")
@@ -284,7 +284,7 @@ TEST_CASE("cancel: a worker ignoring the frame and SIGTERM is killed after the g
     CHECK(o.signal == SIGKILL);
     // Not a timing assertion: SIGKILL comes after two graces, never before.
     CHECK(o.ended - cancelled_at >= 400ms);
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("cancel: a worker handling SIGTERM exits on it")
@@ -311,7 +311,7 @@ TEST_CASE("a worker that forks children and exits: the children die with it")
     CHECK(o.state == WorkerState::completed);
     CHECK(slurp(o.log_dir + "/stdout.log") == "started\n");
     CHECK_FALSE(process_running("sleep 1234"));
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("a final frame wins; a worker lingering after it is killed after the grace")
@@ -377,7 +377,7 @@ TEST_CASE("a worker flooding stdout: the caps hold and our memory stays flat")
     // The line buffer is capped at 512 KiB and released; stdout is never
     // held beyond a line. 16 MiB of slack for the allocator and the kernel.
     CHECK(rss_after < rss_before + 16 * 1024 * 1024);
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("the concurrency cap: workers wait in a FIFO queue")
@@ -434,7 +434,7 @@ TEST_CASE("spawn failures are outcomes with killed_reason spawn_failed")
     CHECK(o.killed_reason == KilledReason::spawn_failed);
     CHECK(o.error_code == "NOP-DELEGATE-REJECTED");
     CHECK(contains(o.error_message, "Failed to execute '/bin/no-such-program'"));
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("start() refuses a bad spec synchronously")
@@ -463,7 +463,7 @@ TEST_CASE("OOM: the kernel's kill is reported as oom")
     CHECK(o.oom_killed);
     CHECK(o.killed_reason == KilledReason::oom);
     CHECK(o.error_code == "NOP-RESOURCE-INSUFFICIENT");
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("logs rotate per stream; the outcome carries the stderr tail")
@@ -517,7 +517,7 @@ TEST_CASE("shutdown stops every worker, queued ones too")
         CHECK(o.killed_reason == KilledReason::shutdown);
         CHECK(o.error_code == "NPS-SERVER-UNAVAILABLE");
     }
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("destroying the supervisor kills and reaps every worker")
@@ -565,7 +565,7 @@ TEST_CASE("with a spawn server, workers are cloned by it and supervised as any")
     const SpawnStats stats = h.supervisor().spawn_stats();
     CHECK(stats.server == 2);  // a spawn that failed counts on no path
     CHECK(stats.direct == 0);
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }
 
 TEST_CASE("with its spawn server gone, workers are spawned directly")
@@ -614,5 +614,5 @@ TEST_CASE("a worker cancelled or killed while it is being spawned is stopped as 
         }
         CHECK(hits == 1);
     }
-    CHECK(h.leftover_cgroups().empty());
+    CHECK(h.no_cgroups_left());
 }

@@ -92,20 +92,42 @@ TEST_CASE("cancelled timers never run, also when cancelled by an earlier callbac
     CHECK(ran == 1);
 }
 
-TEST_CASE("defer runs in the next round, never inside the caller")
+TEST_CASE("defer runs after its caller returns, in the same round a few deferrals deep, never spinning one")
 {
     auto loop = make_loop();
     int ran = 0;
     loop->defer([&] {
         ++ran;
-        loop->defer([&] { ++ran; });  // re-adding itself cannot spin one round
+        loop->defer([&] { ++ran; });  // chained: still this round
         CHECK(ran == 1);
     });
     CHECK(ran == 0);
     REQUIRE(loop->run_once(100ms));
-    CHECK(ran == 1);
-    REQUIRE(loop->run_once(100ms));
     CHECK(ran == 2);
+
+    // A handler that defers itself forever runs 1 + kDeferPasses times a
+    // round, and the round ends.
+    int spins = 0;
+    std::function<void()> again = [&] {
+        ++spins;
+        loop->defer(again);
+    };
+    loop->defer(again);
+    REQUIRE(loop->run_once(100ms));
+    CHECK(spins == 1 + nps::event::EventLoop::kDeferPasses);
+    REQUIRE(loop->run_once(100ms));
+    CHECK(spins == 2 * (1 + nps::event::EventLoop::kDeferPasses));
+    loop.reset();  // the last deferral is dropped unrun
+}
+
+TEST_CASE("a deferral runs before a timer due now that was added after it")
+{
+    auto loop = make_loop();
+    std::vector<std::string> order;
+    loop->add_timer(loop->now(), [&] { order.push_back("timer"); });
+    loop->defer([&] { order.push_back("deferred"); });
+    REQUIRE(loop->run_once(100ms));
+    CHECK(order == std::vector<std::string>{"deferred", "timer"});
 }
 
 TEST_CASE("fd callbacks: readiness, removal of itself and of another in the same round")

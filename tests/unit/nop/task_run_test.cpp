@@ -267,29 +267,33 @@ TEST_CASE("engine: the same diamond in conformance mode runs one node at a time"
     CHECK(host.dispatched[2].node_id == "right");
 }
 
-TEST_CASE("engine: the host hears of each node once, as soon as all its dependencies run or are done")
+TEST_CASE("engine: the host hears of each node once, two levels ahead of what runs")
 {
     FakeHost host;
     const auto task = frame({node("fetch"), node("left", {"fetch"}), node("right", {"fetch"}),
-                             node("merge", {"left", "right"}), node("report", {"merge"})});
+                             node("merge", {"left", "right"}), node("report", {"merge"}),
+                             node("archive", {"report"})});
     TaskRun run(task, host, RunOptions{.mode = Mode::production, .max_parallel = 8});
     run.start();
     REQUIRE(host.dispatched.size() == 1);
-    // fetch runs: left and right may start next; merge waits for both.
-    CHECK(host.anticipated == Strings{"urn:nps:agent:test:left", "urn:nps:agent:test:right"});
+    // fetch runs: left and right may start next, merge after both; report
+    // is three levels away.
+    CHECK(host.anticipated ==
+          Strings{"urn:nps:agent:test:left", "urn:nps:agent:test:right", "urn:nps:agent:test:merge"});
     run.attempt_finished("fetch", success("{}"));
-    CHECK(host.anticipated.size() == 3);  // left and right run: merge next
-    CHECK(host.anticipated.back() == "urn:nps:agent:test:merge");
-    run.attempt_finished("left", success("{}"));
-    CHECK(host.anticipated.size() == 3);  // nothing new: right still runs
-    run.attempt_finished("right", success("{}"));
-    REQUIRE(host.anticipated.size() == 4);
+    REQUIRE(host.anticipated.size() == 4);  // left and right run: merge next, report after it
     CHECK(host.anticipated.back() == "urn:nps:agent:test:report");
+    run.attempt_finished("left", success("{}"));
+    CHECK(host.anticipated.size() == 4);  // nothing new: right still runs
+    run.attempt_finished("right", success("{}"));
+    REQUIRE(host.anticipated.size() == 5);
+    CHECK(host.anticipated.back() == "urn:nps:agent:test:archive");
     run.attempt_finished("merge", success("{}"));
     run.attempt_finished("report", success("{}"));
+    run.attempt_finished("archive", success("{}"));
     REQUIRE(host.end);
     CHECK(host.end->state == "COMPLETED");
-    CHECK(host.anticipated.size() == 4);  // never twice
+    CHECK(host.anticipated.size() == 5);  // never twice
 }
 
 TEST_CASE("engine: conformance mode hints nothing ahead")
