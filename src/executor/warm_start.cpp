@@ -71,7 +71,7 @@ void WarmStart::prepared(std::uint64_t generation, std::size_t index,
                          Result<std::unique_ptr<PreparedWorker>> prepared)
 {
     if (!entry_ || entry_->generation != generation) {
-        // Dropped (or taken without it) while it was prepared.
+        // Dropped while it was prepared.
         if (prepared) {
             ++ctx_.metrics.workers_warm_unused;
             release(std::move(*prepared), std::nullopt);
