@@ -120,6 +120,12 @@ private:
     // ready for it (made then, not earlier: on two CPUs its preparation would
     // slow this task's last nodes).
     void expect_next_task();
+    // A warm follower (launch_warm) in ahead_, served by no hint yet.
+    std::shared_ptr<Ahead> add_warm_ahead(const std::string& agent);
+    // A warm follower still being prepared when this task took its set is
+    // ready (WarmStart::Handoff): kept as a worker prepared ahead if still
+    // wanted; else returned, for WarmStart to release.
+    std::unique_ptr<PreparedWorker> warm_follower_prepared(const std::string& agent, Prepared prepared);
     // `ahead`'s preparation ended: to the dispatch waiting for it, else kept
     // (its process held) until one takes it or it grows stale.
     void ahead_prepared(const std::shared_ptr<Ahead>& ahead, Prepared prepared);

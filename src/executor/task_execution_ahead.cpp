@@ -83,59 +83,63 @@ void TaskExecution::launch_warm(const std::string& node_id, std::uint64_t serial
 {
     netns_.emplace(std::move(warm.netns));
     // Its followers become this task's workers prepared ahead (their
-    // processes are in the namespace above), for the hints to come.
+    // processes are in the namespace above), for the hints to come; those
+    // still being prepared come when they are (WarmStart::Handoff).
     for (auto& follower : warm.followers) {
-        auto ahead = std::make_shared<Ahead>();
-        ahead->agent = follower.agent;
-        ahead->made = event::EventLoop::now();
+        auto ahead = add_warm_ahead(follower.agent);
         ahead->prepared = Prepared(std::move(follower.prepared));
         ahead->held = follower.held;
-        ahead->warm = true;
-        ahead_.push_back(ahead);
         start_timer(std::chrono::duration_cast<std::chrono::milliseconds>(kAheadFreshness),
                     [this, ahead] { drop_ahead(ahead); });
     }
-    // Those still being prepared come as they are (WarmStart::Handoff),
-    // unless the task has let them go by then.
     for (const auto& agent : warm.preparing) {
-        auto ahead = std::make_shared<Ahead>();
-        ahead->agent = agent;
-        ahead->made = event::EventLoop::now();
-        ahead->warm = true;
-        ahead_.push_back(ahead);
-        awaiting_warm_.push_back(ahead);
+        awaiting_warm_.push_back(add_warm_ahead(agent));
         ++ahead_jobs_;
     }
     if (!warm.preparing.empty())
-        warm.handoff->deliver = [this, alive = alive_](const std::string& agent,
-                                                       Prepared prepared) -> std::unique_ptr<PreparedWorker> {
+        warm.handoff->deliver = [this, alive = alive_](const std::string& agent, Prepared prepared) {
             if (!*alive)
                 return prepared ? std::move(*prepared) : nullptr;
-            --ahead_jobs_;
-            const auto it = std::find_if(awaiting_warm_.begin(), awaiting_warm_.end(),
-                                         [&](const auto& a) { return a->agent == agent; });
-            std::shared_ptr<Ahead> ahead;
-            if (it != awaiting_warm_.end()) {
-                ahead = *it;
-                awaiting_warm_.erase(it);
-            }
-            // Wanted by a dispatch (taken while it was prepared), or still
-            // waiting for one in ahead_.
-            const bool wanted = ahead && (ahead->taker || (!ended_ && std::find(ahead_.begin(), ahead_.end(),
-                                                                                  ahead) != ahead_.end()));
-            if (!wanted) {
-                maybe_retire();
-                return prepared ? std::move(*prepared) : nullptr;
-            }
-            ahead_prepared(ahead, std::move(prepared));
-            maybe_retire();
-            return nullptr;
+            return warm_follower_prepared(agent, std::move(prepared));
         };
     auto prepared = std::make_shared<std::unique_ptr<PreparedWorker>>(std::move(warm.first.prepared));
     ctx_.loop.defer([this, alive = alive_, node_id, serial, prepared, held = warm.first.held] {
         if (*alive)
             prepared_for(node_id, serial, std::move(*prepared), held);
     });
+}
+
+std::shared_ptr<TaskExecution::Ahead> TaskExecution::add_warm_ahead(const std::string& agent)
+{
+    auto ahead = std::make_shared<Ahead>();
+    ahead->agent = agent;
+    ahead->made = event::EventLoop::now();
+    ahead->warm = true;
+    ahead_.push_back(ahead);
+    return ahead;
+}
+
+std::unique_ptr<PreparedWorker> TaskExecution::warm_follower_prepared(const std::string& agent, Prepared prepared)
+{
+    --ahead_jobs_;
+    std::shared_ptr<Ahead> ahead;
+    if (const auto it = std::find_if(awaiting_warm_.begin(), awaiting_warm_.end(),
+                                     [&](const auto& a) { return a->agent == agent; });
+        it != awaiting_warm_.end()) {
+        ahead = *it;
+        awaiting_warm_.erase(it);
+    }
+    // Wanted by a dispatch (taken while it was prepared), or still waiting
+    // for one in ahead_.
+    const bool wanted =
+        ahead && (ahead->taker || (!ended_ && std::find(ahead_.begin(), ahead_.end(), ahead) != ahead_.end()));
+    std::unique_ptr<PreparedWorker> unwanted;
+    if (wanted)
+        ahead_prepared(ahead, std::move(prepared));
+    else if (prepared)
+        unwanted = std::move(*prepared);
+    maybe_retire();
+    return unwanted;
 }
 
 void TaskExecution::expect_next_task()
