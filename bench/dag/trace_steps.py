@@ -77,15 +77,22 @@ def steps(data):
         elif current is None or (event.startswith("sched_process") and comm != "worker"):
             continue
         current.append((stamp, event))
-    figures = {k: [] for k in ("deposit → exec 1", "run", "gap (exit → next exec)", "  exit → on_exit",
-                                "  on_exit → finish", "  finish → release", "  release → exec")}
-    for task in tasks:
+    figures = {k: [] for k in ("deposit → exec 1", "run", "  run 1", "  run 2", "  run 3", "gap (exit → next exec)",
+                                "  exit → on_exit", "  on_exit → finish", "  finish → release", "  release → exec",
+                                "exit 3 → next deposit", "deposit → next deposit")}
+    for number, task in enumerate(tasks):
         execs = [t for t, e in task if e == "sched_process_exec"]
         exits = [t for t, e in task if e == "sched_process_exit"]
         if len(execs) != 3 or len(exits) != 3:
             continue
         figures["deposit → exec 1"].append(execs[0] - task[0][0])
         figures["run"] += [exits[i] - execs[i] for i in range(3)]
+        for i in range(3):
+            figures[f"  run {i + 1}"].append(exits[i] - execs[i])
+        if number + 1 < len(tasks) and tasks[number + 1]:
+            # The client's part (it learns of the end, submits again) and the pause.
+            figures["exit 3 → next deposit"].append(tasks[number + 1][0][0] - exits[2])
+            figures["deposit → next deposit"].append(tasks[number + 1][0][0] - task[0][0])
         for i in range(2):
             figures["gap (exit → next exec)"].append(execs[i + 1] - exits[i])
             window = [(t, e) for t, e in task if exits[i] <= t <= execs[i + 1]]
