@@ -139,6 +139,7 @@ def main():
     parser.add_argument("--sleep", type=int, default=60, help="seconds each worker sleeps")
     parser.add_argument("--no-spawn-server", dest="spawn_server", action="store_false",
                         help="[workers] spawn_server = false (workers cloned from the daemon itself)")
+    parser.add_argument("--spawn-pool", type=int, help="[workers] spawn_pool for the daemon (default: the daemon's)")
     parser.add_argument("--breakdown", action="store_true", help="print the idle daemon's largest mappings")
     parser.add_argument("--host-groups", action="store_true",
                         help="do not add the group nps-runner where the host lacks it (see above)")
@@ -152,6 +153,7 @@ def main():
         os.makedirs(state)
         import_demo_image(args.runner, state, work)
         config = (f"[workers]\nmax_concurrent = {args.workers}\n" + ("" if args.spawn_server else "spawn_server = false\n")
+                  + ("" if args.spawn_pool is None else f"spawn_pool = {args.spawn_pool}\n")
                   + "[runner]\nshutdown_grace_seconds = 0\n")
         try:
             prefix = () if args.host_groups else group_view_prefix(work)
