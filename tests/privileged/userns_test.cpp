@@ -2,9 +2,21 @@
 // The optional user namespace: the sandbox's root is an unprivileged host id.
 #include <doctest/doctest.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <sstream>
+#include <string>
+
+#include "nps/sandbox/userns.hpp"
 
 #include "sandbox_rootfs.hpp"
 #include "text_contains.hpp"
@@ -22,7 +34,84 @@ std::string host_user_ns()
     return link;
 }
 
+// This process's children, from /proc/self/task/*/children.
+std::set<pid_t> children()
+{
+    std::set<pid_t> pids;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream in(task.path() / "children");
+        for (pid_t pid; in >> pid;)
+            pids.insert(pid);
+    }
+    return pids;
+}
+
+// The uid_map a process sees once it has joined the user namespace `fd`
+// (read in a forked child, which is single-threaded as setns asks).
+std::string uid_map_inside(int fd)
+{
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(out[0]);
+        if (::setns(fd, CLONE_NEWUSER) != 0)
+            ::_exit(2);
+        const int map = ::open("/proc/self/uid_map", O_RDONLY);
+        char text[256];
+        const ssize_t n = map < 0 ? -1 : ::read(map, text, sizeof text);
+        ::_exit(n > 0 && ::write(out[1], text, static_cast<std::size_t>(n)) == n ? 0 : 3);
+    }
+    ::close(out[1]);
+    std::string text;
+    char buffer[256];
+    for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;)
+        text.append(buffer, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    return text;
+}
+
 }  // namespace
+
+TEST_CASE("a user namespace is made with its maps by a holder that is gone after, with this thread's signal mask kept")
+{
+    sigset_t blocked;
+    ::sigemptyset(&blocked);
+    ::sigaddset(&blocked, SIGUSR2);
+    sigset_t before;
+    REQUIRE(::pthread_sigmask(SIG_BLOCK, &blocked, &before) == 0);
+    sigset_t expected;
+    REQUIRE(::pthread_sigmask(SIG_SETMASK, nullptr, &expected) == 0);
+    const auto children_before = children();
+
+    auto ns = nps::sandbox::UserNamespaceFd::create(0x71230000, 0x71230000, 65536);
+    REQUIRE_MESSAGE(ns.has_value(), ns.error().describe());
+
+    sigset_t after;
+    REQUIRE(::pthread_sigmask(SIG_SETMASK, &before, &after) == 0);
+    CHECK(::sigismember(&after, SIGUSR2) == 1);
+    CHECK(::sigismember(&after, SIGTERM) == ::sigismember(&expected, SIGTERM));
+    CHECK(::sigismember(&after, SIGCHLD) == ::sigismember(&expected, SIGCHLD));
+    // The holder was killed and reaped: no child of this process is left.
+    CHECK(children() == children_before);
+    // A namespace of its own, with the maps asked for.
+    char link[64] = {};
+    REQUIRE(::readlink(("/proc/self/fd/" + std::to_string(ns->fd())).c_str(), link, sizeof link - 1) > 0);
+    CHECK(std::string(link) != host_user_ns());
+    std::istringstream map(uid_map_inside(ns->fd()));
+    std::uint64_t inside = 1, outside = 0, count = 0;
+    map >> inside >> outside >> count;
+    CHECK(inside == 0);
+    CHECK(outside == 0x71230000);
+    CHECK(count == 65536);
+    // Ids onto the host's root are refused before anything is made.
+    CHECK_FALSE(nps::sandbox::UserNamespaceFd::create(0, 0x71230000, 1).has_value());
+}
 
 TEST_CASE("run --userns: root inside is a slot of the host ids from 0x70000000, in a user namespace of its own" *
           doctest::test_suite("userns"))

@@ -51,9 +51,11 @@ inline constexpr std::uint32_t kDefaultUsernsIdCount = 65'536;
 
 class UserNamespaceFd {
 public:
-    // Clones a short-lived child into a new user namespace, writes its maps
-    // (0 host_uid count / 0 host_gid count; setgroups stays allowed), keeps
-    // /proc/<pid>/ns/user open and reaps the child.
+    // Clones a short-lived child into a new user namespace (sharing this
+    // process's memory: no page tables copied), writes its maps (0 host_uid
+    // count / 0 host_gid count; setgroups stays allowed), keeps
+    // /proc/<pid>/ns/user open, then kills and reaps the child. The calling
+    // thread's signal mask is as it was.
     static Result<UserNamespaceFd> create(uid_t host_uid, gid_t host_gid, std::uint32_t count);
 
     int fd() const { return fd_.get(); }
