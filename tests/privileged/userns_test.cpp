@@ -2,7 +2,6 @@
 // The optional user namespace: the sandbox's root is an unprivileged host id.
 #include <doctest/doctest.h>
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
