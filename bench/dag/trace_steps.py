@@ -86,8 +86,8 @@ def steps(data):
         if len(execs) != 3 or len(exits) != 3:
             continue
         figures["deposit → exec 1"].append(execs[0] - task[0][0])
-        figures["run"] += [exits[i] - execs[i] for i in range(3)]
         for i in range(3):
+            figures["run"].append(exits[i] - execs[i])
             figures[f"  run {i + 1}"].append(exits[i] - execs[i])
         if number + 1 < len(tasks) and tasks[number + 1]:
             # The client's part (it learns of the end, submits again) and the pause.
